@@ -1,0 +1,43 @@
+//! The one error type of the crate. `ffi::status` maps each variant to a stable C status code.
+
+use crate::format::Format;
+
+/// Everything that can go wrong in tern. Every fallible operation checks its inputs fully
+/// before it writes anything, so an `Err` always means "nothing was written".
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    #[error("unknown format id {0}")]
+    UnknownFormat(u32),
+    #[error("{format:?} cannot hold a {rows}x{cols} matrix: {why}")]
+    InvalidShape { format: Format, rows: usize, cols: usize, why: &'static str },
+    #[error("size of a {rows}x{cols} matrix overflows usize")]
+    SizeOverflow { rows: usize, cols: usize },
+    #[error("buffer holds {got} elements/bytes, {want} required")]
+    LengthMismatch { want: usize, got: usize },
+    #[error("input element {index} is not finite")]
+    NonFinite { index: usize },
+    #[error("block {block}: max |x| = {amax} does not fit the f16 scale")]
+    ScaleOverflow { block: usize, amax: f32 },
+    #[error("corrupt code at element {index}")]
+    CorruptCode { index: usize },
+    #[error("index ({row}, {col}) outside a {rows}x{cols} matrix")]
+    OutOfBounds { row: usize, col: usize, rows: usize, cols: usize },
+    #[error("the tensor's scope was reset or freed; the view is stale")]
+    StaleTensor,
+    #[error("operands do not fit: {0}")]
+    ShapeMismatch(&'static str),
+    #[error("no kernel named {0:?}")]
+    UnknownKernel(String),
+    #[error("kernel {0} needs CPU features this machine does not have")]
+    KernelUnavailable(&'static str),
+    #[error("no kernel for weight {weight:?} x activation {act:?}")]
+    Unsupported { weight: Format, act: Format },
+    #[error("an operation needs a scope and none was given")]
+    ScopeRequired,
+    #[error("allocation of {0} bytes failed")]
+    AllocationFailed(usize),
+    #[error("invalid argument: {0}")]
+    InvalidArgument(&'static str),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,309 @@
+//! The five formats: their stable ids, block specs and byte layouts (DESIGN §1).
+//!
+//! This module is the one place that validates a (format, shape, buffer) triple; the
+//! per-format files only know their bytes and may assume their inputs were checked here.
+
+mod bitnet;
+mod f32;
+mod i8_absmax;
+pub(crate) mod ternary;
+mod tq1_0;
+mod tq2_0;
+
+pub use bitnet::import_trits as bitnet_import_trits;
+
+use crate::error::{Error, Result};
+
+/// A storage format. The discriminants are the stable format ids of the C ABI: never
+/// reuse a retired value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum Format {
+    F32 = 1,
+    Tq1_0 = 2,
+    Tq2_0 = 3,
+    BitnetB158 = 4,
+    I8Absmax = 5,
+}
+
+/// How a format groups elements and where its scales live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocking {
+    /// Fixed-size blocks of `elems` elements in `bytes` bytes, laid end to end along rows.
+    Fixed { elems: usize, bytes: usize },
+    /// Codes for the whole row, then one scale per row after all codes (I8_ABSMAX).
+    PerRow { code_bytes_per_elem: usize, scale_bytes: usize },
+    /// Codes for the whole tensor, then one scale (BITNET_B1_58).
+    WholeTensor { elems_per_byte: usize, scale_bytes: usize },
+}
+
+/// Where a format keeps its scale(s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub enum ScalePlacement {
+    None = 0,
+    /// An f16 at the end of every block.
+    BlockEnd = 1,
+    /// One f32 per row, after all the codes.
+    RowsEnd = 2,
+    /// One f32 for the whole tensor, after all the codes.
+    TensorEnd = 3,
+}
+
+/// Static facts about a format.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BlockSpec {
+    pub blocking: Blocking,
+    /// Storage bits per element, not counting per-row or per-tensor scales.
+    pub bits_per_element: f64,
+    pub scale: ScalePlacement,
+    /// The activation format the format's kernels consume, if it has kernels.
+    pub activation_hint: Option<Format>,
+    /// `cols` must be a multiple of this.
+    pub cols_multiple: usize,
+}
+
+/// ggml's type ids for the formats that ggml knows.
+const GGML_TYPES: [(u32, Format); 3] = [(0, Format::F32), (34, Format::Tq1_0), (35, Format::Tq2_0)];
+
+impl Format {
+    pub const ALL: [Format; 5] =
+        [Format::F32, Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I8Absmax];
+
+    pub fn from_id(id: u32) -> Result<Format> {
+        Format::ALL.into_iter().find(|f| f.id() == id).ok_or(Error::UnknownFormat(id))
+    }
+
+    pub fn id(self) -> u32 {
+        self as u32
+    }
+
+    /// The format for a ggml type id (F32 = 0, TQ1_0 = 34, TQ2_0 = 35).
+    pub fn from_ggml_type(ggml_type: u32) -> Option<Format> {
+        GGML_TYPES.iter().find(|(t, _)| *t == ggml_type).map(|(_, f)| *f)
+    }
+
+    pub fn ggml_type(self) -> Option<u32> {
+        GGML_TYPES.iter().find(|(_, f)| *f == self).map(|(t, _)| *t)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::F32 => "F32",
+            Format::Tq1_0 => "TQ1_0",
+            Format::Tq2_0 => "TQ2_0",
+            Format::BitnetB158 => "BITNET_B1_58",
+            Format::I8Absmax => "I8_ABSMAX",
+        }
+    }
+
+    pub fn is_ternary(self) -> bool {
+        matches!(self, Format::Tq1_0 | Format::Tq2_0 | Format::BitnetB158)
+    }
+
+    pub fn spec(self) -> BlockSpec {
+        let i8_hint = Some(Format::I8Absmax);
+        match self {
+            Format::F32 => BlockSpec {
+                blocking: Blocking::Fixed { elems: 1, bytes: 4 },
+                bits_per_element: 32.0,
+                scale: ScalePlacement::None,
+                activation_hint: Some(Format::F32),
+                cols_multiple: 1,
+            },
+            Format::Tq1_0 => BlockSpec {
+                blocking: Blocking::Fixed { elems: ternary::QK, bytes: tq1_0::BLOCK_BYTES },
+                bits_per_element: (tq1_0::BLOCK_BYTES * 8) as f64 / ternary::QK as f64,
+                scale: ScalePlacement::BlockEnd,
+                activation_hint: i8_hint,
+                cols_multiple: ternary::QK,
+            },
+            Format::Tq2_0 => BlockSpec {
+                blocking: Blocking::Fixed { elems: ternary::QK, bytes: tq2_0::BLOCK_BYTES },
+                bits_per_element: (tq2_0::BLOCK_BYTES * 8) as f64 / ternary::QK as f64,
+                scale: ScalePlacement::BlockEnd,
+                activation_hint: i8_hint,
+                cols_multiple: ternary::QK,
+            },
+            Format::BitnetB158 => BlockSpec {
+                blocking: Blocking::WholeTensor { elems_per_byte: 4, scale_bytes: 4 },
+                bits_per_element: 2.0,
+                scale: ScalePlacement::TensorEnd,
+                activation_hint: i8_hint,
+                cols_multiple: 4,
+            },
+            Format::I8Absmax => BlockSpec {
+                blocking: Blocking::PerRow { code_bytes_per_elem: 1, scale_bytes: 4 },
+                bits_per_element: 8.0,
+                scale: ScalePlacement::RowsEnd,
+                activation_hint: None,
+                cols_multiple: 1,
+            },
+        }
+    }
+
+    /// The format a kernel wants activations in, when this format is the weight.
+    pub fn activation_hint(self) -> Option<Format> {
+        self.spec().activation_hint
+    }
+
+    /// Checks that a `rows x cols` matrix fits this format.
+    pub fn check_shape(self, rows: usize, cols: usize) -> Result<()> {
+        let invalid = |why| Err(Error::InvalidShape { format: self, rows, cols, why });
+        if rows == 0 || cols == 0 {
+            return invalid("rows and cols must be non-zero");
+        }
+        let multiple = self.spec().cols_multiple;
+        if cols % multiple != 0 {
+            return invalid(match multiple {
+                4 => "cols must be a multiple of 4 so that rows start on a byte",
+                _ => "cols must be a multiple of the 256-element block",
+            });
+        }
+        rows.checked_mul(cols).ok_or(Error::SizeOverflow { rows, cols })?;
+        Ok(())
+    }
+
+    /// Bytes of a `rows x cols` matrix in this format, with shape and overflow checks.
+    pub fn bytes_for(self, rows: usize, cols: usize) -> Result<usize> {
+        self.check_shape(rows, cols)?;
+        let overflow = Error::SizeOverflow { rows, cols };
+        let n = rows * cols;
+        let bytes = match self.spec().blocking {
+            Blocking::Fixed { elems, bytes } => (n / elems).checked_mul(bytes),
+            Blocking::PerRow { code_bytes_per_elem, scale_bytes } => n
+                .checked_mul(code_bytes_per_elem)
+                .and_then(|c| rows.checked_mul(scale_bytes).and_then(|s| c.checked_add(s))),
+            Blocking::WholeTensor { elems_per_byte, scale_bytes } => {
+                n.div_ceil(elems_per_byte).checked_add(scale_bytes)
+            }
+        };
+        bytes.ok_or(overflow)
+    }
+
+    /// Encodes `src` (`rows x cols` f32, row-major) into `dst`, which must hold at least
+    /// `bytes_for(rows, cols)` bytes. Returns the bytes written. Non-finite input, a shape
+    /// that does not fit, or a short buffer are refused before anything is written.
+    pub fn encode(self, src: &[f32], rows: usize, cols: usize, dst: &mut [u8]) -> Result<usize> {
+        let need = self.bytes_for(rows, cols)?;
+        check_len(src.len(), rows * cols)?;
+        check_len_at_least(dst.len(), need)?;
+        if let Some(index) = src.iter().position(|x| !x.is_finite()) {
+            return Err(Error::NonFinite { index });
+        }
+        let dst = &mut dst[..need];
+        match self {
+            Format::F32 => f32::encode(src, dst),
+            Format::Tq1_0 => {
+                ternary::check_block_scales(src)?;
+                tq1_0::encode(src, dst)
+            }
+            Format::Tq2_0 => {
+                ternary::check_block_scales(src)?;
+                tq2_0::encode(src, dst)
+            }
+            Format::BitnetB158 => bitnet::encode(src, dst),
+            Format::I8Absmax => i8_absmax::encode(src, cols, dst),
+        }
+        Ok(need)
+    }
+
+    /// Decodes `src`, which must be exactly `bytes_for(rows, cols)` bytes, into `dst`
+    /// (at least `rows * cols` floats).
+    pub fn decode(self, src: &[u8], rows: usize, cols: usize, dst: &mut [f32]) -> Result<()> {
+        self.check_bytes(src, rows, cols)?;
+        check_len_at_least(dst.len(), rows * cols)?;
+        let dst = &mut dst[..rows * cols];
+        match self {
+            Format::F32 => f32::decode(src, dst),
+            Format::Tq1_0 => tq1_0::decode(src, dst),
+            Format::Tq2_0 => tq2_0::decode(src, dst),
+            Format::BitnetB158 => bitnet::decode(src, dst),
+            Format::I8Absmax => i8_absmax::decode(src, cols, dst),
+        }
+        Ok(())
+    }
+
+    /// Decodes one element.
+    pub fn get(self, src: &[u8], rows: usize, cols: usize, row: usize, col: usize) -> Result<f32> {
+        self.check_bytes(src, rows, cols)?;
+        if row >= rows || col >= cols {
+            return Err(Error::OutOfBounds { row, col, rows, cols });
+        }
+        let index = row * cols + col;
+        Ok(match self {
+            Format::F32 => f32::get(src, index),
+            Format::Tq1_0 => tq1_0::get(src, index),
+            Format::Tq2_0 => tq2_0::get(src, index),
+            Format::BitnetB158 => bitnet::get(src, index),
+            Format::I8Absmax => i8_absmax::get(src, rows, cols, row, col),
+        })
+    }
+
+    /// Reports the first corrupt element: a code outside the format's alphabet, a
+    /// non-canonical TQ1_0 byte, or a scale that is not finite (or negative).
+    pub fn validate(self, src: &[u8], rows: usize, cols: usize) -> Result<()> {
+        self.check_bytes(src, rows, cols)?;
+        let corrupt = match self {
+            Format::F32 => {
+                return match f32::first_non_finite(src) {
+                    Some(index) => Err(Error::NonFinite { index }),
+                    None => Ok(()),
+                }
+            }
+            Format::Tq1_0 => tq1_0::first_corrupt(src),
+            Format::Tq2_0 => tq2_0::first_corrupt(src),
+            Format::BitnetB158 => bitnet::first_corrupt(src),
+            Format::I8Absmax => i8_absmax::first_corrupt(src, rows, cols),
+        };
+        match corrupt {
+            Some(index) => Err(Error::CorruptCode { index }),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks that `src` is exactly the bytes of a `rows x cols` matrix.
+    pub fn check_bytes(self, src: &[u8], rows: usize, cols: usize) -> Result<()> {
+        check_len(src.len(), self.bytes_for(rows, cols)?)
+    }
+}
+
+fn check_len(got: usize, want: usize) -> Result<()> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch { want, got })
+    }
+}
+
+fn check_len_at_least(got: usize, want: usize) -> Result<()> {
+    if got >= want {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch { want, got })
+    }
+}
+
+/// Ternary weights as kernels see them: signed trits (code - 1; a corrupt code 3 comes out
+/// as +2, as ggml decodes it) and one scale per kernel block.
+impl Format {
+    /// Elements per scale block when `cols` is the row length: 256 for TQ1_0/TQ2_0, the
+    /// whole row for BITNET_B1_58 (its one scale is per tensor).
+    pub fn kernel_block(self, cols: usize) -> usize {
+        match self {
+            Format::Tq1_0 | Format::Tq2_0 => ternary::QK,
+            _ => cols,
+        }
+    }
+
+    /// Decodes row `row` of a ternary `? x cols` matrix into trits and per-block scales
+    /// (`cols / kernel_block(cols)` of them). `bytes` must have been checked.
+    pub fn ternary_row(self, bytes: &[u8], cols: usize, row: usize, trits: &mut [i8], scales: &mut [f32]) {
+        match self {
+            Format::Tq1_0 => tq1_0::row_trits(bytes, cols, row, trits, scales),
+            Format::Tq2_0 => tq2_0::row_trits(bytes, cols, row, trits, scales),
+            Format::BitnetB158 => bitnet::row_trits(bytes, cols, row, trits, scales),
+            _ => unreachable!("{self:?} is not ternary"),
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! TQ1_0 (ggml): per 256-element block `qs[48]`, `qh[4]`, then an f16 `d`. Bytes hold five
+//! base-3 digits (four in `qh`, times 3), stored as `ceil(v * 256 / 243)` so that digit n
+//! comes out of `((b * 3^n) mod 256) * 3 >> 8`.
+
+use super::ternary::{block_scale, code_of_scaled, read_f16, QK};
+
+pub const QS_BYTES: usize = 48;
+pub const QH_BYTES: usize = 4;
+pub const BLOCK_BYTES: usize = QS_BYTES + QH_BYTES + 2;
+
+const POW3: [u8; 5] = [1, 3, 9, 27, 81];
+
+/// The three regions of a block: (first element, bytes, first byte). Each byte of a
+/// region holds the elements `first + byte_in_region + n * bytes` for digits n.
+const REGIONS: [(usize, usize, usize); 3] = [(0, 32, 0), (160, 16, 32), (240, 4, 48)];
+
+/// Byte offset and digit of element `e` of a block.
+#[inline(always)]
+pub fn position(e: usize) -> (usize, usize) {
+    let &(first, bytes, byte0) = REGIONS.iter().rev().find(|r| e >= r.0).expect("e < 256");
+    let e = e - first;
+    (byte0 + e % bytes, e / bytes)
+}
+
+/// Digit n (0 = most significant) of a stored byte, as a code in {0, 1, 2}.
+#[inline(always)]
+pub fn digit(b: u8, n: usize) -> u8 {
+    ((b.wrapping_mul(POW3[n]) as u16 * 3) >> 8) as u8
+}
+
+/// The stored byte for five digits (most significant first).
+#[inline(always)]
+fn pack(codes: [u8; 5]) -> u8 {
+    let v = codes.iter().fold(0u16, |v, &c| v * 3 + c as u16);
+    ((v * 256 + 242) / 243) as u8
+}
+
+pub fn encode(src: &[f32], dst: &mut [u8]) {
+    for (x, block) in src.chunks_exact(QK).zip(dst.chunks_exact_mut(BLOCK_BYTES)) {
+        let (d, id) = block_scale(x);
+        for &(first, bytes, byte0) in &REGIONS {
+            let digits = if first == 240 { 4 } else { 5 };
+            for m in 0..bytes {
+                let mut codes = [0u8; 5]; // qh's fifth digit stays 0: its value is times 3
+                for (n, c) in codes.iter_mut().enumerate().take(digits) {
+                    *c = code_of_scaled(x[first + m + n * bytes] * id);
+                }
+                block[byte0 + m] = pack(codes);
+            }
+        }
+        block[QS_BYTES + QH_BYTES..].copy_from_slice(&d.to_le_bytes());
+    }
+}
+
+pub fn decode(src: &[u8], dst: &mut [f32]) {
+    for (block, y) in src.chunks_exact(BLOCK_BYTES).zip(dst.chunks_exact_mut(QK)) {
+        let d = read_f16(&block[QS_BYTES + QH_BYTES..]).to_f32();
+        for &(first, bytes, byte0) in &REGIONS {
+            let digits = if first == 240 { 4 } else { 5 };
+            for n in 0..digits {
+                let out = &mut y[first + n * bytes..][..bytes];
+                for (y, &b) in out.iter_mut().zip(&block[byte0..byte0 + bytes]) {
+                    *y = (digit(b, n) as f32 - 1.0) * d;
+                }
+            }
+        }
+    }
+}
+
+pub fn get(src: &[u8], index: usize) -> f32 {
+    let block = &src[(index / QK) * BLOCK_BYTES..][..BLOCK_BYTES];
+    let (byte, n) = position(index % QK);
+    (digit(block[byte], n) as f32 - 1.0) * read_f16(&block[QS_BYTES + QH_BYTES..]).to_f32()
+}
+
+/// Every byte decodes to some digits, so corruption shows as a byte that is not the
+/// canonical encoding of its own digits (or a qh byte with a non-zero fifth digit), or
+/// as a non-finite scale. Reports the first element of the offending byte.
+pub fn first_corrupt(src: &[u8]) -> Option<usize> {
+    src.chunks_exact(BLOCK_BYTES).enumerate().find_map(|(b, block)| {
+        if !read_f16(&block[QS_BYTES + QH_BYTES..]).is_finite() {
+            return Some(b * QK);
+        }
+        REGIONS.iter().find_map(|&(first, bytes, byte0)| {
+            (0..bytes)
+                .find(|&m| {
+                    let byte = block[byte0 + m];
+                    let mut codes = [0u8; 5];
+                    for (n, c) in codes.iter_mut().enumerate() {
+                        *c = digit(byte, n);
+                    }
+                    pack(codes) != byte || (first == 240 && codes[4] != 0)
+                })
+                .map(|m| b * QK + first + m)
+        })
+    })
+}
+
+pub fn row_trits(src: &[u8], cols: usize, row: usize, trits: &mut [i8], scales: &mut [f32]) {
+    let blocks = cols / QK;
+    let row_bytes = &src[row * blocks * BLOCK_BYTES..][..blocks * BLOCK_BYTES];
+    for ((block, t), s) in row_bytes.chunks_exact(BLOCK_BYTES).zip(trits.chunks_exact_mut(QK)).zip(scales) {
+        *s = read_f16(&block[QS_BYTES + QH_BYTES..]).to_f32();
+        for (e, t) in t.iter_mut().enumerate() {
+            let (byte, n) = position(e);
+            *t = digit(block[byte], n) as i8 - 1;
+        }
+    }
+}

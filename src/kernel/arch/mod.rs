@@ -1,0 +1,17 @@
+//! SIMD kernels, one folder per architecture, each registering its kernels best first.
+
+#[cfg(target_arch = "x86_64")]
+pub mod x86_64;
+#[cfg(target_arch = "aarch64")]
+pub mod aarch64;
+
+use super::Kernel;
+
+pub fn kernels() -> Vec<Kernel> {
+    #[cfg(target_arch = "x86_64")]
+    return x86_64::kernels();
+    #[cfg(target_arch = "aarch64")]
+    return aarch64::kernels();
+    #[allow(unreachable_code)]
+    Vec::new()
+}

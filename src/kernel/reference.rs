@@ -1,0 +1,101 @@
+//! The reference kernels: the definition every SIMD kernel must match.
+//!
+//! `bitnet_gemv/reference` computes
+//! `out[m][n] = a_scale[m] * sum_blocks w_scale[block] * sum_{i in block} a_code[m][i] * t[n][i]`
+//! with no multiply in the inner loop: a trit adds, subtracts or skips. Each weight row is
+//! decoded once per call and reused for every activation row.
+
+use super::{always, ActI8, Kernel, MatRef, OutRows};
+use crate::format::Format;
+
+pub fn kernels() -> Vec<Kernel> {
+    let ternary = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158].map(|weight| Kernel {
+        name: c"bitnet_gemv/reference",
+        weight,
+        act: Format::I8Absmax,
+        requires: "",
+        available: always,
+        run: bitnet_gemv,
+    });
+    let dense = Kernel {
+        name: c"dense_gemv/reference",
+        weight: Format::F32,
+        act: Format::F32,
+        requires: "",
+        available: always,
+        run: dense_gemv,
+    };
+    ternary.into_iter().chain([dense]).collect()
+}
+
+/// The fallback for pairs no kernel serves: decode both operands to f32, then multiply.
+pub static DECODING_MATMUL: Kernel = Kernel {
+    name: c"matmul/reference",
+    weight: Format::F32,
+    act: Format::F32,
+    requires: "",
+    available: always,
+    run: decoding_matmul,
+};
+
+pub fn bitnet_gemv(w: &MatRef, a: &MatRef, out: &mut OutRows) {
+    let act = ActI8::parse(a);
+    let k = w.cols;
+    let block = w.format.kernel_block(k);
+    let mut trits = vec![0i8; k];
+    let mut scales = vec![0f32; k / block];
+    for r in out.rows() {
+        w.format.ternary_row(w.bytes, k, r, &mut trits, &mut scales);
+        for token in 0..act.m {
+            let mut acc = 0f32;
+            for ((t, x), &d) in trits.chunks_exact(block).zip(act.row(token).chunks_exact(block)).zip(&scales) {
+                acc += d * trit_dot(t, x) as f32;
+            }
+            out.set(token, r, act.scales[token] * acc);
+        }
+    }
+}
+
+/// `sum t * x` by adding, subtracting or skipping. A corrupt +2 (TQ2_0 or BitNet code 3)
+/// adds twice, matching ggml's decode and the biased-code SIMD kernels.
+fn trit_dot(t: &[i8], x: &[i8]) -> i32 {
+    let mut s = 0i32;
+    for (&t, &x) in t.iter().zip(x) {
+        let x = x as i32;
+        match t {
+            1 => s += x,
+            -1 => s -= x,
+            2 => s += x + x,
+            _ => {}
+        }
+    }
+    s
+}
+
+pub fn dense_gemv(w: &MatRef, a: &MatRef, out: &mut OutRows) {
+    let w_row = |r: usize| w.bytes[r * w.cols * 4..][..w.cols * 4].chunks_exact(4);
+    let a_row = |i: usize| a.bytes[i * a.cols * 4..][..a.cols * 4].chunks_exact(4);
+    let f = |s: &[u8]| f32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+    for r in out.rows() {
+        for token in 0..a.rows {
+            let dot = w_row(r).zip(a_row(token)).map(|(x, y)| f(x) * f(y)).sum();
+            out.set(token, r, dot);
+        }
+    }
+}
+
+fn decoding_matmul(w: &MatRef, a: &MatRef, out: &mut OutRows) {
+    let decode = |m: &MatRef| {
+        let mut v = vec![0f32; m.rows * m.cols];
+        m.format.decode(m.bytes, m.rows, m.cols, &mut v).expect("operands were checked");
+        v
+    };
+    let (wf, af) = (decode(w), decode(a));
+    let k = w.cols;
+    for r in out.rows() {
+        for token in 0..a.rows {
+            let dot = wf[r * k..][..k].iter().zip(&af[token * k..][..k]).map(|(x, y)| x * y).sum();
+            out.set(token, r, dot);
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Tensors: a format, a shape and bytes that are borrowed, owned, or allocated in a scope.
+//! Every accessor checks the bytes are still valid (a scope tensor goes stale on reset).
+
+use crate::error::{Error, Result};
+use crate::format::Format;
+use crate::scope::{Scope, ScopedBytes};
+
+enum Bytes<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Vec<u8>),
+    Scoped(ScopedBytes),
+}
+
+/// A `rows x cols` matrix in some format. Cheap to read from many threads at once.
+pub struct Tensor<'a> {
+    format: Format,
+    rows: usize,
+    cols: usize,
+    bytes: Bytes<'a>,
+}
+
+impl std::fmt::Debug for Tensor<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tensor").field("format", &self.format).field("rows", &self.rows).field("cols", &self.cols).finish()
+    }
+}
+
+impl<'a> Tensor<'a> {
+    /// Wraps bytes that hold a `rows x cols` matrix, e.g. a GGUF tensor's data as it is.
+    /// `bytes.len()` must be exactly `format.bytes_for(rows, cols)`.
+    pub fn wrap(format: Format, bytes: &'a [u8], rows: usize, cols: usize) -> Result<Tensor<'a>> {
+        format.check_bytes(bytes, rows, cols)?;
+        Ok(Tensor { format, rows, cols, bytes: Bytes::Borrowed(bytes) })
+    }
+
+    /// Takes ownership of encoded bytes.
+    pub fn from_vec(format: Format, bytes: Vec<u8>, rows: usize, cols: usize) -> Result<Tensor<'static>> {
+        format.check_bytes(&bytes, rows, cols)?;
+        Ok(Tensor { format, rows, cols, bytes: Bytes::Owned(bytes) })
+    }
+
+    /// Encodes `src` (`rows x cols` f32) into a tensor that owns its bytes.
+    pub fn encode(format: Format, src: &[f32], rows: usize, cols: usize) -> Result<Tensor<'static>> {
+        let mut bytes = vec![0u8; format.bytes_for(rows, cols)?];
+        format.encode(src, rows, cols, &mut bytes)?;
+        Ok(Tensor { format, rows, cols, bytes: Bytes::Owned(bytes) })
+    }
+
+    /// Allocates the bytes of a `rows x cols` tensor in `scope` and lets `fill` write them.
+    /// On error nothing stays allocated.
+    pub(crate) fn in_scope(
+        scope: &mut Scope,
+        format: Format,
+        rows: usize,
+        cols: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Result<Tensor<'static>> {
+        let len = format.bytes_for(rows, cols)?;
+        let bytes = scope.alloc_with(len, fill)?;
+        Ok(Tensor { format, rows, cols, bytes: Bytes::Scoped(bytes) })
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// The encoded bytes, or [`Error::StaleTensor`] if the tensor's scope was reset.
+    pub fn bytes(&self) -> Result<&[u8]> {
+        match &self.bytes {
+            Bytes::Borrowed(b) => Ok(b),
+            Bytes::Owned(b) => Ok(b),
+            Bytes::Scoped(b) => b.get(),
+        }
+    }
+
+    /// One element, decoded (a packed tensor never hands out a raw code).
+    pub fn get(&self, row: usize, col: usize) -> Result<f32> {
+        self.format.get(self.bytes()?, self.rows, self.cols, row, col)
+    }
+
+    /// Decodes the whole tensor into `dst` (at least `rows * cols` floats).
+    pub fn decode_into(&self, dst: &mut [f32]) -> Result<()> {
+        self.format.decode(self.bytes()?, self.rows, self.cols, dst)
+    }
+
+    pub fn decode(&self) -> Result<Vec<f32>> {
+        let mut out = vec![0.0; self.rows * self.cols];
+        self.decode_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// Reports the first corrupt code or scale ([`Error::CorruptCode`]).
+    pub fn validate(&self) -> Result<()> {
+        self.format.validate(self.bytes()?, self.rows, self.cols)
+    }
+
+    /// Fails unless this tensor is in `format`.
+    pub fn expect_format(&self, format: Format) -> Result<()> {
+        if self.format == format {
+            Ok(())
+        } else {
+            Err(Error::Unsupported { weight: self.format, act: format })
+        }
+    }
+}
