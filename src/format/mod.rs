@@ -3,12 +3,12 @@
 //! This module is the one place that validates a (format, shape, buffer) triple; the
 //! per-format files only know their bytes and may assume their inputs were checked here.
 
-mod bitnet;
+pub(crate) mod bitnet;
 mod f32;
-mod i8_absmax;
+pub(crate) mod i8_absmax;
 pub(crate) mod ternary;
-mod tq1_0;
-mod tq2_0;
+pub(crate) mod tq1_0;
+pub(crate) mod tq2_0;
 
 pub use bitnet::import_trits as bitnet_import_trits;
 

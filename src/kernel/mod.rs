@@ -162,3 +162,12 @@ pub fn registry() -> &'static [Kernel] {
         all
     })
 }
+
+/// Quantizes one activation row to I8_ABSMAX codes and returns its scale, bit-identical to
+/// `format::i8_absmax::encode_row` (the definition).
+pub type RequantRowFn = fn(&[f32], &mut [i8]) -> f32;
+
+/// The fastest row requantizer this CPU runs.
+pub fn requant_row() -> RequantRowFn {
+    arch::requant_row().unwrap_or(crate::format::i8_absmax::encode_row)
+}

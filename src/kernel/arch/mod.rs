@@ -15,3 +15,12 @@ pub fn kernels() -> Vec<Kernel> {
     #[allow(unreachable_code)]
     Vec::new()
 }
+
+pub fn requant_row() -> Option<super::RequantRowFn> {
+    #[cfg(target_arch = "x86_64")]
+    return x86_64::requant_row();
+    #[cfg(target_arch = "aarch64")]
+    return aarch64::requant_row();
+    #[allow(unreachable_code)]
+    None
+}

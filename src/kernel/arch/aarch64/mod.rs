@@ -5,3 +5,7 @@ use crate::kernel::Kernel;
 pub fn kernels() -> Vec<Kernel> {
     Vec::new()
 }
+
+pub fn requant_row() -> Option<crate::kernel::RequantRowFn> {
+    None
+}
