@@ -241,7 +241,7 @@ fn bitnet_reencode_keeps_codes_and_takes_the_decoded_absmean() {
         let mean = (y.iter().map(|w| w.abs() as f64).sum::<f64>() / y.len() as f64) as f32;
         assert_eq!(f32_at(&twice, codes).to_bits(), mean.to_bits());
         assert!(
-            y.iter().any(|&w| w == 0.0),
+            y.contains(&0.0),
             "the case must have zero trits to mean anything"
         );
     }
@@ -286,6 +286,10 @@ fn bitnet_import_packs_four_trits_per_byte_low_bits_first() {
     let mut bytes = vec![CANARY; 2 + 4];
     bitnet_import_trits(&[-1, 0, 1, 1, 0, -1, -1, 0], 2.0, &mut bytes).unwrap();
     assert_eq!(bytes, [0b10_10_01_00, 0b01_00_00_01, 0, 0, 0, 64]);
+    // A short last group leaves its high bits 0.
+    let mut bytes = vec![CANARY; 2 + 4];
+    bitnet_import_trits(&[1, -1, 0, 1, 1, 0], 0.5, &mut bytes).unwrap();
+    assert_eq!(bytes, [0b10_01_00_10, 0b00_00_01_10, 0, 0, 0, 63]);
 }
 
 #[test]
@@ -515,7 +519,7 @@ fn tq2_0_code_3_is_corrupt() {
 /// The canonical TQ1_0 byte for five base-3 digits, most significant first (DESIGN §1).
 fn tq1_pack(digits: [u32; 5]) -> u8 {
     let v = digits.iter().fold(0, |v, &d| v * 3 + d);
-    ((v * 256 + 242) / 243) as u8
+    (v * 256).div_ceil(243) as u8 // = (v * 256 + 242) / 243
 }
 
 #[test]
