@@ -46,9 +46,19 @@ pub fn import_trits(trits: &[i8], scale: f32, dst: &mut [u8]) -> Result<()> {
 /// Packs the code of each item four to a byte (the first in the low bits), then the
 /// scale. A short last group leaves its high bits 0.
 fn write<T: Copy>(items: &[T], code: impl Fn(T) -> u8, scale: f32, dst: &mut [u8]) {
+    // Codes for a run of items first, then the packing: two simple loops vectorize, one
+    // loop doing both does not.
+    const RUN: usize = 64;
     let (packed, tail) = dst.split_at_mut(dst.len() - SCALE_BYTES);
-    for (byte, group) in packed.iter_mut().zip(items.chunks(4)) {
-        *byte = group.iter().enumerate().fold(0, |b, (j, &t)| b | code(t) << (2 * j));
+    let mut codes = [0u8; RUN];
+    for (bytes, items) in packed.chunks_mut(RUN / 4).zip(items.chunks(RUN)) {
+        let codes = &mut codes[..items.len()];
+        for (c, &t) in codes.iter_mut().zip(items) {
+            *c = code(t);
+        }
+        for (b, q) in bytes.iter_mut().zip(codes.chunks(4)) {
+            *b = q.iter().enumerate().fold(0, |b, (j, &c)| b | c << (2 * j));
+        }
     }
     tail.copy_from_slice(&scale.to_le_bytes());
 }
