@@ -17,9 +17,9 @@ pub fn encode(src: &[f32], dst: &mut [u8]) {
     let sum: f64 = src.iter().map(|w| w.abs() as f64).sum();
     let scale = (sum / src.len() as f64) as f32;
     if scale == 0.0 {
-        write(src.iter().map(|_| ZERO_CODE), 0.0, dst);
+        write(src, |_| ZERO_CODE, 0.0, dst);
     } else {
-        write(src.iter().map(|&w| code_of_scaled(w / scale)), scale, dst);
+        write(src, |w| code_of_scaled(w / scale), scale, dst);
     }
 }
 
@@ -39,15 +39,26 @@ pub fn import_trits(trits: &[i8], scale: f32, dst: &mut [u8]) -> Result<()> {
             got: dst.len(),
         });
     }
-    write(trits.iter().map(|&t| (t + 1) as u8), scale, dst);
+    write(trits, |t| (t + 1) as u8, scale, dst);
     Ok(())
 }
 
-fn write(codes: impl Iterator<Item = u8>, scale: f32, dst: &mut [u8]) {
+/// Packs the code of each item four to a byte (the first in the low bits), then the
+/// scale. A short last group leaves its high bits 0.
+fn write<T: Copy>(items: &[T], code: impl Fn(T) -> u8, scale: f32, dst: &mut [u8]) {
+    // Codes for a run of items first, then the packing: two simple loops vectorize, one
+    // loop doing both does not.
+    const RUN: usize = 64;
     let (packed, tail) = dst.split_at_mut(dst.len() - SCALE_BYTES);
-    packed.fill(0);
-    for (i, code) in codes.enumerate() {
-        packed[i / 4] |= code << (2 * (i % 4));
+    let mut codes = [0u8; RUN];
+    for (bytes, items) in packed.chunks_mut(RUN / 4).zip(items.chunks(RUN)) {
+        let codes = &mut codes[..items.len()];
+        for (c, &t) in codes.iter_mut().zip(items) {
+            *c = code(t);
+        }
+        for (b, q) in bytes.iter_mut().zip(codes.chunks(4)) {
+            *b = q.iter().enumerate().fold(0, |b, (j, &c)| b | c << (2 * j));
+        }
     }
     tail.copy_from_slice(&scale.to_le_bytes());
 }
@@ -64,7 +75,8 @@ pub fn code(src: &[u8], i: usize) -> u8 {
 
 pub fn decode(src: &[u8], dst: &mut [f32]) {
     let s = scale(src);
-    for (y, &b) in dst.chunks_mut(4).zip(src) {
+    // Shapes keep cols % 4 == 0, so every byte fills exactly four outputs.
+    for (y, &b) in dst.chunks_exact_mut(4).zip(src) {
         for (j, y) in y.iter_mut().enumerate() {
             *y = (((b >> (2 * j)) & 3) as f32 - 1.0) * s;
         }

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Generates the TQ1_0/TQ2_0 parity fixtures in tests/fixtures/ with gguf's numpy quantizer.
+
+gguf (PyPI, 0.19.0) is byte-identical to ggml's C reference quantizer, so these files pin
+tern's encoder and decoder to ggml. Every case is written for both formats as
+    <fmt>_<case>.in.f32    input, raw little-endian f32, rows x cols row-major
+    <fmt>_<case>.q.bin     gguf.quants.quantize bytes
+    <fmt>_<case>.deq.f32   gguf.quants.dequantize of those bytes, raw little-endian f32
+and listed in manifest.txt as "<fmt> <case> <rows> <cols>".
+
+Before writing, the script checks gguf's bytes against an independent, element-by-element
+transcription of DESIGN §1 (block = qs, [qh], then the f16 d at the END), so a layout
+change in gguf cannot slip into the fixtures unnoticed.
+
+Deterministic (fixed seed); run from anywhere:  python3 scripts/gen_fixtures.py
+"""
+
+import zlib
+from pathlib import Path
+
+import numpy as np
+from gguf import GGMLQuantizationType as T
+from gguf import quants
+
+QK = 256
+F16_MAX = 65504.0
+OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+FORMATS = {"tq1_0": T.TQ1_0, "tq2_0": T.TQ2_0}
+
+
+def f32(xs) -> np.ndarray:
+    return np.asarray(xs, dtype=np.float32)
+
+
+def nudge(x: np.float32, toward: float) -> np.float32:
+    return np.nextafter(np.float32(x), np.float32(toward))
+
+
+def random_case(rng, scale: float) -> np.ndarray:
+    # A normal spread plus a few uniform outliers, so block maxima differ from the bulk.
+    x = rng.standard_normal((2, 4 * QK)).astype(np.float32)
+    x[:, ::37] = rng.uniform(-3.0, 3.0, x[:, ::37].shape).astype(np.float32)
+    return f32(x * np.float32(scale))
+
+
+def ties_case(rng) -> np.ndarray:
+    """Elements at exactly +-0.5 * block max and one ulp either side, for block maxima that
+    are powers of two (the product x * (1/max) is then exactly 0.5) and ones that are not
+    (where the f32 product decides)."""
+    blocks = []
+    for amax in (1.0, 0.125, 4096.0, 3.0, 0.7, 1e-3):
+        amax = np.float32(amax)
+        half = np.float32(amax * np.float32(0.5))
+        pool = [half, -half, nudge(half, 0), nudge(half, 1e9), -nudge(half, 0), -nudge(half, 1e9), 0.0]
+        b = f32(rng.choice(f32(pool), QK))
+        b[rng.integers(QK)] = amax if rng.integers(2) else -amax
+        blocks.append(b)
+    return np.concatenate(blocks).reshape(2, 3 * QK)
+
+
+def zeros_case(_rng) -> np.ndarray:
+    return np.zeros((2, 2 * QK), dtype=np.float32)
+
+
+def single_case(_rng) -> np.ndarray:
+    """One non-zero element per block, at each region boundary of the TQ1_0 block
+    (qs[0..32], qs[32..48], qh) and TQ2_0 shift boundaries."""
+    positions = [0, 31, 127, 128, 159, 160, 239, 240, 255]
+    values = [1.0, -2.5, 1e-3, -7.0, 0.3, -1e4, 42.0, -0.01, 6.0]
+    x = np.zeros((len(positions), QK), dtype=np.float32)
+    for b, (e, v) in enumerate(zip(positions, values)):
+        x[b, e] = v
+    return x.reshape(3, 3 * QK)
+
+
+def negmax_case(rng) -> np.ndarray:
+    """Each block's largest magnitude is negative (one block holds +m and -m both)."""
+    x = rng.uniform(-0.9, 0.9, (4, QK)).astype(np.float32)
+    for b, m in enumerate((1.0, 2.75, 1e-2, 1.0)):
+        x[b] *= np.float32(m)
+        x[b, rng.integers(QK)] = -m
+    x[3, 7] = 1.0
+    return f32(x.reshape(2, 2 * QK))
+
+
+def subnormal_case(rng) -> np.ndarray:
+    """Block maxima whose f16 scale is subnormal (below 6.1e-5), down to the smallest
+    subnormal (5.96e-8) and below it, where d rounds to 0 while 1/max is still finite."""
+    maxima = (1e-6, 3.3e-7, 6e-8, 2e-8)
+    x = rng.uniform(-1.0, 1.0, (len(maxima), QK)).astype(np.float32)
+    for b, m in enumerate(maxima):
+        x[b] *= np.float32(m)
+        x[b, rng.integers(QK)] = m if b % 2 else -m
+    return f32(x.reshape(1, len(maxima) * QK))
+
+
+def huge_case(rng) -> np.ndarray:
+    """Block maxima near the f16 limit: 6e4, exactly 65504, and 65519 (still rounds down to
+    65504; 65520 would round to +Inf and is refused by tern)."""
+    maxima = (6e4, F16_MAX, 65519.0, 3e4)
+    x = rng.uniform(-1.0, 1.0, (len(maxima), QK)).astype(np.float32)
+    for b, m in enumerate(maxima):
+        x[b] *= np.float32(m)
+        x[b, rng.integers(QK)] = -m if b % 2 else m
+    return f32(x.reshape(2, 2 * QK))
+
+
+def round_away(v: np.float32) -> int:
+    a = abs(float(v))
+    r = int(np.floor(a + 0.5))  # exact for the small magnitudes seen here
+    return -r if v < 0 else r
+
+
+def design_encode(fmt: str, x: np.ndarray) -> bytes:
+    """DESIGN §1, one element at a time, independent of gguf's vectorized code."""
+    out = bytearray()
+    for block in x.reshape(-1, QK):
+        amax = np.float32(np.max(np.abs(block)))
+        inv = np.float32(1.0) / amax if amax != 0 else np.float32(0.0)
+        codes = [round_away(np.float32(v * inv)) + 1 for v in block]
+        assert all(0 <= c <= 2 for c in codes)
+        if fmt == "tq2_0":
+            qs = [0] * 64
+            for e, c in enumerate(codes):
+                qs[32 * (e // 128) + e % 32] |= c << (2 * ((e % 128) // 32))
+            q = qs
+        else:
+            vals = [0] * 52
+            for e, c in enumerate(codes):
+                if e < 160:
+                    byte, n = e % 32, e // 32
+                elif e < 240:
+                    byte, n = 32 + (e - 160) % 16, (e - 160) // 16
+                else:
+                    byte, n = 48 + (e - 240) % 4, (e - 240) // 4
+                vals[byte] += c * 3 ** (4 - n)
+            q = [(v * 256 + 242) // 243 for v in vals]
+        out += bytes(q) + np.float16(amax).tobytes()  # d at the END of the block
+    return bytes(out)
+
+
+def design_decode(fmt: str, q: bytes, n: int) -> np.ndarray:
+    bb = 54 if fmt == "tq1_0" else 66
+    out = np.zeros(n, dtype=np.float32)
+    for b in range(n // QK):
+        block = q[b * bb:(b + 1) * bb]
+        d = np.float32(np.frombuffer(block[-2:], dtype="<f2")[0])
+        for e in range(QK):
+            if fmt == "tq2_0":
+                code = (block[32 * (e // 128) + e % 32] >> (2 * ((e % 128) // 32))) & 3
+            else:
+                if e < 160:
+                    byte, k = e % 32, e // 32
+                elif e < 240:
+                    byte, k = 32 + (e - 160) % 16, (e - 160) // 16
+                else:
+                    byte, k = 48 + (e - 240) % 4, (e - 240) // 4
+                code = (((block[byte] * 3 ** k) & 0xFF) * 3) >> 8
+            out[b * QK + e] = np.float32(code - 1) * d
+    return out
+
+
+CASES = [
+    ("rand_1e-3", lambda r: random_case(r, 1e-3)),
+    ("rand_1e-1", lambda r: random_case(r, 1e-1)),
+    ("rand_1", lambda r: random_case(r, 1.0)),
+    ("rand_1e2", lambda r: random_case(r, 1e2)),
+    ("rand_1e4", lambda r: random_case(r, 1e4)),
+    ("ties", ties_case),
+    ("zeros", zeros_case),
+    ("single", single_case),
+    ("negmax", negmax_case),
+    ("subnormal", subnormal_case),
+    ("huge", huge_case),
+]
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    manifest = []
+    for case, make in CASES:
+        # One seed per case so that adding a case does not change the others.
+        x = make(np.random.default_rng([0x7E2, zlib.crc32(case.encode())]))
+        assert x.dtype == np.float32 and x.ndim == 2 and x.shape[1] % QK == 0
+        assert np.all(np.isfinite(x)) and np.all(np.abs(x) < 65520.0)
+        rows, cols = x.shape
+        for fmt, qtype in FORMATS.items():
+            q = quants.quantize(x, qtype)
+            qb = q.tobytes()
+            deq = quants.dequantize(q, qtype).astype(np.float32)
+            assert deq.shape == x.shape
+            assert qb == design_encode(fmt, x), f"{fmt} {case}: gguf bytes differ from DESIGN §1"
+            assert np.array_equal(
+                deq.reshape(-1).view(np.uint32), design_decode(fmt, qb, x.size).view(np.uint32)
+            ), f"{fmt} {case}: gguf decode differs from DESIGN §1"
+            stem = OUT / f"{fmt}_{case}"
+            stem.with_name(stem.name + ".in.f32").write_bytes(x.astype("<f4").tobytes())
+            stem.with_name(stem.name + ".q.bin").write_bytes(qb)
+            stem.with_name(stem.name + ".deq.f32").write_bytes(deq.astype("<f4").tobytes())
+            manifest.append(f"{fmt} {case} {rows} {cols}")
+    header = "# format case rows cols  (generated by scripts/gen_fixtures.py; do not edit)\n"
+    (OUT / "manifest.txt").write_text(header + "\n".join(manifest) + "\n")
+    total = sum(p.stat().st_size for p in OUT.iterdir())
+    print(f"{len(manifest)} fixtures, {total} bytes in {OUT}")
+
+
+if __name__ == "__main__":
+    main()
