@@ -5,6 +5,7 @@
 //! - `ffi`: the C ABI (`include/tern.h`), the only home of raw pointers.
 
 pub mod error;
+pub mod ffi;
 pub mod format;
 pub mod kernel;
 pub mod scope;
