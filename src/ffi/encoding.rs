@@ -222,9 +222,14 @@ pub unsafe extern "C" fn tern_encoding_bytes_for(
     })
 }
 
-/// Encodes `rows x cols` floats (row-major), `src_len` of them, into `dst`.
-fn encode(format: Format, src: &[f32], rows: usize, cols: usize, dst: &mut [u8]) -> FfiResult {
-    check_disjoint(src, dst)?;
+/// Encodes `src` (`rows x cols` floats, row-major) into `dst_len` bytes at `dst`.
+///
+/// # Safety
+/// `dst` must be NULL or valid for writing `dst_len` bytes.
+unsafe fn encode(format: Format, src: &[f32], rows: usize, cols: usize, dst: *mut c_void, dst_len: usize) -> FfiResult {
+    check_disjoint(src.as_ptr(), src.len(), dst, dst_len)?;
+    // SAFETY: forwarded to the caller; dst does not overlap src.
+    let dst = unsafe { slice_mut(dst.cast::<u8>(), dst_len) }?;
     format.encode(src, rows, cols, dst)?;
     Ok(())
 }
@@ -252,8 +257,7 @@ pub unsafe extern "C" fn tern_encode(
         let format = unsafe { encoding_format(enc) }?;
         let n = format.bytes_for(rows, cols).map(|_| rows * cols)?;
         // SAFETY: the caller guarantees src holds rows * cols floats and dst dst_len bytes.
-        let (src, dst) = unsafe { (slice(src, n)?, slice_mut(dst.cast::<u8>(), dst_len)?) };
-        encode(format, src, rows, cols, dst)
+        unsafe { encode(format, slice(src, n)?, rows, cols, dst, dst_len) }
     })
 }
 
@@ -272,9 +276,7 @@ pub unsafe extern "C" fn tern_encode_checked(
     guard(|| {
         // SAFETY: the caller passes NULL or a handle from tern_encoding_get, src_len
         // floats at src and dst_len bytes at dst.
-        let (format, src, dst) =
-            unsafe { (encoding_format(enc)?, slice(src, src_len)?, slice_mut(dst.cast::<u8>(), dst_len)?) };
-        encode(format, src, rows, cols, dst)
+        unsafe { encode(encoding_format(enc)?, slice(src, src_len)?, rows, cols, dst, dst_len) }
     })
 }
 
@@ -298,9 +300,10 @@ pub unsafe extern "C" fn tern_decode(
     guard(|| {
         // SAFETY: the caller passes NULL or a handle from tern_encoding_get, src_len
         // bytes at src and dst_len floats at dst.
-        let (format, src, dst) =
-            unsafe { (encoding_format(enc)?, slice(src.cast::<u8>(), src_len)?, slice_mut(dst, dst_len)?) };
-        check_disjoint(src, dst)?;
+        let (format, src) = unsafe { (encoding_format(enc)?, slice(src.cast::<u8>(), src_len)?) };
+        check_disjoint(src.as_ptr(), src.len(), dst, dst_len)?;
+        // SAFETY: the caller passes dst_len floats at dst, which do not overlap src.
+        let dst = unsafe { slice_mut(dst, dst_len) }?;
         format.decode(src, rows, cols, dst)?;
         Ok(())
     })
@@ -348,8 +351,11 @@ pub unsafe extern "C" fn tern_bitnet_import(
     dst_len: usize,
 ) -> tern_status {
     guard(|| {
-        // SAFETY: the caller passes trits_len trits and dst_len bytes.
-        let (trits, dst) = unsafe { (slice(trits, trits_len)?, slice_mut(dst.cast::<u8>(), dst_len)?) };
+        // SAFETY: the caller passes trits_len trits at trits.
+        let trits = unsafe { slice(trits, trits_len) }?;
+        check_disjoint(trits.as_ptr(), trits.len(), dst, dst_len)?;
+        // SAFETY: the caller passes dst_len bytes at dst, which do not overlap trits.
+        let dst = unsafe { slice_mut(dst.cast::<u8>(), dst_len) }?;
         let need = Format::BitnetB158.bytes_for(rows, cols)?;
         if trits.len() != rows * cols {
             Err(Error::LengthMismatch { want: rows * cols, got: trits.len() })?;
@@ -357,7 +363,6 @@ pub unsafe extern "C" fn tern_bitnet_import(
         if dst.len() < need {
             Err(Error::LengthMismatch { want: need, got: dst.len() })?;
         }
-        check_disjoint(trits, dst)?;
         bitnet_import_trits(trits, scale, &mut dst[..need])?;
         Ok(())
     })

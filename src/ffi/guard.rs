@@ -92,13 +92,17 @@ pub unsafe fn slice_mut<'a, T>(ptr: *mut T, len: usize) -> FfiResult<&'a mut [T]
     Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
 }
 
-/// Refuses an output buffer that overlaps an input: Rust (and the encoders) may assume
-/// they are distinct, and C callers can pass anything.
-pub fn check_disjoint<A, B>(a: &[A], b: &[B]) -> FfiResult {
-    let a = a.as_ptr_range();
-    let (a_start, a_end) = (a.start as usize, a.end as usize);
-    let b = b.as_ptr_range();
-    let (b_start, b_end) = (b.start as usize, b.end as usize);
+/// Refuses an output buffer (`len` elements at `out`) that overlaps an input (`in_len`
+/// elements at `input`): Rust may assume they are distinct, and C callers can pass
+/// anything. Call it before turning the output into a slice. NULL pointers pass here: the
+/// slice helpers refuse them.
+pub fn check_disjoint<A, B>(input: *const A, in_len: usize, out: *const B, out_len: usize) -> FfiResult {
+    if input.is_null() || out.is_null() {
+        return Ok(());
+    }
+    let range = |p: usize, bytes: usize| (p, p.saturating_add(bytes));
+    let (a_start, a_end) = range(input as usize, in_len.saturating_mul(size_of::<A>()));
+    let (b_start, b_end) = range(out as usize, out_len.saturating_mul(size_of::<B>()));
     if a_start < b_end && b_start < a_end {
         Err(INVALID)
     } else {
@@ -160,10 +164,14 @@ mod tests {
 
     #[test]
     fn disjointness() {
-        let buf = [0u8; 16];
-        assert_eq!(check_disjoint(&buf[..8], &buf[8..]), Ok(()));
-        assert_eq!(check_disjoint(&buf[..9], &buf[8..]), Err(INVALID));
-        assert_eq!(check_disjoint(&buf[4..6], &buf[..]), Err(INVALID));
-        assert_eq!(check_disjoint(&buf[..0], &buf[..]), Ok(()));
+        let buf = [0u32; 4];
+        let p = buf.as_ptr();
+        let bytes = p.cast::<u8>();
+        assert_eq!(check_disjoint(p, 2, p.wrapping_add(2), 2), Ok(()));
+        assert_eq!(check_disjoint(p, 2, bytes.wrapping_add(7), 1), Err(INVALID));
+        assert_eq!(check_disjoint(p, 2, bytes.wrapping_add(8), 8), Ok(()));
+        assert_eq!(check_disjoint(p.wrapping_add(1), 1, bytes, 16), Err(INVALID));
+        assert_eq!(check_disjoint(p, 0, bytes, 16), Ok(()));
+        assert_eq!(check_disjoint(p, 4, std::ptr::null::<u8>(), usize::MAX), Ok(()));
     }
 }

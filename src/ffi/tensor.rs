@@ -119,9 +119,13 @@ pub unsafe extern "C" fn tern_tensor_get(t: *const tern_tensor, row: usize, col:
 #[no_mangle]
 pub unsafe extern "C" fn tern_tensor_decode(t: *const tern_tensor, dst: *mut f32, dst_len: usize) -> tern_status {
     guard(|| {
-        // SAFETY: the caller passes a live tensor and dst_len writable floats.
-        let (tensor, dst) = unsafe { (tensor_ref(t)?, slice_mut(dst, dst_len)?) };
-        check_disjoint(tensor.bytes()?, dst)?;
+        // SAFETY: the caller passes a live tensor.
+        let tensor = unsafe { tensor_ref(t) }?;
+        let bytes = tensor.bytes()?;
+        check_disjoint(bytes.as_ptr(), bytes.len(), dst, dst_len)?;
+        // SAFETY: the caller passes dst_len writable floats, which do not overlap the
+        // tensor's bytes.
+        let dst = unsafe { slice_mut(dst, dst_len) }?;
         tensor.decode_into(dst)?;
         Ok(())
     })
