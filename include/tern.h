@@ -216,7 +216,7 @@ typedef struct tern_block_spec {
 #define TERN_ERR_CORRUPT_CODE 8
 
 /**
- * A (row, col) index lies outside the matrix.
+ * A (row, col) index or a row range lies outside the matrix (or the range is reversed).
  */
 #define TERN_ERR_OUT_OF_BOUNDS 9
 

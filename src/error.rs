@@ -22,6 +22,8 @@ pub enum Error {
     CorruptCode { index: usize },
     #[error("index ({row}, {col}) outside a {rows}x{cols} matrix")]
     OutOfBounds { row: usize, col: usize, rows: usize, cols: usize },
+    #[error("row range {begin}..{end} does not fit {rows} rows")]
+    InvalidRowRange { begin: usize, end: usize, rows: usize },
     #[error("the tensor's scope was reset or freed; the view is stale")]
     StaleTensor,
     #[error("operands do not fit: {0}")]

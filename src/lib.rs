@@ -1,18 +1,28 @@
 //! tern: ternary (1.58-bit) LLM weight formats and kernels, with a C ABI.
 //!
 //! - [`format`]: the byte layouts (TQ1_0, TQ2_0, BITNET_B1_58, I8_ABSMAX, F32).
-//! - [`tensor`]: views over borrowed, owned or scope-allocated bytes.
+//! - [`tensor`]: views over borrowed, owned or scope-allocated bytes; [`scope`]: arenas.
+//! - [`adapter`]: the `requantize-i8-absmax` activation adapter.
+//! - [`kernel`]: the arithmetic (reference, then `kernel::arch` SIMD kernels).
+//! - [`dispatch`]: the policy choosing adapters and kernels; [`event`]: what it reports.
 //! - `ffi`: the C ABI (`include/tern.h`), the only home of raw pointers.
 
+pub mod adapter;
+pub mod dispatch;
 pub mod error;
+pub mod event;
 pub mod ffi;
 pub mod format;
 pub mod kernel;
 pub mod scope;
 pub mod tensor;
 
-
-
+pub use dispatch::{Dispatcher, DispatcherOptions};
 pub use error::{Error, Result};
+pub use event::{Event, EventKind, EventSink, RecordingSink};
 pub use format::Format;
+pub use scope::{Scope, ScopeStats};
 pub use tensor::Tensor;
+
+#[cfg(target_endian = "big")]
+compile_error!("tern's formats are little-endian and its casts assume a little-endian target");

@@ -1,7 +1,7 @@
 //! Tensors: a format, a shape and bytes that are borrowed, owned, or allocated in a scope.
 //! Every accessor checks the bytes are still valid (a scope tensor goes stale on reset).
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::format::Format;
 use crate::scope::{Scope, ScopedBytes};
 
@@ -100,14 +100,5 @@ impl<'a> Tensor<'a> {
     /// Reports the first corrupt code or scale ([`Error::CorruptCode`]).
     pub fn validate(&self) -> Result<()> {
         self.format.validate(self.bytes()?, self.rows, self.cols)
-    }
-
-    /// Fails unless this tensor is in `format`.
-    pub fn expect_format(&self, format: Format) -> Result<()> {
-        if self.format == format {
-            Ok(())
-        } else {
-            Err(Error::Unsupported { weight: self.format, act: format })
-        }
     }
 }

@@ -116,7 +116,7 @@ fn check_out(len: usize, m: usize, n: usize, rows: &Range<usize>) -> Result<()> 
         return Err(Error::LengthMismatch { want: need, got: len });
     }
     if rows.start > rows.end || rows.end > n {
-        return Err(Error::OutOfBounds { row: rows.end, col: 0, rows: n, cols: 0 });
+        return Err(Error::InvalidRowRange { begin: rows.start, end: rows.end, rows: n });
     }
     Ok(())
 }
