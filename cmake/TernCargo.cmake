@@ -3,16 +3,21 @@
 # tern::tern.
 #
 # Cache variables:
+#   TERN_RUSTC        the rustc to build with (default: $RUSTC, else rustc on the PATH)
 #   TERN_RUST_TARGET  Rust target triple to build for (empty: the host). When set, cargo
 #                     links with CMAKE_C_COMPILER (e.g. from a cross toolchain file).
 
 find_program(TERN_CARGO cargo HINTS "$ENV{CARGO_HOME}/bin" "$ENV{HOME}/.cargo/bin" REQUIRED)
+# Honour RUSTC like cargo does (e.g. a distribution rustc that has a cross target's std).
+if(DEFINED ENV{RUSTC} AND NOT TERN_RUSTC)
+  set(TERN_RUSTC "$ENV{RUSTC}" CACHE FILEPATH "The rustc cargo builds libtern with")
+endif()
 find_program(TERN_RUSTC rustc HINTS "$ENV{CARGO_HOME}/bin" "$ENV{HOME}/.cargo/bin" REQUIRED)
 set(TERN_RUST_TARGET "" CACHE STRING "Rust target triple to build libtern for (empty: the host)")
 
 set(TERN_CARGO_TARGET_DIR "${CMAKE_CURRENT_BINARY_DIR}/cargo")
 set(_tern_cargo_args build --release --lib --manifest-path "${PROJECT_SOURCE_DIR}/Cargo.toml")
-set(_tern_cargo_env "CARGO_TARGET_DIR=${TERN_CARGO_TARGET_DIR}")
+set(_tern_cargo_env "CARGO_TARGET_DIR=${TERN_CARGO_TARGET_DIR}" "RUSTC=${TERN_RUSTC}")
 if(TERN_RUST_TARGET)
   list(APPEND _tern_cargo_args --target "${TERN_RUST_TARGET}")
   string(TOUPPER "${TERN_RUST_TARGET}" _tern_triple_env)
