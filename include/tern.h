@@ -444,8 +444,8 @@ size_t tern_tensor_cols(const struct tern_tensor *t);
 void tern_tensor_free(struct tern_tensor *t);
 
 /**
- * The linked library's version, encoded as `MAJOR << 16 | MINOR << 8 | PATCH`, so that
- * versions compare as integers. Compare it with the header's
+ * The linked library's version, encoded as `MAJOR << 16 | MINOR << 8 | PATCH` (each
+ * part stays below 256), so that versions compare as integers. Compare it with the header's
  * `TERN_VERSION_MAJOR`/`_MINOR`/`_PATCH` to detect a header/library mismatch.
  * Thread-safe.
  */

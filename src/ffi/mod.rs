@@ -7,7 +7,8 @@
 //!   is read or written ([`guard::slice`], [`guard::slice_mut`], [`guard::try_ref`]);
 //! - every exported body runs inside [`guard::guard`] (or [`guard::guard_value`]), which
 //!   maps a `tern::Error` to its status and a caught panic to `TERN_ERR_PANIC`, so no
-//!   panic ever unwinds into C.
+//!   panic ever unwinds into C. That needs `panic = "unwind"`, which the release profile
+//!   keeps (checked by `tests/header.rs`); under `panic = "abort"` a panic aborts instead.
 //!
 //! New exports go in a new file here and use the same helpers.
 //!

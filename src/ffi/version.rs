@@ -15,8 +15,8 @@ pub const TERN_VERSION_MINOR: u32 = 1;
 pub const TERN_VERSION_PATCH: u32 = 0;
 const VERSION_CSTR: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
 
-/// The linked library's version, encoded as `MAJOR << 16 | MINOR << 8 | PATCH`, so that
-/// versions compare as integers. Compare it with the header's
+/// The linked library's version, encoded as `MAJOR << 16 | MINOR << 8 | PATCH` (each
+/// part stays below 256), so that versions compare as integers. Compare it with the header's
 /// `TERN_VERSION_MAJOR`/`_MINOR`/`_PATCH` to detect a header/library mismatch.
 /// Thread-safe.
 #[no_mangle]
