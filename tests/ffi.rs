@@ -361,3 +361,153 @@ fn a_wrapped_tensor_reads_the_callers_bytes_in_place() {
         tern_tensor_free(t);
     }
 }
+
+/// A tensor handle moved to other threads (the header documents tensors as readable from
+/// many threads at once).
+struct Shared(*const tern_tensor);
+// SAFETY: tern_tensor is Send + Sync (asserted in src/ffi/tensor.rs); this only carries
+// the pointer, which outlives the threads below.
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    /// Going through a method makes closures capture the whole (Sync) wrapper.
+    fn ptr(&self) -> *const tern_tensor {
+        self.0
+    }
+}
+
+#[test]
+fn one_tensor_is_read_from_many_threads() {
+    let (rows, cols) = (4, 256);
+    let src = values(rows * cols, 9, 1.0);
+    let mut t = null_mut();
+    // SAFETY: live buffers with their true lengths; t is freed after the threads end.
+    unsafe {
+        assert_eq!(tern_tensor_encode(enc(TERN_FORMAT_TQ2_0), src.as_ptr(), src.len(), rows, cols, &mut t), TERN_OK);
+    }
+    let mut want = vec![0f32; rows * cols];
+    // SAFETY: t is live and want holds rows * cols floats.
+    assert_eq!(unsafe { tern_tensor_decode(t, want.as_mut_ptr(), want.len()) }, TERN_OK);
+    let shared = Shared(t);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                let t = shared.ptr();
+                for _ in 0..50 {
+                    let mut out = vec![0f32; rows * cols];
+                    // SAFETY: t stays live until the scope ends; out is this thread's.
+                    assert_eq!(unsafe { tern_tensor_decode(t, out.as_mut_ptr(), out.len()) }, TERN_OK);
+                    assert_eq!(out, want);
+                    let mut x = 0.0;
+                    // SAFETY: as above.
+                    assert_eq!(unsafe { tern_tensor_get(t, 3, 255, &mut x) }, TERN_OK);
+                    assert_eq!(x, want[3 * cols + 255]);
+                }
+            });
+        }
+    });
+    // SAFETY: every thread has ended; t is freed once.
+    unsafe { tern_tensor_free(t) };
+}
+
+/// Random shapes and lengths, right and wrong, through every buffer function: each call
+/// returns a status (never TERN_ERR_PANIC) and an error never touches the output.
+#[test]
+fn random_arguments_never_panic_and_errors_never_write() {
+    let mut s = 0x9E3779B9u32;
+    let mut next = |n: usize| {
+        s ^= s << 13;
+        s ^= s >> 17;
+        s ^= s << 5;
+        s as usize % n
+    };
+    let floats = values(4096, 5, 2.0);
+    let pick = |r: usize| [0, 1, 2, 3, 4, 7, 8, 255, 256, 257, 512, 1024][r];
+    // Successes per function ([encode, decode, wrap, import]): the loop must reach both sides.
+    let mut ok = [0usize; 4];
+    for _ in 0..3000 {
+        let format = 1 + next(5) as u32;
+        let (rows, cols) = (pick(next(6)), pick(next(12)));
+        let e = enc(format);
+        let mut need = 0;
+        // SAFETY: need is a live out-parameter.
+        let shape_ok = unsafe { tern_encoding_bytes_for(e, rows, cols, &mut need) } == TERN_OK;
+        let n = rows.saturating_mul(cols).min(4096);
+        let src_len = match next(3) {
+            0 => n,
+            1 => n.saturating_sub(1),
+            _ => next(4096),
+        };
+        let dst_len = match next(3) {
+            0 if shape_ok => need,
+            1 if shape_ok => need.saturating_sub(1 + next(4)),
+            _ => next(8192),
+        };
+        let mut dst = vec![CANARY_B; dst_len];
+        // SAFETY: src_len <= floats.len() and dst is dst_len bytes.
+        let st = unsafe {
+            tern_encode_checked(e, floats.as_ptr(), src_len, rows, cols, dst.as_mut_ptr().cast(), dst_len)
+        };
+        assert_ne!(st, TERN_ERR_PANIC);
+        if st != TERN_OK {
+            assert!(dst.iter().all(|&b| b == CANARY_B), "encode error {st} wrote");
+        } else {
+            assert!(shape_ok && src_len == rows * cols && dst_len >= need);
+            ok[0] += 1;
+        }
+
+        let bytes_len = if shape_ok && next(2) == 0 { need } else { next(8192) };
+        let bytes: Vec<u8> = (0..bytes_len).map(|_| next(256) as u8).collect();
+        let out_len = if next(2) == 0 { n } else { next(4096) };
+        let mut out = vec![CANARY_F; out_len];
+        // SAFETY: live buffers with their true lengths.
+        let st = unsafe {
+            tern_decode(e, bytes.as_ptr().cast(), bytes.len(), rows, cols, out.as_mut_ptr(), out_len)
+        };
+        assert_ne!(st, TERN_ERR_PANIC);
+        if st != TERN_OK {
+            assert!(out.iter().all(|&x| x.to_bits() == CANARY_F.to_bits()), "decode error {st} wrote");
+        } else {
+            ok[1] += 1;
+        }
+        // SAFETY: live buffer with its true length.
+        let st = unsafe { tern_validate(e, bytes.as_ptr().cast(), bytes.len(), rows, cols) };
+        assert_ne!(st, TERN_ERR_PANIC);
+
+        let mut t = null_mut();
+        // SAFETY: bytes outlives the tensor, which is freed below.
+        let st = unsafe { tern_tensor_wrap(e, bytes.as_ptr().cast(), bytes.len(), rows, cols, &mut t) };
+        assert_ne!(st, TERN_ERR_PANIC);
+        if st == TERN_OK {
+            ok[2] += 1;
+            let mut x = CANARY_F;
+            // SAFETY: t is live.
+            let st = unsafe { tern_tensor_get(t, next(rows + 1), next(cols + 1), &mut x) };
+            assert!(st == TERN_OK || (st == TERN_ERR_OUT_OF_BOUNDS && x.to_bits() == CANARY_F.to_bits()));
+            // SAFETY: t is live.
+            assert_ne!(unsafe { tern_tensor_validate(t) }, TERN_ERR_PANIC);
+        }
+        // SAFETY: t is NULL or live, and freed once.
+        unsafe { tern_tensor_free(t) };
+
+        let mut bitnet_need = 0;
+        // SAFETY: bitnet_need is a live out-parameter.
+        let bitnet_ok =
+            unsafe { tern_encoding_bytes_for(enc(TERN_FORMAT_BITNET_B1_58), rows, cols, &mut bitnet_need) } == TERN_OK;
+        let trits_len = if next(2) == 0 { n } else { next(2048) };
+        let trits: Vec<i8> = (0..trits_len).map(|_| next(3) as i8 - 1).collect();
+        let mut dst = vec![CANARY_B; if bitnet_ok && next(2) == 0 { bitnet_need } else { next(1024) }];
+        // SAFETY: live buffers with their true lengths.
+        let st = unsafe {
+            tern_bitnet_import(trits.as_ptr(), trits.len(), 0.5, rows, cols, dst.as_mut_ptr().cast(), dst.len())
+        };
+        assert_ne!(st, TERN_ERR_PANIC);
+        if st != TERN_OK {
+            assert!(dst.iter().all(|&b| b == CANARY_B), "import error {st} wrote");
+        } else {
+            ok[3] += 1;
+        }
+    }
+    assert!(ok.iter().all(|&n| n > 0), "successes per function: {ok:?}");
+}

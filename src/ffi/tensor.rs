@@ -21,6 +21,13 @@ pub struct tern_tensor {
     tensor: Tensor<'static>,
 }
 
+// The header promises that handles may be shared between threads.
+const _: () = {
+    const fn shareable<T: Send + Sync>() {}
+    shareable::<tern_tensor>();
+    shareable::<super::encoding::tern_encoding>();
+};
+
 impl tern_tensor {
     /// Moves a tensor into a new handle for C.
     pub fn into_raw(tensor: Tensor<'static>) -> *mut tern_tensor {
