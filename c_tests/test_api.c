@@ -52,8 +52,16 @@ static void test_encodings(void) {
         case TERN_FORMAT_F32: CHECK(bytes == 2 * 256 * 4); break;
         case TERN_FORMAT_TQ1_0: CHECK(bytes == 2 * 54 && spec.block_bytes == 54); break;
         case TERN_FORMAT_TQ2_0: CHECK(bytes == 2 * 66 && spec.block_bytes == 66); break;
-        case TERN_FORMAT_BITNET_B1_58: CHECK(bytes == 2 * 256 / 4 + 4); break;
-        case TERN_FORMAT_I8_ABSMAX: CHECK(bytes == 2 * 256 + 2 * 4); break;
+        case TERN_FORMAT_BITNET_B1_58:
+            CHECK(bytes == 2 * 256 / 4 + 4);
+            CHECK(spec.blocking == TERN_BLOCKING_WHOLE_TENSOR && spec.code_bits == 2);
+            CHECK(spec.scale_placement == TERN_SCALE_TENSOR_END && spec.scale_bytes == 4);
+            break;
+        case TERN_FORMAT_I8_ABSMAX:
+            CHECK(bytes == 2 * 256 + 2 * 4);
+            CHECK(spec.blocking == TERN_BLOCKING_PER_ROW && spec.code_bits == 8);
+            CHECK(spec.scale_placement == TERN_SCALE_ROWS_END && spec.activation_hint == 0);
+            break;
         default: CHECK(!"unexpected format");
         }
         if (FORMATS[i] != TERN_FORMAT_I8_ABSMAX && FORMATS[i] != TERN_FORMAT_F32) {

@@ -148,10 +148,11 @@ typedef struct tern_block_spec {
      */
     size_t block_bytes;
     /**
-     * Elements per code byte for the row and tensor blockings (1 for I8_ABSMAX, 4 for
-     * BITNET_B1_58); 0 for `TERN_BLOCKING_FIXED`.
+     * Bits of each element's code for the row and tensor blockings (8 for I8_ABSMAX, 2
+     * for BITNET_B1_58, packed little-end first); 0 for `TERN_BLOCKING_FIXED`, whose
+     * codes are laid out per format (DESIGN §1).
      */
-    size_t elems_per_byte;
+    size_t code_bits;
     /**
      * Bytes of each scale (2 for an f16, 4 for an f32, 0 for none).
      */

@@ -128,10 +128,10 @@ fn block_specs_describe_the_layouts() {
     let tq2 = spec(TERN_FORMAT_TQ2_0);
     assert_eq!((tq2.block_elems, tq2.block_bytes, tq2.bits_per_element), (256, 66, 2.0625));
     let bitnet = spec(TERN_FORMAT_BITNET_B1_58);
-    assert_eq!((bitnet.blocking, bitnet.elems_per_byte, bitnet.scale_bytes), (TERN_BLOCKING_WHOLE_TENSOR, 4, 4));
+    assert_eq!((bitnet.blocking, bitnet.code_bits, bitnet.scale_bytes), (TERN_BLOCKING_WHOLE_TENSOR, 2, 4));
     assert_eq!((bitnet.scale_placement, bitnet.cols_multiple), (TERN_SCALE_TENSOR_END, 4));
     let i8 = spec(TERN_FORMAT_I8_ABSMAX);
-    assert_eq!((i8.blocking, i8.elems_per_byte, i8.scale_bytes), (TERN_BLOCKING_PER_ROW, 1, 4));
+    assert_eq!((i8.blocking, i8.code_bits, i8.scale_bytes), (TERN_BLOCKING_PER_ROW, 8, 4));
     assert_eq!((i8.scale_placement, i8.activation_hint), (TERN_SCALE_ROWS_END, 0));
     let f32 = spec(TERN_FORMAT_F32);
     assert_eq!((f32.block_elems, f32.block_bytes, f32.scale_placement), (1, 4, TERN_SCALE_NONE));

@@ -89,9 +89,10 @@ pub struct tern_block_spec {
     pub block_elems: usize,
     /// Bytes per block (codes and scale) for `TERN_BLOCKING_FIXED`; 0 otherwise.
     pub block_bytes: usize,
-    /// Elements per code byte for the row and tensor blockings (1 for I8_ABSMAX, 4 for
-    /// BITNET_B1_58); 0 for `TERN_BLOCKING_FIXED`.
-    pub elems_per_byte: usize,
+    /// Bits of each element's code for the row and tensor blockings (8 for I8_ABSMAX, 2
+    /// for BITNET_B1_58, packed little-end first); 0 for `TERN_BLOCKING_FIXED`, whose
+    /// codes are laid out per format (DESIGN §1).
+    pub code_bits: usize,
     /// Bytes of each scale (2 for an f16, 4 for an f32, 0 for none).
     pub scale_bytes: usize,
     /// `cols` must be a multiple of this.
@@ -105,16 +106,16 @@ pub struct tern_block_spec {
 impl tern_block_spec {
     pub fn of(format: Format) -> tern_block_spec {
         let spec = format.spec();
-        let (blocking, block_elems, block_bytes, elems_per_byte, scale_bytes) = match spec.blocking {
+        let (blocking, block_elems, block_bytes, code_bits, scale_bytes) = match spec.blocking {
             Blocking::Fixed { elems, bytes } => {
                 let scale = if spec.scale == ScalePlacement::BlockEnd { 2 } else { 0 };
                 (TERN_BLOCKING_FIXED, elems, bytes, 0, scale)
             }
             Blocking::PerRow { code_bytes_per_elem, scale_bytes } => {
-                (TERN_BLOCKING_PER_ROW, 0, 0, 1 / code_bytes_per_elem, scale_bytes)
+                (TERN_BLOCKING_PER_ROW, 0, 0, 8 * code_bytes_per_elem, scale_bytes)
             }
             Blocking::WholeTensor { elems_per_byte, scale_bytes } => {
-                (TERN_BLOCKING_WHOLE_TENSOR, 0, 0, elems_per_byte, scale_bytes)
+                (TERN_BLOCKING_WHOLE_TENSOR, 0, 0, 8 / elems_per_byte, scale_bytes)
             }
         };
         tern_block_spec {
@@ -122,7 +123,7 @@ impl tern_block_spec {
             scale_placement: spec.scale as u32,
             block_elems,
             block_bytes,
-            elems_per_byte,
+            code_bits,
             scale_bytes,
             cols_multiple: spec.cols_multiple,
             bits_per_element: spec.bits_per_element,
