@@ -11,6 +11,7 @@ pub mod adapter;
 pub mod dispatch;
 pub mod error;
 pub mod event;
+pub mod ffi;
 pub mod format;
 pub mod kernel;
 pub mod scope;

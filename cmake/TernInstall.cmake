@@ -1,0 +1,25 @@
+# Installs the header, both libraries, a pkg-config file (tern.pc) and a CMake package
+# (find_package(tern)), so engines can link an installed tern either way.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(FILES "${TERN_INCLUDE_DIR}/tern.h" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+install(FILES "${TERN_STATIC_LIBRARY}" "${TERN_SHARED_LIBRARY}" DESTINATION "${CMAKE_INSTALL_LIBDIR}")
+
+string(JOIN " " TERN_NATIVE_STATIC_LIBS_STRING ${TERN_NATIVE_STATIC_LIBS})
+file(RELATIVE_PATH TERN_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+string(REGEX REPLACE "/$" "" TERN_PC_TO_PREFIX "${TERN_PC_TO_PREFIX}")
+configure_file("${CMAKE_CURRENT_LIST_DIR}/tern.pc.in" "${PROJECT_BINARY_DIR}/tern.pc" @ONLY)
+install(FILES "${PROJECT_BINARY_DIR}/tern.pc" DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+
+set(_tern_config_dir "${CMAKE_INSTALL_LIBDIR}/cmake/tern")
+file(RELATIVE_PATH TERN_CONFIG_TO_PREFIX "/prefix/${_tern_config_dir}" "/prefix")
+string(REGEX REPLACE "/$" "" TERN_CONFIG_TO_PREFIX "${TERN_CONFIG_TO_PREFIX}")
+get_filename_component(TERN_STATIC_NAME "${TERN_STATIC_LIBRARY}" NAME)
+get_filename_component(TERN_SHARED_NAME "${TERN_SHARED_LIBRARY}" NAME)
+configure_file("${CMAKE_CURRENT_LIST_DIR}/ternConfig.cmake.in"
+               "${PROJECT_BINARY_DIR}/ternConfig.cmake" @ONLY)
+write_basic_package_version_file("${PROJECT_BINARY_DIR}/ternConfigVersion.cmake"
+  VERSION "${PROJECT_VERSION}" COMPATIBILITY SameMinorVersion)
+install(FILES "${PROJECT_BINARY_DIR}/ternConfig.cmake" "${PROJECT_BINARY_DIR}/ternConfigVersion.cmake"
+        DESTINATION "${_tern_config_dir}")

@@ -1,0 +1,37 @@
+//! The C ABI (`include/tern.h`): the only module with `extern "C"` and raw pointers.
+//!
+//! Conventions (DESIGN §3), after rustls-ffi:
+//! - every fallible function returns a [`tern_status`]; results go through out-parameters
+//!   that are written only on success ([`guard::Out`]);
+//! - every pointer is checked for NULL and every length against the shape before anything
+//!   is read or written ([`guard::slice`], [`guard::slice_mut`], [`guard::try_ref`]);
+//! - every exported body runs inside [`guard::guard`] (or [`guard::guard_value`]), which
+//!   maps a `tern::Error` to its status and a caught panic to `TERN_ERR_PANIC`, so no
+//!   panic ever unwinds into C. That needs `panic = "unwind"`, which the release profile
+//!   keeps (checked by `tests/header.rs`); under `panic = "abort"` a panic aborts instead.
+//!
+//! New exports go in a new file here and use the same helpers.
+//!
+//! # Safety
+//! The contract of every `unsafe extern "C"` function here is the one the header states:
+//! each pointer is NULL (refused with `TERN_ERR_NULL_POINTER`) or valid for the documented
+//! number of elements, handles come from the matching constructor and are not yet freed,
+//! and output buffers do not alias inputs or other threads' buffers.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+// The exported names are C names (`tern_status`, `tern_tensor`, ...).
+#![allow(non_camel_case_types)]
+// The per-function safety contract is the header's documentation (see above).
+#![allow(clippy::missing_safety_doc)]
+
+pub mod encoding;
+pub mod guard;
+pub mod status;
+pub mod tensor;
+pub mod version;
+
+pub use encoding::*;
+pub use guard::{guard, guard_value, Status};
+pub use status::*;
+pub use tensor::*;
+pub use version::*;

@@ -1,0 +1,183 @@
+//! Status codes: the stable numeric values of `tern_status` and the one mapping from
+//! [`Error`] to them.
+
+use super::guard::guard_value;
+use crate::error::Error;
+use std::ffi::{c_char, CStr};
+
+/// The result of every fallible tern function: `TERN_OK` (0) or one of the `TERN_ERR_*`
+/// codes. The numeric values are stable: a retired value is never reused.
+pub type tern_status = u32;
+
+/// Success.
+pub const TERN_OK: tern_status = 0;
+/// A required pointer argument was NULL.
+pub const TERN_ERR_NULL_POINTER: tern_status = 1;
+/// A format id (or ggml type id) is not known to this version of tern.
+pub const TERN_ERR_UNKNOWN_FORMAT: tern_status = 2;
+/// The shape does not fit the format (zero rows or cols, cols not a multiple of the block).
+pub const TERN_ERR_INVALID_SHAPE: tern_status = 3;
+/// rows x cols, or the byte size of the matrix, overflows size_t.
+pub const TERN_ERR_SIZE_OVERFLOW: tern_status = 4;
+/// A buffer length does not match what the shape requires.
+pub const TERN_ERR_LENGTH_MISMATCH: tern_status = 5;
+/// The input holds a NaN or an infinity.
+pub const TERN_ERR_NON_FINITE: tern_status = 6;
+/// A block's max |x| does not fit the format's f16 scale.
+pub const TERN_ERR_SCALE_OVERFLOW: tern_status = 7;
+/// Encoded bytes hold a code (or scale) outside the format's alphabet.
+pub const TERN_ERR_CORRUPT_CODE: tern_status = 8;
+/// A (row, col) index or a row range lies outside the matrix (or the range is reversed).
+pub const TERN_ERR_OUT_OF_BOUNDS: tern_status = 9;
+/// The tensor's scope was reset or freed; the tensor can no longer be read.
+pub const TERN_ERR_STALE_TENSOR: tern_status = 10;
+/// The operands of an operation do not fit each other.
+pub const TERN_ERR_SHAPE_MISMATCH: tern_status = 11;
+/// No kernel has the requested name.
+pub const TERN_ERR_UNKNOWN_KERNEL: tern_status = 12;
+/// The kernel needs CPU features this machine does not have.
+pub const TERN_ERR_KERNEL_UNAVAILABLE: tern_status = 13;
+/// No kernel exists for this combination of formats.
+pub const TERN_ERR_UNSUPPORTED: tern_status = 14;
+/// The operation needs a scope and none was given.
+pub const TERN_ERR_SCOPE_REQUIRED: tern_status = 15;
+/// A memory allocation failed.
+pub const TERN_ERR_ALLOCATION_FAILED: tern_status = 16;
+/// An argument is invalid in a way no other status describes (misaligned or overlapping
+/// buffers, a buffer larger than the address space allows).
+pub const TERN_ERR_INVALID_ARGUMENT: tern_status = 17;
+/// tern panicked (a bug in tern). The operation did not complete and wrote no outputs.
+pub const TERN_ERR_PANIC: tern_status = 18;
+
+/// The status of an error. Exhaustive, so a new `Error` variant must be given a status.
+pub fn status_of(error: &Error) -> tern_status {
+    match error {
+        Error::UnknownFormat(_) => TERN_ERR_UNKNOWN_FORMAT,
+        Error::InvalidShape { .. } => TERN_ERR_INVALID_SHAPE,
+        Error::SizeOverflow { .. } => TERN_ERR_SIZE_OVERFLOW,
+        Error::LengthMismatch { .. } => TERN_ERR_LENGTH_MISMATCH,
+        Error::NonFinite { .. } => TERN_ERR_NON_FINITE,
+        Error::ScaleOverflow { .. } => TERN_ERR_SCALE_OVERFLOW,
+        Error::CorruptCode { .. } => TERN_ERR_CORRUPT_CODE,
+        Error::OutOfBounds { .. } => TERN_ERR_OUT_OF_BOUNDS,
+        Error::InvalidRowRange { .. } => TERN_ERR_OUT_OF_BOUNDS,
+        Error::StaleTensor => TERN_ERR_STALE_TENSOR,
+        Error::ShapeMismatch(_) => TERN_ERR_SHAPE_MISMATCH,
+        Error::UnknownKernel(_) => TERN_ERR_UNKNOWN_KERNEL,
+        Error::KernelUnavailable(_) => TERN_ERR_KERNEL_UNAVAILABLE,
+        Error::Unsupported { .. } => TERN_ERR_UNSUPPORTED,
+        Error::ScopeRequired => TERN_ERR_SCOPE_REQUIRED,
+        Error::AllocationFailed(_) => TERN_ERR_ALLOCATION_FAILED,
+        Error::InvalidArgument(_) => TERN_ERR_INVALID_ARGUMENT,
+    }
+}
+
+/// The name and description of every status, indexed by its value.
+const STATUS_STRINGS: [&CStr; 19] = [
+    c"TERN_OK: success",
+    c"TERN_ERR_NULL_POINTER: a required pointer argument was NULL",
+    c"TERN_ERR_UNKNOWN_FORMAT: unknown format id",
+    c"TERN_ERR_INVALID_SHAPE: the shape does not fit the format",
+    c"TERN_ERR_SIZE_OVERFLOW: the matrix size overflows size_t",
+    c"TERN_ERR_LENGTH_MISMATCH: a buffer length does not match the shape",
+    c"TERN_ERR_NON_FINITE: the input holds a NaN or an infinity",
+    c"TERN_ERR_SCALE_OVERFLOW: a block scale does not fit the format's f16",
+    c"TERN_ERR_CORRUPT_CODE: encoded bytes hold an invalid code or scale",
+    c"TERN_ERR_OUT_OF_BOUNDS: index or row range outside the matrix",
+    c"TERN_ERR_STALE_TENSOR: the tensor's scope was reset or freed",
+    c"TERN_ERR_SHAPE_MISMATCH: the operands' shapes do not fit",
+    c"TERN_ERR_UNKNOWN_KERNEL: no kernel has that name",
+    c"TERN_ERR_KERNEL_UNAVAILABLE: the kernel needs CPU features this machine lacks",
+    c"TERN_ERR_UNSUPPORTED: no kernel for this combination of formats",
+    c"TERN_ERR_SCOPE_REQUIRED: the operation needs a scope",
+    c"TERN_ERR_ALLOCATION_FAILED: a memory allocation failed",
+    c"TERN_ERR_INVALID_ARGUMENT: invalid argument",
+    c"TERN_ERR_PANIC: tern panicked (a bug in tern); nothing was written",
+];
+
+const UNKNOWN_STATUS: &CStr = c"unknown tern_status value";
+
+/// A static, NUL-terminated description of `status`, starting with its macro name.
+/// Never returns NULL: an unknown value gets a generic string. The string must not be
+/// freed. Thread-safe.
+#[no_mangle]
+pub extern "C" fn tern_status_str(status: tern_status) -> *const c_char {
+    guard_value(UNKNOWN_STATUS.as_ptr(), || {
+        let s = usize::try_from(status).ok().and_then(|i| STATUS_STRINGS.get(i)).copied();
+        s.unwrap_or(UNKNOWN_STATUS).as_ptr()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::Format;
+
+    #[test]
+    fn every_error_maps_to_its_own_documented_status() {
+        let errors = [
+            (Error::UnknownFormat(9), TERN_ERR_UNKNOWN_FORMAT),
+            (Error::InvalidShape { format: Format::F32, rows: 0, cols: 1, why: "" }, TERN_ERR_INVALID_SHAPE),
+            (Error::SizeOverflow { rows: 1, cols: 1 }, TERN_ERR_SIZE_OVERFLOW),
+            (Error::LengthMismatch { want: 1, got: 0 }, TERN_ERR_LENGTH_MISMATCH),
+            (Error::NonFinite { index: 0 }, TERN_ERR_NON_FINITE),
+            (Error::ScaleOverflow { block: 0, amax: 1e9 }, TERN_ERR_SCALE_OVERFLOW),
+            (Error::CorruptCode { index: 0 }, TERN_ERR_CORRUPT_CODE),
+            (Error::OutOfBounds { row: 1, col: 1, rows: 1, cols: 1 }, TERN_ERR_OUT_OF_BOUNDS),
+            (Error::InvalidRowRange { begin: 2, end: 1, rows: 4 }, TERN_ERR_OUT_OF_BOUNDS),
+            (Error::StaleTensor, TERN_ERR_STALE_TENSOR),
+            (Error::ShapeMismatch("k"), TERN_ERR_SHAPE_MISMATCH),
+            (Error::UnknownKernel("x".into()), TERN_ERR_UNKNOWN_KERNEL),
+            (Error::KernelUnavailable("avx"), TERN_ERR_KERNEL_UNAVAILABLE),
+            (Error::Unsupported { weight: Format::F32, act: Format::I8Absmax }, TERN_ERR_UNSUPPORTED),
+            (Error::ScopeRequired, TERN_ERR_SCOPE_REQUIRED),
+            (Error::AllocationFailed(1), TERN_ERR_ALLOCATION_FAILED),
+            (Error::InvalidArgument("x"), TERN_ERR_INVALID_ARGUMENT),
+        ];
+        for (error, status) in &errors {
+            assert_eq!(status_of(error), *status, "{error:?}");
+        }
+        // Only the two index errors share a status; every other error has its own.
+        let mut seen: Vec<_> = errors.iter().map(|(e, _)| status_of(e)).collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), errors.len() - 1, "two errors share a status");
+    }
+
+    #[test]
+    fn status_strings_name_their_status() {
+        // (constant, its name, the stable value the C ABI promises)
+        let statuses = [
+            (TERN_OK, "TERN_OK", 0),
+            (TERN_ERR_NULL_POINTER, "TERN_ERR_NULL_POINTER", 1),
+            (TERN_ERR_UNKNOWN_FORMAT, "TERN_ERR_UNKNOWN_FORMAT", 2),
+            (TERN_ERR_INVALID_SHAPE, "TERN_ERR_INVALID_SHAPE", 3),
+            (TERN_ERR_SIZE_OVERFLOW, "TERN_ERR_SIZE_OVERFLOW", 4),
+            (TERN_ERR_LENGTH_MISMATCH, "TERN_ERR_LENGTH_MISMATCH", 5),
+            (TERN_ERR_NON_FINITE, "TERN_ERR_NON_FINITE", 6),
+            (TERN_ERR_SCALE_OVERFLOW, "TERN_ERR_SCALE_OVERFLOW", 7),
+            (TERN_ERR_CORRUPT_CODE, "TERN_ERR_CORRUPT_CODE", 8),
+            (TERN_ERR_OUT_OF_BOUNDS, "TERN_ERR_OUT_OF_BOUNDS", 9),
+            (TERN_ERR_STALE_TENSOR, "TERN_ERR_STALE_TENSOR", 10),
+            (TERN_ERR_SHAPE_MISMATCH, "TERN_ERR_SHAPE_MISMATCH", 11),
+            (TERN_ERR_UNKNOWN_KERNEL, "TERN_ERR_UNKNOWN_KERNEL", 12),
+            (TERN_ERR_KERNEL_UNAVAILABLE, "TERN_ERR_KERNEL_UNAVAILABLE", 13),
+            (TERN_ERR_UNSUPPORTED, "TERN_ERR_UNSUPPORTED", 14),
+            (TERN_ERR_SCOPE_REQUIRED, "TERN_ERR_SCOPE_REQUIRED", 15),
+            (TERN_ERR_ALLOCATION_FAILED, "TERN_ERR_ALLOCATION_FAILED", 16),
+            (TERN_ERR_INVALID_ARGUMENT, "TERN_ERR_INVALID_ARGUMENT", 17),
+            (TERN_ERR_PANIC, "TERN_ERR_PANIC", 18),
+        ];
+        for (status, name, value) in statuses {
+            assert_eq!(status, value, "{name} changed its stable value");
+            // SAFETY: tern_status_str returns a static NUL-terminated string.
+            let s = unsafe { CStr::from_ptr(tern_status_str(status)) }.to_str().unwrap();
+            assert!(s.starts_with(&format!("{name}: ")), "{status}: {s}");
+        }
+        for unknown in [19, 1000, u32::MAX] {
+            // SAFETY: as above.
+            let s = unsafe { CStr::from_ptr(tern_status_str(unknown)) };
+            assert_eq!(s, UNKNOWN_STATUS);
+        }
+    }
+}
