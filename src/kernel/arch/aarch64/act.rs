@@ -4,9 +4,13 @@
 
 use crate::kernel::ActI8;
 
-/// `sums[token * blocks + b]`: the sum of token's codes in block `b` of `block` elements.
-pub(super) fn block_sums(act: &ActI8, block: usize) -> Vec<i32> {
-    (0..act.m).flat_map(|t| act.row(t).chunks_exact(block).map(|c| c.iter().map(|&x| x as i32).sum::<i32>())).collect()
+/// `bias[token * blocks + b]`: `[-s, 0, 0, 0]` where `s` is the sum of the token's codes
+/// in block `b` of `block` elements. A block's first accumulator starts from it, which
+/// turns the biased-code dot into the trit dot (`sum a*t = sum a*code - sum a`) for free.
+pub(super) fn block_bias(act: &ActI8, block: usize) -> Vec<[i32; 4]> {
+    (0..act.m)
+        .flat_map(|t| act.row(t).chunks_exact(block).map(|c| [-c.iter().map(|&x| x as i32).sum::<i32>(), 0, 0, 0]))
+        .collect()
 }
 
 /// Element `64c + 16s + j` of a row of [`BitnetAct::codes`] holds activation `64c + 4j + s`:

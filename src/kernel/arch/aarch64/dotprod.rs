@@ -17,6 +17,11 @@ impl Mac for Dotprod {
     }
 
     #[inline(always)]
+    unsafe fn start(bias: int32x4_t) -> int32x4_t {
+        bias
+    }
+
+    #[inline(always)]
     unsafe fn mac(acc: int32x4_t, codes: uint8x16_t, act: int8x16_t) -> int32x4_t {
         let mut acc = acc;
         // Codes are at most 3, so reading them as signed bytes is exact.

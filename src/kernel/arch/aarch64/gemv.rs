@@ -5,7 +5,7 @@
 //! Every loop accumulates in f32 exactly as `kernel::reference` does (block by block, from
 //! 0.0, `acc += d * dot`), so results match it bit for bit whenever the integer dots do.
 
-use super::act::{block_sums, BitnetAct};
+use super::act::{block_bias, BitnetAct};
 use super::unpack::{bitnet_chunk, TqBlock};
 use crate::format::{bitnet, ternary::QK};
 use crate::kernel::{ActI8, MatRef, OutRows};
@@ -17,21 +17,27 @@ pub(super) trait Mac {
     /// # Safety
     /// The CPU must support the path's features (as for every method here).
     unsafe fn zero() -> Self::Acc;
+    /// An accumulator holding `bias` (its lanes join the sum).
+    ///
+    /// # Safety
+    /// As for [`Mac::zero`].
+    unsafe fn start(bias: int32x4_t) -> Self::Acc;
     /// # Safety
     /// As for [`Mac::zero`].
     unsafe fn mac(acc: Self::Acc, codes: uint8x16_t, act: int8x16_t) -> Self::Acc;
     /// The sum of all lanes of two accumulators that took at most 16 `mac`s each since
-    /// `zero` (the NEON path's i16 lanes hold that much: 2 * 16 * 2 * 3 * 128 < 2^15).
+    /// `zero`/`start` (the NEON path's i16 lanes hold that much: 2 * 16 * 2 * 3 * 128 < 2^15).
     ///
     /// # Safety
     /// As for [`Mac::zero`].
     unsafe fn sum2(a: Self::Acc, b: Self::Acc) -> i32;
 }
 
-/// `sum_i codes[i] * act[i]` over 16 vectors (256 elements), two accumulator chains.
+/// `sum_i codes[i] * act[i]` over 16 vectors (256 elements) plus the lanes of `bias`, in
+/// two accumulator chains.
 #[inline(always)]
-unsafe fn dot256<M: Mac>(codes: &[uint8x16_t; 16], act: *const i8) -> i32 {
-    let (mut s0, mut s1) = (M::zero(), M::zero());
+unsafe fn dot256<M: Mac>(codes: &[uint8x16_t; 16], act: *const i8, bias: int32x4_t) -> i32 {
+    let (mut s0, mut s1) = (M::start(bias), M::zero());
     for j in (0..16).step_by(2) {
         s0 = M::mac(s0, codes[j], vld1q_s8(act.add(16 * j)));
         s1 = M::mac(s1, codes[j + 1], vld1q_s8(act.add(16 * j + 16)));
@@ -44,16 +50,16 @@ unsafe fn dot256<M: Mac>(codes: &[uint8x16_t; 16], act: *const i8) -> i32 {
 /// # Safety
 /// The CPU must support `M`'s features.
 #[inline(always)]
-pub(super) unsafe fn tq_row<M: Mac, U: TqBlock>(row: &[u8], act: &[i8], sums: &[i32]) -> f32 {
-    let blocks = sums.len();
+pub(super) unsafe fn tq_row<M: Mac, U: TqBlock>(row: &[u8], act: &[i8], bias: &[[i32; 4]]) -> f32 {
+    let blocks = bias.len();
     assert!(row.len() >= blocks * U::BYTES && act.len() >= blocks * QK);
     // In bounds: block b reads row[b * BYTES ..][..BYTES] and act[b * QK ..][..QK].
     let (row, act) = (row.as_ptr(), act.as_ptr());
     let mut acc = 0f32;
-    for (b, &sum) in sums.iter().enumerate() {
+    for (b, bias) in bias.iter().enumerate() {
         let block = row.add(b * U::BYTES);
         let a = act.add(b * QK);
-        let (mut s0, mut s1) = (M::zero(), M::zero());
+        let (mut s0, mut s1) = (M::start(vld1q_s32(bias.as_ptr())), M::zero());
         U::codes(block, |j, c| {
             let x = vld1q_s8(a.add(16 * j));
             if j % 2 == 0 {
@@ -62,7 +68,7 @@ pub(super) unsafe fn tq_row<M: Mac, U: TqBlock>(row: &[u8], act: &[i8], sums: &[
                 s1 = M::mac(s1, c, x);
             }
         });
-        acc += U::scale(block) * (M::sum2(s0, s1) - sum) as f32;
+        acc += U::scale(block) * M::sum2(s0, s1) as f32;
     }
     acc
 }
@@ -73,11 +79,11 @@ pub(super) unsafe fn tq_row<M: Mac, U: TqBlock>(row: &[u8], act: &[i8], sums: &[
 /// # Safety
 /// The CPU must support `M`'s features.
 #[inline(always)]
-pub(super) unsafe fn tq_rows<M: Mac, U: TqBlock>(row: &[u8], act: &[i8], sums: &[i32], acc: &mut [f32]) {
+pub(super) unsafe fn tq_rows<M: Mac, U: TqBlock>(row: &[u8], act: &[i8], bias: &[[i32; 4]], acc: &mut [f32]) {
     let m = acc.len();
-    let blocks = sums.len() / m;
+    let blocks = bias.len() / m;
     let k = blocks * QK;
-    assert!(row.len() >= blocks * U::BYTES && act.len() >= m * k && sums.len() == m * blocks);
+    assert!(row.len() >= blocks * U::BYTES && act.len() >= m * k && bias.len() == m * blocks);
     for b in 0..blocks {
         // In bounds: see the assert above.
         let block = row.as_ptr().add(b * U::BYTES);
@@ -85,8 +91,8 @@ pub(super) unsafe fn tq_rows<M: Mac, U: TqBlock>(row: &[u8], act: &[i8], sums: &
         U::codes(block, |j, c| codes[j] = c);
         let d = U::scale(block);
         for (t, acc) in acc.iter_mut().enumerate() {
-            let dot = dot256::<M>(&codes, act.as_ptr().add(t * k + b * QK));
-            *acc += d * (dot - sums[t * blocks + b]) as f32;
+            let bias = vld1q_s32(bias[t * blocks + b].as_ptr());
+            *acc += d * dot256::<M>(&codes, act.as_ptr().add(t * k + b * QK), bias) as f32;
         }
     }
 }
@@ -196,8 +202,8 @@ pub(super) unsafe fn codes_dot<M: Mac>(codes: &[u8], act: &[i8]) -> i32 {
 
 /// A path's TQ row kernels: one row against one token, and against many.
 pub(super) struct RowFns {
-    pub tq_row: unsafe fn(&[u8], &[i8], &[i32]) -> f32,
-    pub tq_rows: unsafe fn(&[u8], &[i8], &[i32], &mut [f32]),
+    pub tq_row: unsafe fn(&[u8], &[i8], &[[i32; 4]]) -> f32,
+    pub tq_rows: unsafe fn(&[u8], &[i8], &[[i32; 4]], &mut [f32]),
 }
 
 /// The TQ1_0/TQ2_0 kernel driver. The caller checked that this CPU runs `fns`.
@@ -205,17 +211,17 @@ pub(super) fn tq_gemv(w: &MatRef, a: &MatRef, out: &mut OutRows, bytes_per_block
     let act = ActI8::parse(a);
     let blocks = w.cols / QK;
     let row_bytes = blocks * bytes_per_block;
-    let sums = block_sums(&act, QK);
+    let bias = block_bias(&act, QK);
     let mut acc = vec![0f32; act.m];
     for r in out.rows() {
         let row = &w.bytes[r * row_bytes..][..row_bytes];
         if act.m == 1 {
             // SAFETY: the caller checked the CPU features; lengths are asserted inside.
-            acc[0] = unsafe { (fns.tq_row)(row, act.codes, &sums) };
+            acc[0] = unsafe { (fns.tq_row)(row, act.codes, &bias) };
         } else {
             acc.fill(0.0);
             // SAFETY: as above.
-            unsafe { (fns.tq_rows)(row, act.codes, &sums, &mut acc) };
+            unsafe { (fns.tq_rows)(row, act.codes, &bias, &mut acc) };
         }
         for (t, &v) in acc.iter().enumerate() {
             out.set(t, r, act.scales[t] * v);
@@ -264,26 +270,26 @@ macro_rules! path_kernels {
 
         #[inline(never)]
         #[target_feature(enable = $features)]
-        unsafe fn tq1_0_row(row: &[u8], act: &[i8], sums: &[i32]) -> f32 {
-            gemv::tq_row::<$mac, Tq1>(row, act, sums)
+        unsafe fn tq1_0_row(row: &[u8], act: &[i8], bias: &[[i32; 4]]) -> f32 {
+            gemv::tq_row::<$mac, Tq1>(row, act, bias)
         }
 
         #[inline(never)]
         #[target_feature(enable = $features)]
-        unsafe fn tq1_0_rows(row: &[u8], act: &[i8], sums: &[i32], acc: &mut [f32]) {
-            gemv::tq_rows::<$mac, Tq1>(row, act, sums, acc)
+        unsafe fn tq1_0_rows(row: &[u8], act: &[i8], bias: &[[i32; 4]], acc: &mut [f32]) {
+            gemv::tq_rows::<$mac, Tq1>(row, act, bias, acc)
         }
 
         #[inline(never)]
         #[target_feature(enable = $features)]
-        unsafe fn tq2_0_row(row: &[u8], act: &[i8], sums: &[i32]) -> f32 {
-            gemv::tq_row::<$mac, Tq2>(row, act, sums)
+        unsafe fn tq2_0_row(row: &[u8], act: &[i8], bias: &[[i32; 4]]) -> f32 {
+            gemv::tq_row::<$mac, Tq2>(row, act, bias)
         }
 
         #[inline(never)]
         #[target_feature(enable = $features)]
-        unsafe fn tq2_0_rows(row: &[u8], act: &[i8], sums: &[i32], acc: &mut [f32]) {
-            gemv::tq_rows::<$mac, Tq2>(row, act, sums, acc)
+        unsafe fn tq2_0_rows(row: &[u8], act: &[i8], bias: &[[i32; 4]], acc: &mut [f32]) {
+            gemv::tq_rows::<$mac, Tq2>(row, act, bias, acc)
         }
 
         #[inline(never)]

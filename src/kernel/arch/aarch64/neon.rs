@@ -1,29 +1,35 @@
-//! `bitnet_gemv/neon`: widening `smull`/`smlal` of codes by activations into i16 lanes,
-//! widened to i32 by `saddlv` once per 256 elements.
+//! `bitnet_gemv/neon`: widening `smlal`/`smlal2` of codes by activations into i16 lanes,
+//! pairwise-widened into i32 lanes (`sadalp`) once per 256 elements.
 
 use super::gemv::Mac;
 use core::arch::aarch64::*;
 
 pub(super) struct Neon;
 
+/// i16 lanes for the products, beside i32 lanes for the bias.
 impl Mac for Neon {
-    type Acc = int16x8_t;
+    type Acc = (int16x8_t, int32x4_t);
 
     #[inline(always)]
-    unsafe fn zero() -> int16x8_t {
-        vdupq_n_s16(0)
+    unsafe fn zero() -> Self::Acc {
+        (vdupq_n_s16(0), vdupq_n_s32(0))
     }
 
     #[inline(always)]
-    unsafe fn mac(acc: int16x8_t, codes: uint8x16_t, act: int8x16_t) -> int16x8_t {
+    unsafe fn start(bias: int32x4_t) -> Self::Acc {
+        (vdupq_n_s16(0), bias)
+    }
+
+    #[inline(always)]
+    unsafe fn mac((acc, bias): Self::Acc, codes: uint8x16_t, act: int8x16_t) -> Self::Acc {
         let codes = vreinterpretq_s8_u8(codes);
         let acc = vmlal_s8(acc, vget_low_s8(codes), vget_low_s8(act));
-        vmlal_high_s8(acc, codes, act)
+        (vmlal_high_s8(acc, codes, act), bias)
     }
 
     #[inline(always)]
-    unsafe fn sum2(a: int16x8_t, b: int16x8_t) -> i32 {
-        vaddlvq_s16(vaddq_s16(a, b))
+    unsafe fn sum2(a: Self::Acc, b: Self::Acc) -> i32 {
+        vaddvq_s32(vpadalq_s16(vaddq_s32(a.1, b.1), vaddq_s16(a.0, b.0)))
     }
 }
 
