@@ -93,7 +93,8 @@ fn random_case(format: Format, m: usize, n: usize, k: usize, seed: u64) -> (Vec<
 
 fn ks(format: Format) -> &'static [usize] {
     match format {
-        Format::BitnetB158 => &[100, 260, 256, 1024],
+        // 100, 260, 452: partial chunks after 0, 1 and 1 full 256-groups (452 leaves 3 full 64-chunks).
+        Format::BitnetB158 => &[100, 192, 260, 452, 256, 1024],
         _ => &[256, 1024],
     }
 }

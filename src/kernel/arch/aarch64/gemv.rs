@@ -160,44 +160,47 @@ pub(super) unsafe fn bitnet_row<M: Mac>(row: &[u8], act: &[i8]) -> i32 {
     total
 }
 
-/// Unpacks one BitNet row into `codes` (permuted order, zero padded to `codes.len()`, a
-/// multiple of 64), once for all tokens.
-///
-/// # Safety
-/// NEON (part of the aarch64 baseline).
-#[inline(always)]
-pub(super) unsafe fn bitnet_unpack(row: &[u8], codes: &mut [u8]) {
-    let chunks = row.len().div_ceil(16);
-    assert!(codes.len() >= 64 * chunks && codes.len() % 64 == 0);
-    codes[64 * chunks..].fill(0);
-    let out = codes.as_mut_ptr();
-    for c in 0..chunks {
-        // In bounds: asserted above.
-        bitnet_chunk(bitnet_bytes(row, c), |s, v| vst1q_u8(out.add(64 * c + 16 * s), v));
-    }
-}
-
-/// `sum codes * act` over equal-length unpacked rows (a multiple of 64).
+/// `sum a*code` of one BitNet row against every token of `act` (into `dots`): each group
+/// of 256 weights is unpacked once into registers and reused for every token.
 ///
 /// # Safety
 /// The CPU must support `M`'s features.
 #[inline(always)]
-pub(super) unsafe fn codes_dot<M: Mac>(codes: &[u8], act: &[i8]) -> i32 {
-    assert!(codes.len() == act.len() && codes.len() % 64 == 0);
-    let (c, a) = (codes.as_ptr(), act.as_ptr());
-    let mut total = 0i32;
-    // 256 elements (16 macs) per partial sum: the i16 bound of `Mac::sum2`.
-    for start in (0..codes.len()).step_by(256) {
-        let end = (start + 256).min(codes.len());
-        let (mut s0, mut s1) = (M::zero(), M::zero());
-        for i in (start..end).step_by(32) {
-            // In bounds: i + 32 <= end because lengths are multiples of 64 (and 256 | start).
-            s0 = M::mac(s0, vld1q_u8(c.add(i)), vld1q_s8(a.add(i)));
-            s1 = M::mac(s1, vld1q_u8(c.add(i + 16)), vld1q_s8(a.add(i + 16)));
+pub(super) unsafe fn bitnet_rows<M: Mac>(row: &[u8], act: &BitnetAct, dots: &mut [i32]) {
+    let chunks = row.len().div_ceil(16);
+    assert!(act.stride >= 64 * chunks && act.codes.len() >= dots.len() * act.stride);
+    dots.fill(0);
+    let groups = row.len() / 64;
+    for g in 0..groups {
+        let mut codes = [vdupq_n_u8(0); 16];
+        for i in 0..4 {
+            // In bounds: 4 * groups chunks are full.
+            let q = vld1q_u8(row.as_ptr().add(64 * g + 16 * i));
+            bitnet_chunk(q, |s, v| codes[4 * i + s] = v);
         }
-        total += M::sum2(s0, s1);
+        for (t, dot) in dots.iter_mut().enumerate() {
+            // In bounds: token t's row has `stride >= 256 * groups` codes.
+            *dot += dot256::<M>(&codes, act.row(t).as_ptr().add(256 * g), vdupq_n_s32(0));
+        }
     }
-    total
+    // The rest: at most 3 full chunks and a partial one, at most 16 vectors.
+    if 4 * groups < chunks {
+        let mut codes = [vdupq_n_u8(0); 16];
+        let vectors = 4 * (chunks - 4 * groups);
+        for c in 4 * groups..chunks {
+            bitnet_chunk(bitnet_bytes(row, c), |s, v| codes[4 * (c - 4 * groups) + s] = v);
+        }
+        for (t, dot) in dots.iter_mut().enumerate() {
+            let a = act.row(t)[256 * groups..].as_ptr();
+            let (mut s0, mut s1) = (M::zero(), M::zero());
+            for j in (0..vectors).step_by(2) {
+                // In bounds: the row's padded length covers `chunks` chunks of 64.
+                s0 = M::mac(s0, codes[j], vld1q_s8(a.add(16 * j)));
+                s1 = M::mac(s1, codes[j + 1], vld1q_s8(a.add(16 * j + 16)));
+            }
+            *dot += M::sum2(s0, s1);
+        }
+    }
 }
 
 /// A path's TQ row kernels: one row against one token, and against many.
@@ -236,14 +239,13 @@ pub(super) fn bitnet_gemv(
     a: &MatRef,
     out: &mut OutRows,
     row_fn: unsafe fn(&[u8], &[i8]) -> i32,
-    rows_fn: unsafe fn(&[u8], &BitnetAct, &mut [u8], &mut [i32]),
+    rows_fn: unsafe fn(&[u8], &BitnetAct, &mut [i32]),
 ) {
     let act = ActI8::parse(a);
     let perm = BitnetAct::new(&act);
     let scale = bitnet::scale(w.bytes);
     let row_bytes = w.cols / 4;
     let mut dots = vec![0i32; act.m];
-    let mut codes = vec![0u8; if act.m > 1 { perm.stride } else { 0 }];
     for r in out.rows() {
         let row = &w.bytes[r * row_bytes..][..row_bytes];
         if act.m == 1 {
@@ -251,7 +253,7 @@ pub(super) fn bitnet_gemv(
             dots[0] = unsafe { row_fn(row, perm.row(0)) };
         } else {
             // SAFETY: as above.
-            unsafe { rows_fn(row, &perm, &mut codes, &mut dots) };
+            unsafe { rows_fn(row, &perm, &mut dots) };
         }
         for (t, &dot) in dots.iter().enumerate() {
             out.set(t, r, act.scales[t] * (scale * (dot - perm.sums[t]) as f32));
@@ -300,11 +302,8 @@ macro_rules! path_kernels {
 
         #[inline(never)]
         #[target_feature(enable = $features)]
-        unsafe fn bitnet_rows(row: &[u8], act: &super::act::BitnetAct, codes: &mut [u8], dots: &mut [i32]) {
-            gemv::bitnet_unpack(row, codes);
-            for (t, dot) in dots.iter_mut().enumerate() {
-                *dot = gemv::codes_dot::<$mac>(codes, bytemuck::cast_slice(act.row(t)));
-            }
+        unsafe fn bitnet_rows(row: &[u8], act: &super::act::BitnetAct, dots: &mut [i32]) {
+            gemv::bitnet_rows::<$mac>(row, act, dots)
         }
 
         fn check_cpu() {
