@@ -2,7 +2,7 @@
 //! requantizer against `encode_row`. Runs under qemu-user: `scripts/test-aarch64.sh`.
 #![cfg(target_arch = "aarch64")]
 
-use tern::kernel::{reference, registry, requant_row, Kernel, MatRef, OutRows};
+use tern::kernel::{reference, registry, requant_row, Kernel, KernelFn, MatRef, OutRows};
 use tern::Format;
 
 const TERNARY: [Format; 3] = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
@@ -43,7 +43,7 @@ fn kernel(name: &str, format: Format) -> Option<&'static Kernel> {
 }
 
 /// Runs `run` over output rows `rows` of an `m x n` output prefilled with NaN.
-fn run(run: fn(&MatRef, &MatRef, &mut OutRows), w: &MatRef, a: &MatRef, rows: std::ops::Range<usize>) -> Vec<f32> {
+fn run(run: KernelFn, w: &MatRef, a: &MatRef, rows: std::ops::Range<usize>) -> Vec<f32> {
     let (m, n) = (a.rows, w.rows);
     let mut out = vec![f32::NAN; m * n];
     run(w, a, &mut OutRows::new(&mut out, m, n, rows).unwrap());
@@ -225,5 +225,32 @@ fn requant_is_bit_identical() {
         // amax 127 makes the scale exactly 1: every .5 is a tie to round away from zero.
         let ties: Vec<f32> = (0..len).map(|i| if i == 0 { 127.0 } else { (i % 254) as f32 - 126.5 }).collect();
         requant_matches(&ties);
+    }
+}
+
+/// Indicative only: qemu translates instructions, it does not model a core. Milliseconds
+/// per call (best of 3) of each kernel and the reference for m = 1, 512 x 4096 weights.
+/// `scripts/count-arm-insns.sh` runs it (`-- --ignored --nocapture`) for its report.
+#[test]
+#[ignore]
+fn timing() {
+    let (m, n, k) = (1, 512, 4096);
+    for format in TERNARY {
+        let (w_bytes, a_bytes) = random_case(format, m, n, k, 1);
+        let w = MatRef::new(format, n, k, &w_bytes).unwrap();
+        let a = MatRef::new(Format::I8Absmax, m, k, &a_bytes).unwrap();
+        let mut kernels: Vec<(&str, KernelFn)> = vec![("bitnet_gemv/reference", reference::bitnet_gemv)];
+        kernels.extend(PATHS.iter().filter_map(|name| kernel(name, format)).map(|k| (k.name(), k.run)));
+        for (name, run) in kernels {
+            let mut out = vec![0f32; m * n];
+            let best = (0..3)
+                .map(|_| {
+                    let start = std::time::Instant::now();
+                    run(&w, &a, &mut OutRows::new(&mut out, m, n, 0..n).unwrap());
+                    start.elapsed().as_secs_f64() * 1e3
+                })
+                .fold(f64::INFINITY, f64::min);
+            println!("TIMING {} {name} {best:.3}", format.name());
+        }
     }
 }
