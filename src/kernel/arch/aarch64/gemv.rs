@@ -203,10 +203,15 @@ pub(super) unsafe fn bitnet_rows<M: Mac>(row: &[u8], act: &BitnetAct, dots: &mut
     }
 }
 
+/// A TQ row against one token: (row bytes, token codes, block biases) -> sum.
+pub(super) type TqRowFn = unsafe fn(&[u8], &[i8], &[[i32; 4]]) -> f32;
+/// A TQ row against all tokens: (row bytes, all codes, all biases, per-token sums).
+pub(super) type TqRowsFn = unsafe fn(&[u8], &[i8], &[[i32; 4]], &mut [f32]);
+
 /// A path's TQ row kernels: one row against one token, and against many.
 pub(super) struct RowFns {
-    pub tq_row: unsafe fn(&[u8], &[i8], &[[i32; 4]]) -> f32,
-    pub tq_rows: unsafe fn(&[u8], &[i8], &[[i32; 4]], &mut [f32]),
+    pub tq_row: TqRowFn,
+    pub tq_rows: TqRowsFn,
 }
 
 /// The TQ1_0/TQ2_0 kernel driver. The caller checked that this CPU runs `fns`.

@@ -19,26 +19,40 @@ use crate::format::Format;
 use crate::kernel::{Kernel, KernelFn, RequantRowFn};
 use std::ffi::CStr;
 
+/// One instruction path: its kernel name, the features it needs, and its kernels for
+/// TQ1_0, TQ2_0 and BITNET_B1_58.
+struct Path {
+    name: &'static CStr,
+    requires: &'static str,
+    available: fn() -> bool,
+    runs: [KernelFn; 3],
+}
+
 pub fn kernels() -> Vec<Kernel> {
-    let paths: [(&'static CStr, &'static str, fn() -> bool, [KernelFn; 3]); 2] = [
-        (
-            c"bitnet_gemv/neon-dotprod",
-            "neon,dotprod",
-            dotprod::available,
-            [dotprod::tq1_0, dotprod::tq2_0, dotprod::bitnet],
-        ),
-        (c"bitnet_gemv/neon", "neon", neon::available, [neon::tq1_0, neon::tq2_0, neon::bitnet]),
+    let paths = [
+        Path {
+            name: c"bitnet_gemv/neon-dotprod",
+            requires: "neon,dotprod",
+            available: dotprod::available,
+            runs: [dotprod::tq1_0, dotprod::tq2_0, dotprod::bitnet],
+        },
+        Path {
+            name: c"bitnet_gemv/neon",
+            requires: "neon",
+            available: neon::available,
+            runs: [neon::tq1_0, neon::tq2_0, neon::bitnet],
+        },
     ];
     let formats = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
     paths
         .into_iter()
-        .flat_map(|(name, requires, available, runs)| {
-            formats.into_iter().zip(runs).map(move |(weight, run)| Kernel {
-                name,
+        .flat_map(|p| {
+            formats.into_iter().zip(p.runs).map(move |(weight, run)| Kernel {
+                name: p.name,
                 weight,
                 act: Format::I8Absmax,
-                requires,
-                available,
+                requires: p.requires,
+                available: p.available,
                 run,
             })
         })
