@@ -157,24 +157,30 @@ fn parity_at_extremes() {
 }
 
 /// Code 3 is outside the alphabet: it counts as +2 in every kernel, as ggml decodes it.
+/// TQ1_0 has no such code, but any byte (canonical or not, a qh byte with a fifth digit)
+/// must decode to the digits the reference reads from it.
 #[test]
 fn parity_on_corrupt_codes() {
-    for format in [Format::Tq2_0, Format::BitnetB158] {
+    for format in TERNARY {
         for &k in ks(format) {
             for m in [1, 3] {
                 let (mut w, a) = random_case(format, m, 37, k, 5);
-                let codes_end = match format {
-                    Format::Tq2_0 => w.len(),
-                    _ => w.len() - 4,
+                // Only code bytes are corrupted; the scales stay intact.
+                let is_code = |i: usize| match format {
+                    Format::Tq1_0 => i % 54 < 52,
+                    Format::Tq2_0 => i % 66 < 64,
+                    _ => i < (37 * k).div_ceil(4),
                 };
                 let mut rng = Rng(11);
                 for _ in 0..w.len() / 3 {
-                    let i = (rng.next() % codes_end as u64) as usize;
-                    // Scale bytes of TQ2_0 blocks stay intact: only qs bytes are corrupted.
-                    if format == Format::Tq2_0 && i % 66 >= 64 {
+                    let i = (rng.next() % w.len() as u64) as usize;
+                    if !is_code(i) {
                         continue;
                     }
-                    w[i] |= 3 << (2 * (rng.next() % 4));
+                    match format {
+                        Format::Tq1_0 => w[i] = rng.next() as u8,
+                        _ => w[i] |= 3 << (2 * (rng.next() % 4)),
+                    }
                 }
                 assert!(format.validate(&w, 37, k).is_err(), "the corruption did not take");
                 check(format, &w, &a, m, 37, k, 0..37);
