@@ -1,6 +1,7 @@
 //! Row loops shared by the NEON and NEON+dotprod paths, generic over the multiply-
-//! accumulate. Codes stay biased (unsigned {0, 1, 2}) and the activation sum of each
-//! block is subtracted once per block.
+//! accumulate. Codes stay biased (unsigned {0, 1, 2}); the activation sum comes off once
+//! per block (TQ: the block's first accumulator starts at minus the sum) or once per row
+//! (BitNet, whose row is one block).
 //!
 //! Every loop accumulates in f32 exactly as `kernel::reference` does (block by block, from
 //! 0.0, `acc += d * dot`), so results match it bit for bit whenever the integer dots do.

@@ -2,7 +2,7 @@
 //!
 //! - [`unpack`]: each format's bytes -> 16-lane vectors of biased codes {0, 1, 2} (3 for a
 //!   corrupt TQ2_0/BitNet code, which then counts as +2 like everywhere else).
-//! - [`act`]: per-call activation preparation (block sums, BitNet's permuted copy).
+//! - [`act`]: per-call activation preparation (per-block sums, BitNet's permuted copy).
 //! - [`gemv`]: the row loops, generic over a multiply-accumulate ([`gemv::Mac`]).
 //! - [`neon`] (`smull`/`smlal` into i16) and [`dotprod`] (`sdot` into i32) provide the
 //!   multiply-accumulates and instantiate the loops under their own symbols.
