@@ -5,7 +5,7 @@
 #
 # Usage: scripts/test-aarch64.sh [extra cargo test args...]
 # Env: TERN_AARCH64_TARGET_DIR (default target/aarch64), TERN_QEMU_CPUS (default
-# "max cortex-a53").
+# "max cortex-a53"), TERN_AARCH64_TIMEOUT (seconds per test run, default 1800).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -16,13 +16,17 @@ echo "test-aarch64: $("$RUSTC" --version), $(qemu-aarch64 --version | head -n1)"
 cargo test --target "$TRIPLE" --lib --tests --no-run -q "$@"
 
 for cpu in ${TERN_QEMU_CPUS:-max cortex-a53}; do
+    # The kernel the test must find best; for CPUs not listed here it only checks that the
+    # choice agrees with the detected features.
     case "$cpu" in
-        cortex-a53 | cortex-a57 | cortex-a72) expect=bitnet_gemv/neon ;;
-        *) expect=bitnet_gemv/neon-dotprod ;;
+        max | cortex-a76 | neoverse-n1) expect=bitnet_gemv/neon-dotprod ;;
+        cortex-a35 | cortex-a53 | cortex-a57 | cortex-a72) expect=bitnet_gemv/neon ;;
+        *) expect= ;;
     esac
-    echo "test-aarch64: QEMU_CPU=$cpu (expecting $expect)"
+    echo "test-aarch64: QEMU_CPU=$cpu${expect:+ (expecting $expect)}"
     log="$(mktemp)"
-    if ! QEMU_CPU="$cpu" TERN_EXPECT_ARM_KERNEL="$expect" \
+    # A hung emulator must not hang CI.
+    if ! QEMU_CPU="$cpu" TERN_EXPECT_ARM_KERNEL="$expect" timeout "${TERN_AARCH64_TIMEOUT:-1800}" \
         cargo test --target "$TRIPLE" --lib --tests -q "$@" >"$log" 2>&1; then
         cat "$log" >&2
         rm -f "$log"
