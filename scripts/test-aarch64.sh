@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs the Rust test suite (lib + integration tests) for aarch64 under qemu-user, twice:
+# QEMU_CPU=max (has dotprod) and QEMU_CPU=cortex-a53 (plain NEON), so that both NEON
+# kernel paths and the runtime feature detection are exercised on an x86 host.
+#
+# Usage: scripts/test-aarch64.sh [extra cargo test args...]
+# Env: TERN_AARCH64_TARGET_DIR (default target/aarch64), TERN_QEMU_CPUS (default
+# "max cortex-a53"), TERN_AARCH64_TIMEOUT (seconds per test run, default 1800).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+# shellcheck source=scripts/setup-aarch64.sh
+. scripts/setup-aarch64.sh
+
+echo "test-aarch64: $("$RUSTC" --version), $(qemu-aarch64 --version | head -n1)"
+cargo test --target "$TRIPLE" --lib --tests --no-run -q "$@"
+
+for cpu in ${TERN_QEMU_CPUS:-max cortex-a53}; do
+    # The kernel the test must find best; for CPUs not listed here it only checks that the
+    # choice agrees with the detected features.
+    case "$cpu" in
+        max | cortex-a76 | neoverse-n1) expect=bitnet_gemv/neon-dotprod ;;
+        cortex-a35 | cortex-a53 | cortex-a57 | cortex-a72) expect=bitnet_gemv/neon ;;
+        *) expect= ;;
+    esac
+    echo "test-aarch64: QEMU_CPU=$cpu${expect:+ (expecting $expect)}"
+    log="$(mktemp)"
+    # A hung emulator must not hang CI.
+    if ! QEMU_CPU="$cpu" TERN_EXPECT_ARM_KERNEL="$expect" timeout "${TERN_AARCH64_TIMEOUT:-1800}" \
+        cargo test --target "$TRIPLE" --lib --tests -q "$@" >"$log" 2>&1; then
+        cat "$log" >&2
+        rm -f "$log"
+        echo "test-aarch64: FAILED under QEMU_CPU=$cpu" >&2
+        exit 1
+    fi
+    grep '^test result:' "$log" | grep -v ' 0 passed; 0 failed' || true
+    rm -f "$log"
+done
+echo "test-aarch64: all passed"
