@@ -201,8 +201,10 @@ fn every_truncation_is_an_error() {
             "prefix of {len} bytes: {err}"
         );
     }
-    let err = Gguf::parse(&bytes[..30]).unwrap_err();
-    assert!(err.to_string().starts_with("truncated at offset 24: metadata key needs"), "{err}");
+    let err = Gguf::parse(&bytes[..10]).unwrap_err();
+    assert_eq!(err.to_string(), "truncated at offset 8: tensor count needs 8 bytes, 2 remain");
+    let err = Gguf::parse(&bytes[..bytes.len() - 1]).unwrap_err();
+    assert!(err.to_string().starts_with("tensor \"w1\": data "), "{err}");
 }
 
 #[test]
