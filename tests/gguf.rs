@@ -339,3 +339,40 @@ fn other_malformations_are_named() {
     b.kvs.push((vec![0xff, 0xfe], typed(0, &[1])));
     assert!(matches!(parse_err(&b), GgufError::BadUtf8 { what: "metadata key", .. }));
 }
+
+/// Files written by the `gguf` PyPI package (scripts/gen_gguf_fixtures.py): tern reads its
+/// layout, and decodes its TQ1_0/TQ2_0 bytes exactly as gguf's own dequantizer does.
+#[test]
+fn files_written_by_the_gguf_package_parse_and_decode_like_gguf() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gguf/");
+    let model = std::fs::read(format!("{dir}tiny_bitnet.gguf")).unwrap();
+    let expected = std::fs::read(format!("{dir}tiny_bitnet.expected.gguf")).unwrap();
+    let (g, e) = (Gguf::parse(&model).unwrap(), Gguf::parse(&expected).unwrap());
+    assert_eq!(g.version, 3);
+    assert!(matches!(g.get("general.architecture"), Some(Value::String(b"bitnet"))));
+    assert_eq!(g.get("bitnet.block_count"), Some(&Value::U32(1)));
+    let Some(Value::Array(tokens)) = g.get("tokenizer.ggml.tokens") else { panic!("tokens are an array") };
+    assert_eq!(tokens.iter().nth(2), Some(Value::String(b"hello")));
+    let shapes: Vec<_> = g.tensors.iter().map(|t| (t.name, t.ggml_type.to_string(), t.shape().to_vec())).collect();
+    let want = [
+        ("token_embd.weight", "F32", vec![256, 8]),
+        ("blk.0.attn_q.weight", "TQ2_0", vec![512, 64]),
+        ("blk.0.ffn_down.weight", "TQ1_0", vec![768, 32]),
+        ("blk.0.ffn_up.weight", "TQ2_0", vec![256, 48]),
+        ("output_norm.weight", "F32", vec![256]),
+    ];
+    assert_eq!(shapes, want.map(|(n, t, s)| (n, t.to_owned(), s)));
+
+    let mut checked = 0;
+    for t in g.tensors.iter().filter(|t| matches!(t.ggml_type.format(), Some(Format::Tq1_0 | Format::Tq2_0))) {
+        let (n, k) = t.matrix();
+        let w = Tensor::wrap(t.ggml_type.format().unwrap(), g.tensor_data(t).unwrap(), n as usize, k as usize).unwrap();
+        w.validate().unwrap();
+        let oracle = e.tensor(t.name).unwrap();
+        assert_eq!(oracle.shape(), t.shape());
+        let want: Vec<f32> = e.tensor_data(oracle).unwrap().chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect();
+        assert_eq!(w.decode().unwrap(), want, "{}", t.name);
+        checked += 1;
+    }
+    assert_eq!(checked, 3);
+}
