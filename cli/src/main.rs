@@ -17,12 +17,23 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Show the CPU's kernels, the ternary formats on a BitNet b1.58 2B4T layer set, the
-    /// dispatcher's events, kernel parity and time per GEMV (no files needed)
+    /// Tour tern on this CPU (no files needed)
+    ///
+    /// Shows the CPU features and kernels, the ternary formats on a BitNet b1.58 2B4T layer
+    /// set, the dispatcher's events for one token, kernel parity against the reference, and
+    /// time per GEMV. Takes well under a minute in a release build.
     Demo(demo::Args),
     /// Time the ternary GEMV/GEMM kernels on one weight shape
+    ///
+    /// Every kernel this CPU runs (or --kernel) on each format, with parity against the
+    /// reference kernel; a table, or one JSON document with --json.
     Bench(bench::Args),
     /// List a GGUF file's metadata and tensors, and run its TQ1_0/TQ2_0 tensors
+    ///
+    /// The file is memory-mapped and checked field by field; a malformed file gives a message
+    /// naming the problem and exit code 1. Each TQ1_0/TQ2_0 tensor is wrapped as it lies in
+    /// the file, validated, run through the dispatcher on a random token, checked against
+    /// the reference kernel and timed. Other tensors' data is never read.
     Inspect(inspect::Args),
 }
 
