@@ -90,7 +90,8 @@ pub fn run(args: Args) -> Result<(), String> {
     let plan: Vec<(Format, Vec<&'static str>)> = formats
         .iter()
         .map(|&f| {
-            let names = gemv_kernels(f).into_iter().map(|k| k.name()).filter(|name| args.kernel.as_deref().map_or(true, |want| want == *name));
+            // The reference (last in the registry) first, as the baseline of the table.
+            let names = gemv_kernels(f).into_iter().rev().map(|k| k.name()).filter(|name| args.kernel.as_deref().map_or(true, |want| want == *name));
             (f, names.collect::<Vec<_>>())
         })
         .filter(|(_, names)| !names.is_empty())
