@@ -174,14 +174,14 @@ fn gb_per_s(r: &Row) -> f64 {
 
 fn print_table(args: &Args, rows: &[Row], requant: Timing, threads: usize) {
     let Shape { n, k } = args.shape;
-    println!("tern bench: weight {n}x{k} (n x k), {} token(s), {threads} thread(s)", args.tokens);
-    println!(
+    outln!("tern bench: weight {n}x{k} (n x k), {} token(s), {threads} thread(s)", args.tokens);
+    outln!(
         "  {:<14}{:<26}{:>12}{:>12}{:>7}{:>10}{:>10}{:>13}",
         "format", "kernel", "median", "min", "runs", "GB/s", "speedup", "max rel err"
     );
     for r in rows {
         let speedup = speedup(rows, r).map_or("-".to_owned(), |s| format!("{s:.2}x"));
-        println!(
+        outln!(
             "  {:<14}{:<26}{:>12}{:>12}{:>7}{:>10.2}{:>10}{:>13.2e}",
             r.format.name(),
             r.kernel,
@@ -193,7 +193,7 @@ fn print_table(args: &Args, rows: &[Row], requant: Timing, threads: usize) {
             r.max_rel_err
         );
     }
-    println!(
+    outln!(
         "  adapter requantize-i8-absmax {}x{k}: {} (median), price {} bytes",
         args.tokens,
         fmt_duration(requant.median),
@@ -242,5 +242,5 @@ fn print_json(args: &Args, rows: &[Row], requant: Timing, threads: usize) {
             "median_ns": ns(requant.median),
         },
     });
-    println!("{}", serde_json::to_string_pretty(&doc).expect("a JSON value serializes"));
+    outln!("{}", serde_json::to_string_pretty(&doc).expect("a JSON value serializes"));
 }

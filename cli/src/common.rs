@@ -199,7 +199,7 @@ pub fn event_line(e: &Event) -> String {
     let took = fmt_duration(Duration::from_nanos(e.nanos));
     match e.kind {
         EventKind::AdapterInserted => format!(
-            "ADAPTER_INSERTED  {:<24} {} -> {}, {}x{}, price {} bytes, {took}",
+            "ADAPTER_INSERTED  {:<26} {} -> {}, {}x{}, price {} bytes, {took}",
             e.name(),
             e.from.name(),
             e.to.name(),
@@ -208,7 +208,7 @@ pub fn event_line(e: &Event) -> String {
             group(e.bytes)
         ),
         EventKind::KernelSelected => format!(
-            "KERNEL_SELECTED   {:<24} {} x {}, out {}x{}, {} weight bytes, {took}",
+            "KERNEL_SELECTED   {:<26} {} x {}, out {}x{}, {} weight bytes, {took}",
             e.name(),
             e.from.name(),
             e.to.name(),
@@ -244,9 +244,10 @@ impl Progress {
         let _ = err.flush();
     }
 
+    /// Clears the redrawn line, so that the report follows on a clean terminal.
     pub fn finish(&mut self) {
         if self.shown && self.tty {
-            let _ = writeln!(std::io::stderr());
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
         }
     }
 }

@@ -33,18 +33,18 @@ struct Measured {
 }
 
 pub fn run(_args: Args) -> Result<(), String> {
-    println!("tern {} demo\n", env!("CARGO_PKG_VERSION"));
-    println!("{}", cpu_line());
-    println!("Kernels this CPU can run (best first):");
+    outln!("tern {} demo\n", env!("CARGO_PKG_VERSION"));
+    outln!("{}", cpu_line());
+    outln!("Kernels this CPU can run (best first):");
     for (name, pairs, requires) in kernel_table(true) {
         let needs = if requires.is_empty() { String::new() } else { format!("  (uses {requires})") };
-        println!("  {name:<26} {pairs}{needs}");
+        outln!("  {name:<26} {pairs}{needs}");
     }
     let missing = kernel_table(false);
     if !missing.is_empty() {
-        println!("Built in, but this CPU lacks their features:");
+        outln!("Built in, but this CPU lacks their features:");
         for (name, _, requires) in missing {
-            println!("  {name:<26} needs {requires}");
+            outln!("  {name:<26} needs {requires}");
         }
     }
 
@@ -81,17 +81,17 @@ fn encode_all() -> Vec<Encoded> {
 
 fn print_encodings(encoded: &[Encoded]) {
     let total: usize = SHAPES.iter().map(|(n, k)| n * k).sum();
-    println!(
+    outln!(
         "\n1. Formats: a BitNet b1.58 2B4T layer set (n x k = {}; {} weights, normal, sd 0.02)",
         SHAPES.map(|(n, k)| format!("{n}x{k}")).join(", "),
         group(total)
     );
-    println!("  {:<14}{:<12}{:>12}{:>13}{:>17}", "format", "shape", "bytes", "bits/weight", "rel. RMS error");
+    outln!("  {:<14}{:<12}{:>12}{:>13}{:>17}", "format", "shape", "bytes", "bits/weight", "rel. RMS error");
     for e in encoded {
         let (n, k) = e.shape;
         let bytes = e.tensor.bytes().expect("owned").len();
         let bits = bytes as f64 * 8.0 / (n * k) as f64;
-        println!(
+        outln!(
             "  {:<14}{:<12}{:>12}{:>13.4}{:>17.4}",
             e.format.name(),
             format!("{n}x{k}"),
@@ -100,15 +100,15 @@ fn print_encodings(encoded: &[Encoded]) {
             e.rms_err
         );
     }
-    println!("  rel. RMS error = ||w - decode(encode(w))|| / ||w||, the price of ternarizing normal weights:");
-    println!("  TQ1_0/TQ2_0 scale each 256-block by its max |w| (ggml's quantizer), BITNET_B1_58 the");
-    println!("  tensor by its mean |w| (the BitNet b1.58 paper), which keeps more weights non-zero.");
+    outln!("  rel. RMS error = ||w - decode(encode(w))|| / ||w||, the price of ternarizing normal weights:");
+    outln!("  TQ1_0/TQ2_0 scale each 256-block by its max |w| (ggml's quantizer), BITNET_B1_58 the");
+    outln!("  tensor by its mean |w| (the BitNet b1.58 paper), which keeps more weights non-zero.");
 }
 
 /// One F32 token through the dispatcher per format, printing the events it reports.
 fn one_token(encoded: &[Encoded]) -> Result<(), String> {
     let (n, k) = SHAPES[0];
-    println!("\n2. One F32 token (1x{k}) through the dispatcher, per format ({n}x{k} weight):");
+    outln!("\n2. One F32 token (1x{k}) through the dispatcher, per format ({n}x{k} weight):");
     let token = Rng::new(7).units(k);
     let act = Tensor::encode(Format::F32, &token, 1, k).map_err(|e| e.to_string())?;
     let sink = Arc::new(RecordingSink::default());
@@ -120,9 +120,9 @@ fn one_token(encoded: &[Encoded]) -> Result<(), String> {
         sink.clear();
         d.matmul(&act, &e.tensor, Some(&mut scope), &mut out).map_err(|e| e.to_string())?;
         scope.reset();
-        println!("  {}:", e.format.name());
+        outln!("  {}:", e.format.name());
         for event in sink.events() {
-            println!("    {}", event_line(&event));
+            outln!("    {}", event_line(&event));
         }
     }
     Ok(())
@@ -175,37 +175,31 @@ fn measure(encoded: &[Encoded]) -> Result<Vec<Measured>, String> {
 }
 
 fn print_parity(measured: &[Measured]) -> bool {
-    println!("\n3. Parity against {REFERENCE}: max |out - ref| / max(1, |ref|), tolerance {TOLERANCE:e}");
+    outln!("\n3. Parity against {REFERENCE}: max |out - ref| / max(1, |ref|), tolerance {TOLERANCE:e}");
     let others: Vec<_> = measured.iter().filter(|m| m.kernel != REFERENCE).collect();
     if others.is_empty() {
-        println!("  only the reference kernel runs on this CPU: nothing to compare");
+        outln!("  only the reference kernel runs on this CPU: nothing to compare");
         return true;
     }
     let mut ok = true;
     for m in others {
         let pass = m.max_rel_err <= TOLERANCE;
         ok &= pass;
-        println!("  {:<14}{:<26}{:>10.2e}  {}", m.format.name(), m.kernel, m.max_rel_err, if pass { "ok" } else { "FAIL" });
+        outln!("  {:<14}{:<26}{:>10.2e}  {}", m.format.name(), m.kernel, m.max_rel_err, if pass { "ok" } else { "FAIL" });
     }
     ok
 }
 
 fn print_times(measured: &[Measured]) {
     let runs = measured.iter().map(|m| m.runs).max().unwrap_or(0);
-    println!("\n4. Time per GEMV (1 token, 1 thread, median of up to {runs} runs; speedup over {REFERENCE} on the layer set)");
-    print!("  {:<14}{:<26}", "format", "kernel");
-    for (n, k) in SHAPES {
-        print!("{:>12}", format!("{n}x{k}"));
-    }
-    println!("{:>10}", "speedup");
+    outln!("\n4. Time per GEMV (1 token, 1 thread, median of up to {runs} runs; speedup over {REFERENCE} on the layer set)");
+    let shapes: String = SHAPES.iter().map(|(n, k)| format!("{:>12}", format!("{n}x{k}"))).collect();
+    outln!("  {:<14}{:<26}{shapes}{:>10}", "format", "kernel", "speedup");
     for m in measured {
         let reference = measured.iter().find(|r| r.format == m.format && r.kernel == REFERENCE);
         let total = |m: &Measured| m.times.iter().sum::<Duration>().as_secs_f64();
         let speedup = reference.map(|r| total(r) / total(m)).unwrap_or(f64::NAN);
-        print!("  {:<14}{:<26}", m.format.name(), m.kernel);
-        for t in &m.times {
-            print!("{:>12}", fmt_duration(*t));
-        }
-        println!("{:>9.2}x", speedup);
+        let times: String = m.times.iter().map(|t| format!("{:>12}", fmt_duration(*t))).collect();
+        outln!("  {:<14}{:<26}{times}{:>9.2}x", m.format.name(), m.kernel, speedup);
     }
 }

@@ -35,7 +35,7 @@ pub fn run(args: Args) -> Result<(), String> {
     let bytes: &[u8] = map.as_deref().unwrap_or(&[]);
     let gguf = Gguf::parse(bytes).map_err(|e| format!("{path} is not a valid GGUF file: {e}"))?;
 
-    println!(
+    outln!(
         "{path}: GGUF v{}, {} bytes, {} metadata keys, {} tensors, alignment {}, data at offset {}",
         gguf.version,
         group(bytes.len()),
@@ -44,30 +44,30 @@ pub fn run(args: Args) -> Result<(), String> {
         gguf.alignment,
         gguf.data_start
     );
-    println!("\nmetadata:");
+    outln!("\nmetadata:");
     for kv in &gguf.metadata {
         let ty = match &kv.value {
             Value::Array(a) => format!("array of {} {}", group(a.len as usize), a.elem_type),
             v => v.value_type().to_string(),
         };
-        println!("  {} ({ty}) = {}", kv.key, shorten(&kv.value.to_string(), 100));
+        outln!("  {} ({ty}) = {}", kv.key, shorten(&kv.value.to_string(), 100));
     }
     print_tensors(&gguf);
 
     let ternary: Vec<_> = gguf.tensors.iter().filter(|t| is_ternary(t)).collect();
     if ternary.is_empty() {
-        println!("\nno TQ1_0/TQ2_0 tensors to run");
+        outln!("\nno TQ1_0/TQ2_0 tensors to run");
         return Ok(());
     }
-    println!("\nternary tensors, each run on a random F32 token (1 thread):");
+    outln!("\nternary tensors, each run on a random F32 token (1 thread):");
     let mut failures = Vec::new();
     for t in &ternary {
         if let Err(e) = run_tensor(&gguf, t, args.runs as usize) {
-            println!("    FAILED: {e}");
+            outln!("    FAILED: {e}");
             failures.push(format!("{}: {e}", t.name));
         }
     }
-    println!("\n{} of {} ternary tensors ok", ternary.len() - failures.len(), ternary.len());
+    outln!("\n{} of {} ternary tensors ok", ternary.len() - failures.len(), ternary.len());
     if failures.is_empty() {
         Ok(())
     } else {
@@ -88,12 +88,12 @@ fn shorten(s: &str, max: usize) -> String {
 
 fn print_tensors(gguf: &Gguf) {
     let width = gguf.tensors.iter().map(|t| t.name.len()).max().unwrap_or(4).clamp(4, 48);
-    println!("\ntensors (shape is ggml's ne: [ne0 = k, ne1 = n, ...]):");
-    println!("  {:<width$}  {:<12}{:<24}{:>14}{:>14}", "name", "type", "shape", "bytes", "offset");
+    outln!("\ntensors (shape is ggml's ne: [ne0 = k, ne1 = n, ...]):");
+    outln!("  {:<width$}  {:<12}{:<24}{:>14}{:>14}", "name", "type", "shape", "bytes", "offset");
     for t in &gguf.tensors {
         let shape = format!("{:?}", t.shape());
         let bytes = t.size.map_or("?".to_owned(), |s| group(s as usize));
-        println!(
+        outln!(
             "  {:<width$}  {:<12}{:<24}{:>14}{:>14}",
             t.name,
             t.ggml_type.to_string(),
@@ -104,7 +104,7 @@ fn print_tensors(gguf: &Gguf) {
     }
     let unknown = gguf.tensors.iter().filter(|t| t.size.is_none()).count();
     if unknown > 0 {
-        println!("  ({unknown} tensors of unknown ggml types: listed, but their size is unknown)");
+        outln!("  ({unknown} tensors of unknown ggml types: listed, but their size is unknown)");
     }
 }
 
@@ -113,12 +113,12 @@ fn print_tensors(gguf: &Gguf) {
 fn run_tensor(gguf: &Gguf, t: &TensorInfo, runs: usize) -> Result<(), String> {
     let format = t.ggml_type.format().expect("only ternary tensors get here");
     let (n, k) = t.matrix();
-    println!("  {} {} {n}x{k} (n x k):", t.name, format.name());
+    outln!("  {} {} {n}x{k} (n x k):", t.name, format.name());
     let (n, k) = (usize::try_from(n).map_err(|_| "too many rows")?, usize::try_from(k).map_err(|_| "too many cols")?);
     let data = gguf.tensor_data(t).map_err(|e| e.to_string())?;
     let weight = Tensor::wrap(format, data, n, k).map_err(|e| e.to_string())?;
     weight.validate().map_err(|e| format!("invalid codes: {e}"))?;
-    println!("    codes and scales valid");
+    outln!("    codes and scales valid");
 
     let mut rng = Rng::new(0x5eed ^ data.len() as u64);
     let token = rng.units(k);
@@ -130,7 +130,7 @@ fn run_tensor(gguf: &Gguf, t: &TensorInfo, runs: usize) -> Result<(), String> {
     let mut out = vec![0f32; n];
     d.matmul(&act, &weight, Some(&mut scope), &mut out).map_err(|e| e.to_string())?;
     for event in sink.events() {
-        println!("    {}", event_line(&event));
+        outln!("    {}", event_line(&event));
     }
 
     // Kernels compare on the same token, requantized as the dispatcher did.
@@ -139,13 +139,13 @@ fn run_tensor(gguf: &Gguf, t: &TensorInfo, runs: usize) -> Result<(), String> {
     gemv(&dispatcher(REFERENCE, 1)?, &act_i8, &weight, &mut want)?;
     let mut worst = None;
     let mut times = Vec::new();
-    for kernel in gemv_kernels(format) {
+    for kernel in gemv_kernels(format).into_iter().rev() {
         let kd = dispatcher(kernel.name(), 1)?;
         let mut got = vec![0f32; n];
         gemv(&kd, &act_i8, &weight, &mut got)?;
         let err = max_rel_err(&got, &want);
         if kernel.name() != REFERENCE {
-            println!("    parity {:<26} max rel err {err:.2e} {}", kernel.name(), if err <= TOLERANCE { "ok" } else { "FAIL" });
+            outln!("    parity {:<26} max rel err {err:.2e} {}", kernel.name(), if err <= TOLERANCE { "ok" } else { "FAIL" });
             if err > TOLERANCE && worst.is_none() {
                 worst = Some(format!("{} differs from {REFERENCE} by {err:e}", kernel.name()));
             }
@@ -159,7 +159,7 @@ fn run_tensor(gguf: &Gguf, t: &TensorInfo, runs: usize) -> Result<(), String> {
         run_err?;
         times.push(format!("{} {}", kernel.name(), fmt_duration(timing.median)));
     }
-    println!("    time per GEMV: {}", times.join(", "));
+    outln!("    time per GEMV: {}", times.join(", "));
     worst.map_or(Ok(()), Err)
 }
 

@@ -1,12 +1,36 @@
 //! `tern`: a demo of tern on this CPU, GEMV benchmarks, and GGUF inspection.
 
+/// `println!` for the report on stdout. When stdout is closed early (`tern inspect x | head`)
+/// the process ends quietly with success instead of panicking; other write errors end it
+/// with a message and exit code 1.
+macro_rules! outln {
+    () => {
+        $crate::write_stdout(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::write_stdout(format_args!($($arg)*))
+    };
+}
+
 mod bench;
 mod common;
 mod demo;
 mod inspect;
 
 use clap::{Parser, Subcommand};
+use std::io::Write;
 use std::process::ExitCode;
+
+fn write_stdout(args: std::fmt::Arguments) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.write_all(b"\n")) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("tern: error: cannot write to stdout: {e}");
+        std::process::exit(1);
+    }
+}
 
 #[derive(Parser, Debug)]
 #[command(name = "tern", version, about = "Ternary (1.58-bit) weights: formats, kernels and GGUF files")]

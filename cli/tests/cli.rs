@@ -91,7 +91,7 @@ fn demo_prints_kernels_formats_events_parity_and_times() {
         "Kernels this CPU can run",
         "bitnet_gemv/reference",
         "bits/weight",
-        "ADAPTER_INSERTED  requantize-i8-absmax     F32 -> I8_ABSMAX, 1x2560, price 2,564 bytes",
+        "ADAPTER_INSERTED  requantize-i8-absmax       F32 -> I8_ABSMAX, 1x2560, price 2,564 bytes",
         "KERNEL_SELECTED",
         "Parity against bitnet_gemv/reference",
         "Time per GEMV",
@@ -192,7 +192,7 @@ fn inspect_lists_a_gguf_package_file_and_runs_its_ternary_tensors() {
         assert!(out.contains(run), "{run}\n{out}");
     }
     assert_eq!(out.matches("codes and scales valid").count(), 3, "{out}");
-    assert!(out.contains("ADAPTER_INSERTED  requantize-i8-absmax     F32 -> I8_ABSMAX, 1x768, price 772 bytes"), "{out}");
+    assert!(out.contains("ADAPTER_INSERTED  requantize-i8-absmax       F32 -> I8_ABSMAX, 1x768, price 772 bytes"), "{out}");
     assert!(out.contains("TQ1_0 x I8_ABSMAX, out 1x32, 5,184 weight bytes"), "{out}");
     assert_eq!(out.matches("time per GEMV: ").count(), 3, "{out}");
     assert!(out.contains("3 of 3 ternary tensors ok"), "{out}");
@@ -267,4 +267,19 @@ fn inspect_refuses_corrupted_files_cleanly() {
         assert!(matches!(o.status.code(), Some(0 | 1)), "byte {i}: exit {:?}, {}", o.status.code(), stderr(&o));
         assert!(!stderr(&o).contains("panicked"), "byte {i}: {}", stderr(&o));
     }
+}
+
+#[test]
+fn a_closed_stdout_ends_the_report_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tern"))
+        .args(["bench", "--format", "TQ2_0", "--shape", "16x256", "--runs", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the reading end before the report is written, as `| head -0` would.
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
 }
