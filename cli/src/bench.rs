@@ -63,6 +63,9 @@ fn parse_shape(s: &str) -> Result<Shape, String> {
     Ok(Shape { n, k })
 }
 
+/// The largest operand `bench` makes (its f32 staging alone is 1 GiB).
+const MAX_ELEMS: usize = 1 << 28;
+
 struct Row {
     format: Format,
     kernel: &'static str,
@@ -76,6 +79,14 @@ pub fn run(args: Args) -> Result<(), String> {
     let (m, threads) = (args.tokens as usize, args.threads as usize);
     if let Some(name) = &args.kernel {
         check_kernel_name(name)?;
+    }
+    for (what, rows, cols) in [("weight", n, k), ("activation", m, k), ("output", m, n)] {
+        if rows.checked_mul(cols).map_or(true, |elems| elems > MAX_ELEMS) {
+            return Err(format!(
+                "the {what} {rows}x{cols} is too large to benchmark here (at most {} elements); pick a smaller --shape or --tokens",
+                group(MAX_ELEMS)
+            ));
+        }
     }
     let formats: Vec<Format> = match args.format {
         FormatChoice::All => TERNARY.to_vec(),

@@ -161,6 +161,8 @@ fn bench_errors_say_what_to_do() {
     assert_usage_error(&tern(&["bench", "--shape", "0x256"]), "write NxK");
     assert_usage_error(&tern(&["bench", "--tokens", "0"]), "--tokens");
     assert_fails_cleanly(&tern(&["bench", "--shape", "16x100"]), "bad k", "pick K as a multiple of 256");
+    assert_fails_cleanly(&tern(&["bench", "--shape", "100000x100000"]), "huge", "too large to benchmark here");
+    assert_fails_cleanly(&tern(&["bench", "--shape", "8x1048576", "--tokens", "1024"]), "huge act", "the activation 1024x1048576");
     let o = tern(&["bench", "--kernel", "bitnet_gemv/nope"]);
     assert_fails_cleanly(&o, "unknown kernel", "unknown kernel \"bitnet_gemv/nope\"; kernels this CPU can run: ");
     assert!(stderr(&o).contains("bitnet_gemv/reference"), "{}", stderr(&o));
