@@ -5,6 +5,7 @@
 //! - [`adapter`]: the `requantize-i8-absmax` activation adapter.
 //! - [`kernel`]: the arithmetic (reference, then `kernel::arch` SIMD kernels).
 //! - [`dispatch`]: the policy choosing adapters and kernels; [`event`]: what it reports.
+//! - [`gguf`]: a checked reader of GGUF files, to hand their tensors' bytes over as they are.
 //! - `ffi`: the C ABI (`include/tern.h`), the only home of raw pointers.
 
 pub mod adapter;
@@ -13,6 +14,7 @@ pub mod error;
 pub mod event;
 pub mod ffi;
 pub mod format;
+pub mod gguf;
 pub mod kernel;
 pub mod scope;
 pub mod tensor;

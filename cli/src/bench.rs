@@ -1,0 +1,257 @@
+//! `tern bench`: time per GEMV/GEMM of one weight shape, per format and kernel, as a table
+//! or one JSON document.
+
+use crate::common::*;
+use serde_json::json;
+use std::time::Duration;
+use tern::adapter::{i8_absmax_price, requantize_i8_absmax_into};
+use tern::{Format, Tensor};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Weight format: TQ1_0, TQ2_0, BITNET_B1_58, or all
+    #[arg(long, default_value = "all", value_parser = parse_format_choice)]
+    format: FormatChoice,
+    /// Weight shape as NxK (n output rows, k inputs), e.g. 2560x6912
+    #[arg(long, default_value = "2560x6912", value_parser = parse_shape)]
+    shape: Shape,
+    /// Activation rows (tokens) per call: 1 is a GEMV, more is a GEMM
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    tokens: u32,
+    /// Threads per call (the dispatcher's pool, counting the caller)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    threads: u32,
+    /// Only this kernel (e.g. bitnet_gemv/reference); default: every kernel this CPU runs
+    #[arg(long)]
+    kernel: Option<String>,
+    /// Timed runs per kernel; default: as many as fit half a second (at least 5)
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    runs: Option<u32>,
+    /// Print one JSON document instead of a table
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum FormatChoice {
+    All,
+    One(Format),
+}
+
+fn parse_format_choice(s: &str) -> Result<FormatChoice, String> {
+    if s.eq_ignore_ascii_case("all") {
+        Ok(FormatChoice::All)
+    } else {
+        parse_ternary_format(s).map(FormatChoice::One)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    n: usize,
+    k: usize,
+}
+
+fn parse_shape(s: &str) -> Result<Shape, String> {
+    let bad = || format!("bad shape {s:?}: write NxK with positive integers (n rows, k cols), e.g. 2560x6912");
+    let (n, k) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let n: usize = n.trim().parse().map_err(|_| bad())?;
+    let k: usize = k.trim().parse().map_err(|_| bad())?;
+    if n == 0 || k == 0 {
+        return Err(bad());
+    }
+    Ok(Shape { n, k })
+}
+
+/// The largest operand `bench` makes (its f32 staging alone is 1 GiB).
+const MAX_ELEMS: usize = 1 << 28;
+
+struct Row {
+    format: Format,
+    kernel: &'static str,
+    weight_bytes: usize,
+    timing: Timing,
+    max_rel_err: f32,
+}
+
+pub fn run(args: Args) -> Result<(), String> {
+    let Shape { n, k } = args.shape;
+    let (m, threads) = (args.tokens as usize, args.threads as usize);
+    if let Some(name) = &args.kernel {
+        check_kernel_name(name)?;
+    }
+    for (what, rows, cols) in [("weight", n, k), ("activation", m, k), ("output", m, n)] {
+        if rows.checked_mul(cols).map_or(true, |elems| elems > MAX_ELEMS) {
+            return Err(format!(
+                "the {what} {rows}x{cols} is too large to benchmark here (at most {} elements); pick a smaller --shape or --tokens",
+                group(MAX_ELEMS)
+            ));
+        }
+    }
+    let formats: Vec<Format> = match args.format {
+        FormatChoice::All => TERNARY.to_vec(),
+        FormatChoice::One(f) => vec![f],
+    };
+    for &f in &formats {
+        f.check_shape(n, k).map_err(|e| {
+            format!("{e}; pick K as a multiple of 256 for TQ1_0/TQ2_0 (4 for BITNET_B1_58), e.g. --shape 2560x6912")
+        })?;
+    }
+    // Only the kernels asked for, among those serving each format.
+    let plan: Vec<(Format, Vec<&'static str>)> = formats
+        .iter()
+        .map(|&f| {
+            // The reference (last in the registry) first, as the baseline of the table.
+            let names = gemv_kernels(f).into_iter().rev().map(|k| k.name()).filter(|name| args.kernel.as_deref().map_or(true, |want| want == *name));
+            (f, names.collect::<Vec<_>>())
+        })
+        .filter(|(_, names)| !names.is_empty())
+        .collect();
+    if plan.is_empty() {
+        return Err(format!(
+            "kernel {} serves none of the formats asked for; drop --format or pick another --kernel",
+            args.kernel.as_deref().unwrap_or("?")
+        ));
+    }
+
+    let mut rng = Rng::new(42);
+    let act_f32 = rng.units(m * k);
+    let act = Tensor::encode(Format::I8Absmax, &act_f32, m, k).map_err(|e| e.to_string())?;
+    let mut progress = Progress::new();
+    let total: usize = plan.iter().map(|(_, names)| names.len()).sum();
+    let runs = args.runs.map(|r| r as usize);
+    let budget = Duration::from_millis(500);
+    let mut rows = Vec::new();
+    let mut done = 0;
+    for (format, names) in &plan {
+        let w: Vec<f32> = (0..n * k).map(|_| rng.normal()).collect();
+        let weight = Tensor::encode(*format, &w, n, k).map_err(|e| e.to_string())?;
+        drop(w);
+        let mut want = vec![0f32; m * n];
+        gemv(&dispatcher(REFERENCE, 1)?, &act, &weight, &mut want)?;
+        for name in names {
+            done += 1;
+            progress.step(done, total, &format!("{} {name}", format.name()));
+            let d = dispatcher(name, threads)?;
+            let mut out = vec![0f32; m * n];
+            gemv(&d, &act, &weight, &mut out)?;
+            let max_rel_err = max_rel_err(&out, &want);
+            let mut run_err = Ok(());
+            let timing = time_runs(runs, budget, 5, 10_000, || {
+                if let Err(e) = gemv(&d, &act, &weight, &mut out) {
+                    run_err = Err(e);
+                }
+            });
+            run_err?;
+            let weight_bytes = weight.bytes().map_err(|e| e.to_string())?.len();
+            rows.push(Row { format: *format, kernel: name, weight_bytes, timing, max_rel_err });
+        }
+    }
+    let requant = time_requant(&act_f32, m, k, runs)?;
+    progress.finish();
+
+    if args.json {
+        print_json(&args, &rows, requant, threads);
+    } else {
+        print_table(&args, &rows, requant, threads);
+    }
+    match rows.iter().find(|r| r.max_rel_err > TOLERANCE) {
+        Some(r) => Err(format!("{} on {} differs from {REFERENCE} by {:e} (tolerance {TOLERANCE:e})", r.kernel, r.format.name(), r.max_rel_err)),
+        None => Ok(()),
+    }
+}
+
+/// The adapter every F32 activation pays before a ternary kernel: F32 -> I8_ABSMAX.
+fn time_requant(act: &[f32], m: usize, k: usize, runs: Option<usize>) -> Result<Timing, String> {
+    let mut codes = vec![0i8; m * k];
+    let mut scales = vec![0f32; m];
+    let mut err = Ok(());
+    let t = time_runs(runs, Duration::from_millis(100), 5, 10_000, || {
+        if let Err(e) = requantize_i8_absmax_into(act, m, k, &mut codes, &mut scales, None) {
+            err = Err(e.to_string());
+        }
+    });
+    err.map(|_| t)
+}
+
+fn speedup(rows: &[Row], r: &Row) -> Option<f64> {
+    let reference = rows.iter().find(|x| x.format == r.format && x.kernel == REFERENCE)?;
+    Some(reference.timing.median.as_secs_f64() / r.timing.median.as_secs_f64())
+}
+
+fn gb_per_s(r: &Row) -> f64 {
+    r.weight_bytes as f64 / r.timing.median.as_secs_f64() / 1e9
+}
+
+fn print_table(args: &Args, rows: &[Row], requant: Timing, threads: usize) {
+    let Shape { n, k } = args.shape;
+    outln!("tern bench: weight {n}x{k} (n x k), {} token(s), {threads} thread(s)", args.tokens);
+    outln!(
+        "  {:<14}{:<26}{:>12}{:>12}{:>7}{:>10}{:>10}{:>13}",
+        "format", "kernel", "median", "min", "runs", "GB/s", "speedup", "max rel err"
+    );
+    for r in rows {
+        let speedup = speedup(rows, r).map_or("-".to_owned(), |s| format!("{s:.2}x"));
+        outln!(
+            "  {:<14}{:<26}{:>12}{:>12}{:>7}{:>10.2}{:>10}{:>13.2e}",
+            r.format.name(),
+            r.kernel,
+            fmt_duration(r.timing.median),
+            fmt_duration(r.timing.min),
+            r.timing.runs,
+            gb_per_s(r),
+            speedup,
+            r.max_rel_err
+        );
+    }
+    outln!(
+        "  adapter requantize-i8-absmax {}x{k}: {} (median), price {} bytes",
+        args.tokens,
+        fmt_duration(requant.median),
+        group(i8_absmax_price(args.tokens as usize, k).unwrap_or(0))
+    );
+}
+
+fn print_json(args: &Args, rows: &[Row], requant: Timing, threads: usize) {
+    let Shape { n, k } = args.shape;
+    let ns = |d: Duration| d.as_nanos() as u64;
+    let results: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            json!({
+                "format": r.format.name(),
+                "kernel": r.kernel,
+                "weight_bytes": r.weight_bytes,
+                "runs": r.timing.runs,
+                "median_ns": ns(r.timing.median),
+                "min_ns": ns(r.timing.min),
+                "max_ns": ns(r.timing.max),
+                "gb_per_s": gb_per_s(r),
+                "speedup_vs_reference": speedup(rows, r),
+                "max_rel_err": r.max_rel_err,
+                "parity_ok": r.max_rel_err <= TOLERANCE,
+            })
+        })
+        .collect();
+    let features: serde_json::Map<String, serde_json::Value> =
+        cpu_features().into_iter().map(|(name, has)| (name.to_owned(), has.into())).collect();
+    let doc = json!({
+        "tern_version": env!("CARGO_PKG_VERSION"),
+        "arch": std::env::consts::ARCH,
+        "cpu_features": features,
+        "n": n,
+        "k": k,
+        "tokens": args.tokens,
+        "threads": threads,
+        "reference_kernel": REFERENCE,
+        "tolerance": TOLERANCE,
+        "results": results,
+        "adapter": {
+            "name": "requantize-i8-absmax",
+            "bytes": i8_absmax_price(args.tokens as usize, k).unwrap_or(0),
+            "runs": requant.runs,
+            "median_ns": ns(requant.median),
+        },
+    });
+    outln!("{}", serde_json::to_string_pretty(&doc).expect("a JSON value serializes"));
+}

@@ -1,0 +1,253 @@
+//! What the subcommands share: random data, CPU facts, kernel lists, timing, parity and
+//! formatting.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+use tern::dispatch::available_kernels;
+use tern::kernel::{registry, Kernel};
+use tern::{Dispatcher, DispatcherOptions, Event, EventKind, Format, Tensor};
+
+/// The kernel every other kernel must match (DESIGN §2: the definition).
+pub const REFERENCE: &str = "bitnet_gemv/reference";
+/// Parity tolerance, relative to max(1, |reference|).
+pub const TOLERANCE: f32 = 1e-5;
+pub const TERNARY: [Format; 3] = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
+
+/// xorshift64: reproducible data without a dependency.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// Uniform in [-1, 1).
+    pub fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+
+    /// Roughly normal with standard deviation 1 (a sum of four uniforms), like trained
+    /// weights before ternarization.
+    pub fn normal(&mut self) -> f32 {
+        (self.unit() + self.unit() + self.unit() + self.unit()) * 0.866
+    }
+
+    pub fn units(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.unit()).collect()
+    }
+}
+
+/// The CPU features tern's kernels care about, and whether this CPU has them.
+pub fn cpu_features() -> Vec<(&'static str, bool)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        vec![
+            ("avx2", std::arch::is_x86_feature_detected!("avx2")),
+            ("fma", std::arch::is_x86_feature_detected!("fma")),
+            ("avx512f", std::arch::is_x86_feature_detected!("avx512f")),
+            ("avx512bw", std::arch::is_x86_feature_detected!("avx512bw")),
+            ("avx512vnni", std::arch::is_x86_feature_detected!("avx512vnni")),
+        ]
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        vec![
+            ("neon", std::arch::is_aarch64_feature_detected!("neon")),
+            ("dotprod", std::arch::is_aarch64_feature_detected!("dotprod")),
+        ]
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        Vec::new()
+    }
+}
+
+pub fn cpu_line() -> String {
+    let features = cpu_features();
+    let list = if features.is_empty() {
+        "no SIMD kernels for this architecture".to_owned()
+    } else {
+        features.iter().map(|(name, has)| format!("{name} {}", if *has { "yes" } else { "no" })).collect::<Vec<_>>().join(", ")
+    };
+    format!("CPU ({}): {list}", std::env::consts::ARCH)
+}
+
+/// The ternary kernels this CPU runs for `weight`, best first (the reference is last).
+pub fn gemv_kernels(weight: Format) -> Vec<&'static Kernel> {
+    available_kernels().filter(|k| k.weight == weight && k.act == Format::I8Absmax).collect()
+}
+
+/// Kernel names, each once, in registry order, with the (weight x act) pairs they serve.
+pub fn kernel_table(available: bool) -> Vec<(&'static str, String, &'static str)> {
+    let mut rows: Vec<(&'static str, Vec<&'static Kernel>)> = Vec::new();
+    for k in registry().iter().filter(|k| (k.available)() == available) {
+        match rows.iter_mut().find(|(name, _)| *name == k.name()) {
+            Some((_, ks)) => ks.push(k),
+            None => rows.push((k.name(), vec![k])),
+        }
+    }
+    rows.into_iter()
+        .map(|(name, ks)| {
+            let weights: Vec<_> = ks.iter().map(|k| k.weight.name()).collect();
+            (name, format!("{} x {}", weights.join(", "), ks[0].act.name()), ks[0].requires)
+        })
+        .collect()
+}
+
+/// Checks a kernel name given on the command line; the error says what to do.
+pub fn check_kernel_name(name: &str) -> Result<(), String> {
+    let available: Vec<_> = kernel_table(true).into_iter().map(|(n, _, _)| n).collect();
+    match registry().iter().find(|k| k.name() == name) {
+        None => Err(format!(
+            "unknown kernel {name:?}; kernels this CPU can run: {} (`tern demo` lists them all)",
+            available.join(", ")
+        )),
+        Some(k) if !(k.available)() => Err(format!(
+            "kernel {name} needs {}, which this CPU lacks; pick one of: {}",
+            k.requires,
+            available.join(", ")
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Parses a format name (case-insensitive; `-` and `_` alike) among the ternary ones.
+pub fn parse_ternary_format(s: &str) -> Result<Format, String> {
+    let want = s.to_ascii_uppercase().replace('-', "_");
+    TERNARY.into_iter().find(|f| f.name() == want || (want == "BITNET" && *f == Format::BitnetB158)).ok_or_else(|| {
+        let names: Vec<_> = TERNARY.iter().map(|f| f.name()).collect();
+        format!("unknown format {s:?}; use one of {} (or `all`)", names.join(", "))
+    })
+}
+
+/// A single-threaded dispatcher forced to `kernel`.
+pub fn dispatcher(kernel: &str, threads: usize) -> Result<Dispatcher, String> {
+    Dispatcher::new(DispatcherOptions { n_threads: threads, kernel: Some(kernel.to_owned()) }).map_err(|e| e.to_string())
+}
+
+/// Median, min and max of timed runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub median: Duration,
+    pub min: Duration,
+    pub max: Duration,
+    pub runs: usize,
+}
+
+/// Runs `f` once to warm up and to size the count, then `runs` times (or as many as fit
+/// `budget`, within `[min_runs, max_runs]`), and reports the median.
+pub fn time_runs(runs: Option<usize>, budget: Duration, min_runs: usize, max_runs: usize, mut f: impl FnMut()) -> Timing {
+    let start = Instant::now();
+    f();
+    let first = start.elapsed().max(Duration::from_nanos(1));
+    let n = runs.unwrap_or_else(|| ((budget.as_secs_f64() / first.as_secs_f64()) as usize).clamp(min_runs, max_runs)).max(1);
+    let mut times: Vec<Duration> = (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .collect();
+    times.sort();
+    Timing { median: times[n / 2], min: times[0], max: times[n - 1], runs: n }
+}
+
+/// `m x n` outputs of `act` (I8_ABSMAX) by `weight` through the forced-kernel dispatcher.
+pub fn gemv(d: &Dispatcher, act: &Tensor, weight: &Tensor, out: &mut [f32]) -> Result<(), String> {
+    d.matmul(act, weight, None, out).map_err(|e| e.to_string())
+}
+
+/// max |got - want| / max(1, |want|).
+pub fn max_rel_err(got: &[f32], want: &[f32]) -> f32 {
+    got.iter().zip(want).map(|(g, w)| (g - w).abs() / w.abs().max(1.0)).fold(0.0, f32::max)
+}
+
+pub fn fmt_duration(d: Duration) -> String {
+    let ns = d.as_nanos() as f64;
+    if ns >= 1e9 {
+        format!("{:.2} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+/// 1234567 -> "1,234,567".
+pub fn group(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+pub fn event_line(e: &Event) -> String {
+    let took = fmt_duration(Duration::from_nanos(e.nanos));
+    match e.kind {
+        EventKind::AdapterInserted => format!(
+            "ADAPTER_INSERTED  {:<26} {} -> {}, {}x{}, price {} bytes, {took}",
+            e.name(),
+            e.from.name(),
+            e.to.name(),
+            e.rows,
+            e.cols,
+            group(e.bytes)
+        ),
+        EventKind::KernelSelected => format!(
+            "KERNEL_SELECTED   {:<26} {} x {}, out {}x{}, {} weight bytes, {took}",
+            e.name(),
+            e.from.name(),
+            e.to.name(),
+            e.rows,
+            e.cols,
+            group(e.bytes)
+        ),
+    }
+}
+
+/// Progress on stderr, shown only once a run has lasted more than a second: short runs
+/// stay quiet. On a terminal the line is redrawn in place.
+pub struct Progress {
+    start: Instant,
+    shown: bool,
+    tty: bool,
+}
+
+impl Progress {
+    pub fn new() -> Progress {
+        Progress { start: Instant::now(), shown: false, tty: std::io::stderr().is_terminal() }
+    }
+
+    pub fn step(&mut self, done: usize, total: usize, what: &str) {
+        if self.start.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        self.shown = true;
+        let mut err = std::io::stderr().lock();
+        let line = format!("[{done}/{total}] {what} ({:.1} s)", self.start.elapsed().as_secs_f64());
+        // A failed write to stderr only loses the progress line.
+        let _ = if self.tty { write!(err, "\r\x1b[2K{line}") } else { writeln!(err, "{line}") };
+        let _ = err.flush();
+    }
+
+    /// Clears the redrawn line, so that the report follows on a clean terminal.
+    pub fn finish(&mut self) {
+        if self.shown && self.tty {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+    }
+}

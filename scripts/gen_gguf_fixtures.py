@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Writes the small GGUF files under tests/fixtures/gguf/ with the `gguf` PyPI package
+(0.19.0), whose numpy TQ1_0/TQ2_0 quantizers are byte-identical to ggml's.
+
+    python3 scripts/gen_gguf_fixtures.py
+
+Deterministic: the same package version writes the same bytes. tests/gguf.rs checks tern's
+decoding against tiny_bitnet.expected.gguf; cli/tests/cli.rs runs `tern inspect` on the
+model (and on truncated and corrupted copies it makes).
+"""
+
+from pathlib import Path
+
+import numpy as np
+from gguf import GGUFWriter, GGMLQuantizationType
+from gguf.quants import dequantize, quantize
+
+OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "gguf"
+
+
+def ternary(rng: np.random.Generator, n: int, k: int, qtype: GGMLQuantizationType) -> np.ndarray:
+    """An n x k weight (n rows of k), quantized: uint8 of shape (n, bytes per row).
+    GGUFWriter turns that byte shape back into the element shape (ggml ne = [k, n])."""
+    w = rng.standard_normal((n, k), dtype=np.float32) * 0.02
+    return quantize(w, qtype)
+
+
+TERNARY = (GGMLQuantizationType.TQ1_0, GGMLQuantizationType.TQ2_0)
+
+
+def write_model(path: Path, expected: Path) -> None:
+    """The model, and beside it gguf's own dequantization of each ternary tensor as F16
+    (exact: every value is +-d or 0 with d an f16), the oracle for tern's decoding."""
+    rng = np.random.default_rng(1234)
+    writer = GGUFWriter(str(path), arch="bitnet")
+    writer.add_name("tern fixture")
+    writer.add_uint32("bitnet.block_count", 1)
+    writer.add_float32("bitnet.rms_eps", 1e-5)
+    writer.add_bool("tern.fixture", True)
+    writer.add_array("tokenizer.ggml.tokens", ["<s>", "</s>", "hello", "world"])
+    writer.add_array("tern.scores", [0.5, -1.25, 2.0])
+    writer.add_tensor("token_embd.weight", rng.standard_normal((8, 256), dtype=np.float32))
+    writer.add_tensor("blk.0.attn_q.weight", ternary(rng, 64, 512, GGMLQuantizationType.TQ2_0),
+                      raw_dtype=GGMLQuantizationType.TQ2_0)
+    writer.add_tensor("blk.0.ffn_down.weight", ternary(rng, 32, 768, GGMLQuantizationType.TQ1_0),
+                      raw_dtype=GGMLQuantizationType.TQ1_0)
+    writer.add_tensor("blk.0.ffn_up.weight", ternary(rng, 48, 256, GGMLQuantizationType.TQ2_0),
+                      raw_dtype=GGMLQuantizationType.TQ2_0)
+    writer.add_tensor("output_norm.weight", np.ones(256, dtype=np.float32))
+    ternary_tensors = [(name, info) for name, info in writer.tensors[0].items() if info.dtype in TERNARY]
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+    from gguf import GGUFReader
+    reader = GGUFReader(str(path))
+    oracle = GGUFWriter(str(expected), arch="bitnet")
+    for t in reader.tensors:
+        if t.tensor_type in TERNARY:
+            values = dequantize(np.asarray(t.data), t.tensor_type)
+            oracle.add_tensor(t.name, values.astype(np.float16))
+    assert len(oracle.tensors[0]) == len(ternary_tensors)
+    oracle.write_header_to_file()
+    oracle.write_kv_data_to_file()
+    oracle.write_tensors_to_file()
+    oracle.close()
+
+
+if __name__ == "__main__":
+    OUT.mkdir(parents=True, exist_ok=True)
+    write_model(OUT / "tiny_bitnet.gguf", OUT / "tiny_bitnet.expected.gguf")
+    print(f"wrote {OUT}/tiny_bitnet.gguf and tiny_bitnet.expected.gguf")
