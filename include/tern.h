@@ -26,6 +26,16 @@
 
 
 /**
+ * An adapter converted an activation so that a kernel could consume it.
+ */
+#define TERN_EVENT_ADAPTER_INSERTED 1
+
+/**
+ * A kernel ran.
+ */
+#define TERN_EVENT_KERNEL_SELECTED 2
+
+/**
  * Format id of F32: plain little-endian f32, row-major.
  */
 #define TERN_FORMAT_F32 1
@@ -101,12 +111,36 @@
 #define TERN_VERSION_PATCH 0
 
 /**
+ * Chooses and runs kernels, inserting the activation adapter when the weight asks for it.
+ *
+ * Ownership: created by `tern_dispatcher_new`, released with `tern_dispatcher_free`.
+ * Thread-safety: `tern_matmul` may be called on one dispatcher from several threads at
+ * once (each with its own scope; its worker pool serves one call at a time and the others
+ * run on their calling thread); `tern_dispatcher_set_sink` and `tern_dispatcher_free` must
+ * not race with anything else on the same dispatcher.
+ */
+typedef struct tern_dispatcher tern_dispatcher;
+
+/**
  * An encoding: the behaviour of one storage format.
  *
  * Ownership: static, owned by the library; never freed. Lifetime: the whole program.
  * Thread-safety: immutable, use from any thread.
  */
 typedef struct tern_encoding tern_encoding;
+
+/**
+ * An arena for per-pass tensors (the requantized activations). Allocations are 64-byte
+ * aligned; `tern_scope_reset` frees them all at once, after which every tensor that lived
+ * in the scope reports `TERN_ERR_STALE_TENSOR` instead of reading freed memory.
+ *
+ * Ownership: created by `tern_scope_new`, released with `tern_scope_free`. Tensor handles
+ * allocated in the scope are still released with `tern_tensor_free`, before or after the
+ * scope is freed (their bytes stay the scope's). Thread-safety: one thread at a time (one
+ * scope per thread or per forward pass); tensors allocated in it may be read from any
+ * thread until the scope is reset.
+ */
+typedef struct tern_scope tern_scope;
 
 /**
  * A `rows x cols` matrix in some format.
@@ -125,6 +159,73 @@ typedef struct tern_tensor tern_tensor;
  * codes. The numeric values are stable: a retired value is never reused.
  */
 typedef uint32_t tern_status;
+
+/**
+ * One report, valid only during the callback.
+ *
+ * For TERN_EVENT_ADAPTER_INSERTED: `name` is the adapter (`requantize-i8-absmax`),
+ * `from`/`to` the formats, `rows x cols` the converted tensor, `bytes` its size in `to`
+ * (`rows * cols + 4 * rows` for I8_ABSMAX). For TERN_EVENT_KERNEL_SELECTED: `name` is the
+ * kernel (e.g. `bitnet_gemv/avx512vnni`), `from` the weight format, `to` the activation
+ * format the kernel consumed, `rows x cols` the output (tokens x weight rows), `bytes` the
+ * weight bytes read. `nanos` is the step's wall time.
+ */
+typedef struct tern_event {
+    uint32_t kind;
+    /**
+     * A static NUL-terminated string: may be kept after the callback returns.
+     */
+    const char *name;
+    uint32_t from;
+    uint32_t to;
+    size_t rows;
+    size_t cols;
+    size_t bytes;
+    uint64_t nanos;
+} tern_event;
+
+/**
+ * An event callback: `userdata` first, as given when the callback was registered.
+ */
+typedef void (*tern_event_fn)(void *userdata, const struct tern_event *event);
+
+/**
+ * Dispatcher options; pass NULL to `tern_dispatcher_new` for the defaults.
+ */
+typedef struct tern_dispatcher_options {
+    /**
+     * Threads per matmul, counting the caller; 0 and 1 both mean the caller alone. The
+     * workers are started once and kept alive until `tern_dispatcher_free`.
+     */
+    uint32_t n_threads;
+    /**
+     * NULL, or the name of a kernel to force for the pairs it serves (others are chosen as
+     * usual). NULL reads the `TERN_KERNEL` environment variable.
+     */
+    const char *kernel;
+} tern_dispatcher_options;
+
+/**
+ * What a kernel is and whether this CPU can run it.
+ */
+typedef struct tern_kernel_info {
+    /**
+     * A static NUL-terminated string, e.g. "bitnet_gemv/avx2".
+     */
+    const char *name;
+    /**
+     * The weight format id the entry serves.
+     */
+    uint32_t weight;
+    /**
+     * The activation format id the entry consumes.
+     */
+    uint32_t act;
+    /**
+     * 1 if this CPU has the features the kernel needs.
+     */
+    uint32_t available;
+} tern_kernel_info;
 
 /**
  * Static facts about a format's layout (see DESIGN §1).
@@ -170,6 +271,32 @@ typedef struct tern_block_spec {
      */
     uint32_t activation_hint;
 } tern_block_spec;
+
+/**
+ * A scope's counters.
+ */
+typedef struct tern_scope_stats {
+    /**
+     * Bytes handed out since the last reset (requested sizes, without alignment padding).
+     */
+    size_t bytes_in_use;
+    /**
+     * The largest `bytes_in_use` ever reached.
+     */
+    size_t high_water;
+    /**
+     * Allocations since the last reset.
+     */
+    size_t allocations;
+    /**
+     * Bytes of memory the scope holds.
+     */
+    size_t capacity;
+    /**
+     * Bumped by every reset.
+     */
+    uint64_t generation;
+} tern_scope_stats;
 
 /**
  * Success.
@@ -272,6 +399,81 @@ extern "C" {
 #endif // __cplusplus
 
 /**
+ * Requantizes an F32 tensor to I8_ABSMAX (per-row absmax / 127) into a new tensor whose
+ * bytes live in `scope`, and reports one TERN_EVENT_ADAPTER_INSERTED event to `callback`
+ * (NULL: no event) before returning. The result goes stale when the scope is reset; free
+ * the handle with `tern_tensor_free`. Errors: TERN_ERR_NULL_POINTER, TERN_ERR_UNSUPPORTED
+ * (not F32), TERN_ERR_NON_FINITE (before anything is allocated or reported),
+ * TERN_ERR_STALE_TENSOR, TERN_ERR_ALLOCATION_FAILED.
+ */
+tern_status tern_requantize_i8_absmax(const struct tern_tensor *f32_tensor, struct tern_scope *scope, tern_event_fn callback, void *userdata, struct tern_tensor **out);
+
+/**
+ * The caller-buffer variant for engines that manage their own memory: requantizes
+ * `src_len == rows * cols` floats into `codes` (at least `rows * cols` int8) and `scales`
+ * (at least `rows` floats), bit-identical to `tern_requantize_i8_absmax`, and reports the
+ * same event.
+ */
+tern_status tern_requantize_i8_absmax_into(const float *src, size_t src_len, size_t rows, size_t cols, int8_t *codes, size_t codes_len, float *scales, size_t scales_len, tern_event_fn callback, void *userdata);
+
+/**
+ * Creates a dispatcher. Errors: TERN_ERR_NULL_POINTER (`out`), TERN_ERR_UNKNOWN_KERNEL (a
+ * forced kernel this library does not have), TERN_ERR_INVALID_ARGUMENT (a name that is
+ * not UTF-8), TERN_ERR_ALLOCATION_FAILED (threads could not start).
+ */
+tern_status tern_dispatcher_new(const struct tern_dispatcher_options *options, struct tern_dispatcher **out);
+
+/**
+ * Sets the event callback (NULL: no events). `userdata` is passed back as the callback's
+ * first argument. The callback runs on the thread that called the operation, adapter
+ * events before the kernel event they feed; with several threads calling `tern_matmul`,
+ * it is called from all of them.
+ */
+tern_status tern_dispatcher_set_sink(struct tern_dispatcher *dispatcher, tern_event_fn callback, void *userdata);
+
+/**
+ * Frees a dispatcher and stops its worker threads. `tern_dispatcher_free(NULL)` is a no-op.
+ */
+void tern_dispatcher_free(struct tern_dispatcher *dispatcher);
+
+/**
+ * `out[m][n] = sum_k act[m][k] * weight[n][k]` (`act` is m x k, `weight` n x k, `out`
+ * at least m * n floats, row-major). A ternary weight with an F32 activation is
+ * requantized into `scope` first (one TERN_EVENT_ADAPTER_INSERTED event; the scope may
+ * be NULL otherwise); every run reports TERN_EVENT_KERNEL_SELECTED. Errors (nothing is
+ * written and nothing reported): TERN_ERR_NULL_POINTER, TERN_ERR_SHAPE_MISMATCH (k),
+ * TERN_ERR_LENGTH_MISMATCH (`out_len`), TERN_ERR_SCOPE_REQUIRED, TERN_ERR_STALE_TENSOR,
+ * TERN_ERR_NON_FINITE, TERN_ERR_KERNEL_UNAVAILABLE (a forced kernel this CPU lacks),
+ * TERN_ERR_INVALID_ARGUMENT (`out` overlaps an operand).
+ */
+tern_status tern_matmul(const struct tern_dispatcher *dispatcher, const struct tern_tensor *act, const struct tern_tensor *weight, struct tern_scope *scope, float *out, size_t out_len);
+
+/**
+ * Runs a ternary GEMV on the weight rows `[row_begin, row_end)` with the kernel named
+ * `kernel` (NULL: the best this CPU has), for engines with their own thread pools: `out`
+ * is the whole m x n output (`out_len >= m * n`), of which only the columns in the range
+ * are written, so threads may pass the same `out` with disjoint ranges. `act` must be
+ * I8_ABSMAX (see `tern_requantize_i8_absmax`); no events are reported. Errors (nothing
+ * written): TERN_ERR_NULL_POINTER, TERN_ERR_UNSUPPORTED (non-ternary weight or non-I8
+ * activation), TERN_ERR_SHAPE_MISMATCH, TERN_ERR_LENGTH_MISMATCH, TERN_ERR_OUT_OF_BOUNDS
+ * (range), TERN_ERR_UNKNOWN_KERNEL, TERN_ERR_KERNEL_UNAVAILABLE, TERN_ERR_STALE_TENSOR,
+ * TERN_ERR_INVALID_ARGUMENT (`out` overlaps an operand).
+ */
+tern_status tern_bitnet_gemv(const char *kernel, const struct tern_tensor *act_i8, const struct tern_tensor *weight, size_t row_begin, size_t row_end, float *out, size_t out_len);
+
+/**
+ * The number of kernel entries built into this library (one per kernel and weight
+ * format), best first within each (weight, activation) pair.
+ */
+size_t tern_kernel_count(void);
+
+/**
+ * Describes kernel entry `index` (< `tern_kernel_count()`). Errors: TERN_ERR_NULL_POINTER,
+ * TERN_ERR_OUT_OF_BOUNDS.
+ */
+tern_status tern_kernel_info_get(size_t index, struct tern_kernel_info *out);
+
+/**
  * Looks up the encoding of a format id (`TERN_FORMAT_*`).
  *
  * On success writes a static handle to `*out` (never freed). Errors: `out` NULL
@@ -367,6 +569,29 @@ tern_status tern_validate(const struct tern_encoding *enc, const void *src, size
  * shape or lengths, NULL pointers. Thread-safe for distinct `dst` buffers.
  */
 tern_status tern_bitnet_import(const int8_t *trits, size_t trits_len, float scale, size_t rows, size_t cols, void *dst, size_t dst_len);
+
+/**
+ * Creates a scope that starts with `initial_bytes` of memory (0: allocate on first use)
+ * and writes it to `*out`. Errors: TERN_ERR_NULL_POINTER, TERN_ERR_ALLOCATION_FAILED.
+ */
+tern_status tern_scope_new(size_t initial_bytes, struct tern_scope **out);
+
+/**
+ * Frees every allocation of the scope at once and bumps its generation: tensors allocated
+ * before become stale. Not concurrently with any other use of the scope.
+ */
+tern_status tern_scope_reset(struct tern_scope *scope);
+
+/**
+ * Writes the scope's counters to `*out`.
+ */
+tern_status tern_scope_get_stats(const struct tern_scope *scope, struct tern_scope_stats *out);
+
+/**
+ * Frees a scope. Tensors allocated in it become stale (and must still be freed with
+ * `tern_tensor_free`). `tern_scope_free(NULL)` is a no-op.
+ */
+void tern_scope_free(struct tern_scope *scope);
 
 /**
  * A static, NUL-terminated description of `status`, starting with its macro name.

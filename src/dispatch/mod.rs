@@ -169,9 +169,21 @@ fn adapter_exists(from: Format, to: Format) -> bool {
 /// I8_ABSMAX; `out` is the whole `m x n` output, of which only the columns in `rows` are
 /// written. Returns the kernel that ran.
 pub fn bitnet_gemv(kernel: Option<&str>, act: &Tensor, weight: &Tensor, rows: Range<usize>, out: &mut [f32]) -> Result<&'static Kernel> {
+    bitnet_gemv_with(kernel, act, weight, |m, n| OutRows::new(out, m, n, rows))
+}
+
+/// [`bitnet_gemv`] with the output view made by `out(m, n)` once every operand has been
+/// checked, for callers whose output is not a Rust slice (the C ABI, where threads share
+/// one buffer).
+pub fn bitnet_gemv_with<'o>(
+    kernel: Option<&str>,
+    act: &Tensor,
+    weight: &Tensor,
+    out: impl FnOnce(usize, usize) -> Result<OutRows<'o>>,
+) -> Result<&'static Kernel> {
     let (w, a) = gemv_operands(act, weight)?;
     let kernel = gemv_kernel(kernel, w.format)?;
-    let mut out = OutRows::new(out, a.rows, w.rows, rows)?;
+    let mut out = out(a.rows, w.rows)?;
     (kernel.run)(&w, &a, &mut out);
     Ok(kernel)
 }

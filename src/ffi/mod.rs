@@ -24,14 +24,18 @@
 // The per-function safety contract is the header's documentation (see above).
 #![allow(clippy::missing_safety_doc)]
 
+pub mod dispatch;
 pub mod encoding;
 pub mod guard;
+pub mod scope;
 pub mod status;
 pub mod tensor;
 pub mod version;
 
+pub use dispatch::*;
 pub use encoding::*;
 pub use guard::{guard, guard_value, Status};
+pub use scope::*;
 pub use status::*;
 pub use tensor::*;
 pub use version::*;

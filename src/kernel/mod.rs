@@ -110,7 +110,8 @@ impl<'a> OutRows<'a> {
     }
 }
 
-fn check_out(len: usize, m: usize, n: usize, rows: &Range<usize>) -> Result<()> {
+/// Checks that `len` floats hold an `m x n` output and that `rows` lies in `0..n`.
+pub fn check_out(len: usize, m: usize, n: usize, rows: &Range<usize>) -> Result<()> {
     let need = m.checked_mul(n).ok_or(Error::SizeOverflow { rows: m, cols: n })?;
     if len < need {
         return Err(Error::LengthMismatch { want: need, got: len });

@@ -1,0 +1,347 @@
+//! Events, the activation adapter, the dispatcher and the row-range GEMV.
+
+use super::guard::*;
+use super::scope::{scope_mut, tern_scope};
+use super::status::*;
+use super::tensor::{tensor_ref, tern_tensor};
+use crate::adapter::{requantize_i8_absmax, requantize_i8_absmax_into};
+use crate::dispatch::{bitnet_gemv_with, Dispatcher, DispatcherOptions};
+use crate::error::Error;
+use crate::event::{Event, EventSink};
+use crate::kernel::{check_out, registry, OutRows};
+use crate::tensor::Tensor;
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::Arc;
+
+/// An adapter converted an activation so that a kernel could consume it.
+pub const TERN_EVENT_ADAPTER_INSERTED: u32 = 1;
+/// A kernel ran.
+pub const TERN_EVENT_KERNEL_SELECTED: u32 = 2;
+
+/// One report, valid only during the callback.
+///
+/// For TERN_EVENT_ADAPTER_INSERTED: `name` is the adapter (`requantize-i8-absmax`),
+/// `from`/`to` the formats, `rows x cols` the converted tensor, `bytes` its size in `to`
+/// (`rows * cols + 4 * rows` for I8_ABSMAX). For TERN_EVENT_KERNEL_SELECTED: `name` is the
+/// kernel (e.g. `bitnet_gemv/avx512vnni`), `from` the weight format, `to` the activation
+/// format the kernel consumed, `rows x cols` the output (tokens x weight rows), `bytes` the
+/// weight bytes read. `nanos` is the step's wall time.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct tern_event {
+    pub kind: u32,
+    /// A static NUL-terminated string: may be kept after the callback returns.
+    pub name: *const c_char,
+    pub from: u32,
+    pub to: u32,
+    pub rows: usize,
+    pub cols: usize,
+    pub bytes: usize,
+    pub nanos: u64,
+}
+
+/// An event callback: `userdata` first, as given when the callback was registered.
+pub type tern_event_fn = Option<unsafe extern "C" fn(userdata: *mut c_void, event: *const tern_event)>;
+
+/// A C callback with its userdata.
+struct CallbackSink {
+    callback: unsafe extern "C" fn(*mut c_void, *const tern_event),
+    userdata: *mut c_void,
+}
+
+// SAFETY: the header makes the callback's thread-safety the caller's contract: a sink set on
+// a dispatcher that several threads use at once is called from all of them.
+unsafe impl Send for CallbackSink {}
+// SAFETY: as above.
+unsafe impl Sync for CallbackSink {}
+
+impl EventSink for CallbackSink {
+    fn on_event(&self, event: &Event) {
+        let c = tern_event {
+            kind: event.kind as u32,
+            name: event.name.as_ptr(),
+            from: event.from.id(),
+            to: event.to.id(),
+            rows: event.rows,
+            cols: event.cols,
+            bytes: event.bytes,
+            nanos: event.nanos,
+        };
+        // SAFETY: the caller registered a callback that accepts its own userdata and a
+        // pointer to an event valid for the call.
+        unsafe { (self.callback)(self.userdata, &c) }
+    }
+}
+
+fn sink(callback: tern_event_fn, userdata: *mut c_void) -> Option<CallbackSink> {
+    callback.map(|callback| CallbackSink { callback, userdata })
+}
+
+/// Reads an optional C string (NULL = none); it must be UTF-8.
+///
+/// # Safety
+/// A non-NULL `s` must point to a NUL-terminated string valid for `'a`.
+unsafe fn opt_str<'a>(s: *const c_char) -> FfiResult<Option<&'a str>> {
+    if s.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-NULL and NUL-terminated (the caller's promise).
+    let s = unsafe { CStr::from_ptr(s) };
+    s.to_str().map(Some).map_err(|_| Status(TERN_ERR_INVALID_ARGUMENT))
+}
+
+/// Requantizes an F32 tensor to I8_ABSMAX (per-row absmax / 127) into a new tensor whose
+/// bytes live in `scope`, and reports one TERN_EVENT_ADAPTER_INSERTED event to `callback`
+/// (NULL: no event) before returning. The result goes stale when the scope is reset; free
+/// the handle with `tern_tensor_free`. Errors: TERN_ERR_NULL_POINTER, TERN_ERR_UNSUPPORTED
+/// (not F32), TERN_ERR_NON_FINITE (before anything is allocated or reported),
+/// TERN_ERR_STALE_TENSOR, TERN_ERR_ALLOCATION_FAILED.
+#[no_mangle]
+pub unsafe extern "C" fn tern_requantize_i8_absmax(
+    f32_tensor: *const tern_tensor,
+    scope: *mut tern_scope,
+    callback: tern_event_fn,
+    userdata: *mut c_void,
+    out: *mut *mut tern_tensor,
+) -> tern_status {
+    guard(|| {
+        // SAFETY: the caller passes a live tensor, a scope it owns during the call and a
+        // writable out-parameter.
+        let (act, scope, out) = unsafe { (tensor_ref(f32_tensor)?, scope_mut(scope)?, Out::new(out)?) };
+        let sink = sink(callback, userdata);
+        let tensor = requantize_i8_absmax(act, scope, sink.as_ref().map(|s| s as &dyn EventSink))?;
+        out.write(tern_tensor::into_raw(tensor));
+        Ok(())
+    })
+}
+
+/// The caller-buffer variant for engines that manage their own memory: requantizes
+/// `src_len == rows * cols` floats into `codes` (at least `rows * cols` int8) and `scales`
+/// (at least `rows` floats), bit-identical to `tern_requantize_i8_absmax`, and reports the
+/// same event.
+#[no_mangle]
+pub unsafe extern "C" fn tern_requantize_i8_absmax_into(
+    src: *const f32,
+    src_len: usize,
+    rows: usize,
+    cols: usize,
+    codes: *mut i8,
+    codes_len: usize,
+    scales: *mut f32,
+    scales_len: usize,
+    callback: tern_event_fn,
+    userdata: *mut c_void,
+) -> tern_status {
+    guard(|| {
+        check_disjoint(src, src_len, codes, codes_len)?;
+        check_disjoint(src, src_len, scales, scales_len)?;
+        check_disjoint(codes, codes_len, scales, scales_len)?;
+        // SAFETY: the caller passes buffers of the stated lengths; they are disjoint
+        // (checked above).
+        let (src, codes, scales) =
+            unsafe { (slice(src, src_len)?, slice_mut(codes, codes_len)?, slice_mut(scales, scales_len)?) };
+        let sink = sink(callback, userdata);
+        requantize_i8_absmax_into(src, rows, cols, codes, scales, sink.as_ref().map(|s| s as &dyn EventSink))?;
+        Ok(())
+    })
+}
+
+/// Dispatcher options; pass NULL to `tern_dispatcher_new` for the defaults.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct tern_dispatcher_options {
+    /// Threads per matmul, counting the caller; 0 and 1 both mean the caller alone. The
+    /// workers are started once and kept alive until `tern_dispatcher_free`.
+    pub n_threads: u32,
+    /// NULL, or the name of a kernel to force for the pairs it serves (others are chosen as
+    /// usual). NULL reads the `TERN_KERNEL` environment variable.
+    pub kernel: *const c_char,
+}
+
+/// Chooses and runs kernels, inserting the activation adapter when the weight asks for it.
+///
+/// Ownership: created by `tern_dispatcher_new`, released with `tern_dispatcher_free`.
+/// Thread-safety: `tern_matmul` may be called on one dispatcher from several threads at
+/// once (each with its own scope; its worker pool serves one call at a time and the others
+/// run on their calling thread); `tern_dispatcher_set_sink` and `tern_dispatcher_free` must
+/// not race with anything else on the same dispatcher.
+pub struct tern_dispatcher {
+    dispatcher: Dispatcher,
+}
+
+/// Creates a dispatcher. Errors: TERN_ERR_NULL_POINTER (`out`), TERN_ERR_UNKNOWN_KERNEL (a
+/// forced kernel this library does not have), TERN_ERR_INVALID_ARGUMENT (a name that is
+/// not UTF-8), TERN_ERR_ALLOCATION_FAILED (threads could not start).
+#[no_mangle]
+pub unsafe extern "C" fn tern_dispatcher_new(
+    options: *const tern_dispatcher_options,
+    out: *mut *mut tern_dispatcher,
+) -> tern_status {
+    guard(|| {
+        // SAFETY: the caller passes a writable out-parameter, and NULL or valid options
+        // whose `kernel` is NULL or a NUL-terminated string.
+        let (out, options) = unsafe {
+            let out = Out::new(out)?;
+            let options = match options.is_null() {
+                true => DispatcherOptions::default(),
+                false => {
+                    let o = try_ref(options)?;
+                    DispatcherOptions { n_threads: o.n_threads as usize, kernel: opt_str(o.kernel)?.map(str::to_owned) }
+                }
+            };
+            (out, options)
+        };
+        let dispatcher = Dispatcher::new(options)?;
+        out.write(Box::into_raw(Box::new(tern_dispatcher { dispatcher })));
+        Ok(())
+    })
+}
+
+/// Sets the event callback (NULL: no events). `userdata` is passed back as the callback's
+/// first argument. The callback runs on the thread that called the operation, adapter
+/// events before the kernel event they feed; with several threads calling `tern_matmul`,
+/// it is called from all of them.
+#[no_mangle]
+pub unsafe extern "C" fn tern_dispatcher_set_sink(
+    dispatcher: *mut tern_dispatcher,
+    callback: tern_event_fn,
+    userdata: *mut c_void,
+) -> tern_status {
+    guard(|| {
+        // SAFETY: the caller passes a live dispatcher no one else uses during the call.
+        unsafe { try_ref(dispatcher)? };
+        // SAFETY: non-NULL and live (above), exclusively ours during the call.
+        let d = unsafe { &mut (*dispatcher).dispatcher };
+        d.set_sink(sink(callback, userdata).map(|s| Arc::new(s) as Arc<dyn EventSink>));
+        Ok(())
+    })
+}
+
+/// Frees a dispatcher and stops its worker threads. `tern_dispatcher_free(NULL)` is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn tern_dispatcher_free(dispatcher: *mut tern_dispatcher) {
+    guard_value((), || {
+        if !dispatcher.is_null() {
+            // SAFETY: a non-NULL dispatcher came from Box::into_raw in tern_dispatcher_new
+            // and is freed once (the caller's promise).
+            drop(unsafe { Box::from_raw(dispatcher) });
+        }
+    })
+}
+
+/// Refuses an output that overlaps a tensor's bytes.
+fn check_out_disjoint(t: &Tensor, out: *const f32, out_len: usize) -> FfiResult {
+    let bytes = t.bytes()?;
+    check_disjoint(bytes.as_ptr(), bytes.len(), out, out_len)
+}
+
+/// `out[m][n] = sum_k act[m][k] * weight[n][k]` (`act` is m x k, `weight` n x k, `out`
+/// at least m * n floats, row-major). A ternary weight with an F32 activation is
+/// requantized into `scope` first (one TERN_EVENT_ADAPTER_INSERTED event; the scope may
+/// be NULL otherwise); every run reports TERN_EVENT_KERNEL_SELECTED. Errors (nothing is
+/// written and nothing reported): TERN_ERR_NULL_POINTER, TERN_ERR_SHAPE_MISMATCH (k),
+/// TERN_ERR_LENGTH_MISMATCH (`out_len`), TERN_ERR_SCOPE_REQUIRED, TERN_ERR_STALE_TENSOR,
+/// TERN_ERR_NON_FINITE, TERN_ERR_KERNEL_UNAVAILABLE (a forced kernel this CPU lacks),
+/// TERN_ERR_INVALID_ARGUMENT (`out` overlaps an operand).
+#[no_mangle]
+pub unsafe extern "C" fn tern_matmul(
+    dispatcher: *const tern_dispatcher,
+    act: *const tern_tensor,
+    weight: *const tern_tensor,
+    scope: *mut tern_scope,
+    out: *mut f32,
+    out_len: usize,
+) -> tern_status {
+    guard(|| {
+        // SAFETY: the caller passes live handles, a scope it owns during the call (or
+        // NULL), and `out_len` writable floats at `out` that no other thread touches.
+        unsafe {
+            let d = &try_ref(dispatcher)?.dispatcher;
+            let (act, weight) = (tensor_ref(act)?, tensor_ref(weight)?);
+            let scope = if scope.is_null() { None } else { Some(scope_mut(scope)?) };
+            check_out_disjoint(act, out, out_len)?;
+            check_out_disjoint(weight, out, out_len)?;
+            d.matmul(act, weight, scope, slice_mut(out, out_len)?)?;
+        }
+        Ok(())
+    })
+}
+
+/// Runs a ternary GEMV on the weight rows `[row_begin, row_end)` with the kernel named
+/// `kernel` (NULL: the best this CPU has), for engines with their own thread pools: `out`
+/// is the whole m x n output (`out_len >= m * n`), of which only the columns in the range
+/// are written, so threads may pass the same `out` with disjoint ranges. `act` must be
+/// I8_ABSMAX (see `tern_requantize_i8_absmax`); no events are reported. Errors (nothing
+/// written): TERN_ERR_NULL_POINTER, TERN_ERR_UNSUPPORTED (non-ternary weight or non-I8
+/// activation), TERN_ERR_SHAPE_MISMATCH, TERN_ERR_LENGTH_MISMATCH, TERN_ERR_OUT_OF_BOUNDS
+/// (range), TERN_ERR_UNKNOWN_KERNEL, TERN_ERR_KERNEL_UNAVAILABLE, TERN_ERR_STALE_TENSOR,
+/// TERN_ERR_INVALID_ARGUMENT (`out` overlaps an operand).
+#[no_mangle]
+pub unsafe extern "C" fn tern_bitnet_gemv(
+    kernel: *const c_char,
+    act_i8: *const tern_tensor,
+    weight: *const tern_tensor,
+    row_begin: usize,
+    row_end: usize,
+    out: *mut f32,
+    out_len: usize,
+) -> tern_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or a NUL-terminated name, live tensors, and
+        // `out_len` writable floats at `out` of which no other thread writes the columns
+        // in [row_begin, row_end).
+        unsafe {
+            let name = opt_str(kernel)?;
+            let (act, weight) = (tensor_ref(act_i8)?, tensor_ref(weight)?);
+            slice(out.cast_const(), 0)?;
+            check_out_disjoint(act, out, out_len)?;
+            check_out_disjoint(weight, out, out_len)?;
+            bitnet_gemv_with(name, act, weight, |m, n| {
+                check_out(out_len, m, n, &(row_begin..row_end))?;
+                // SAFETY: `out` is non-NULL with room for m * n floats (checked), and this
+                // view writes only columns the caller reserved for this call.
+                Ok(OutRows::from_raw(out, m, n, row_begin..row_end))
+            })?;
+        }
+        Ok(())
+    })
+}
+
+/// What a kernel is and whether this CPU can run it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct tern_kernel_info {
+    /// A static NUL-terminated string, e.g. "bitnet_gemv/avx2".
+    pub name: *const c_char,
+    /// The weight format id the entry serves.
+    pub weight: u32,
+    /// The activation format id the entry consumes.
+    pub act: u32,
+    /// 1 if this CPU has the features the kernel needs.
+    pub available: u32,
+}
+
+/// The number of kernel entries built into this library (one per kernel and weight
+/// format), best first within each (weight, activation) pair.
+#[no_mangle]
+pub extern "C" fn tern_kernel_count() -> usize {
+    guard_value(0, || registry().len())
+}
+
+/// Describes kernel entry `index` (< `tern_kernel_count()`). Errors: TERN_ERR_NULL_POINTER,
+/// TERN_ERR_OUT_OF_BOUNDS.
+#[no_mangle]
+pub unsafe extern "C" fn tern_kernel_info_get(index: usize, out: *mut tern_kernel_info) -> tern_status {
+    guard(|| {
+        // SAFETY: the caller passes a writable out-parameter.
+        let out = unsafe { Out::new(out)? };
+        let k = registry().get(index).ok_or(Error::OutOfBounds { row: index, col: 0, rows: registry().len(), cols: 1 })?;
+        out.write(tern_kernel_info {
+            name: k.name.as_ptr(),
+            weight: k.weight.id(),
+            act: k.act.id(),
+            available: (k.available)() as u32,
+        });
+        Ok(())
+    })
+}
