@@ -5,8 +5,8 @@
 #
 # Needs (Debian): gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user, plus for the Rust
 # library Debian's rustc with an aarch64 std: rustc-web libstd-rust-web-dev:arm64 (after
-# `dpkg --add-architecture arm64`); scripts/setup-aarch64.sh installs all but the C++
-# compiler. Builds that drive cargo should pass `--target ${TERN_RUST_TARGET}` and use the
+# `dpkg --add-architecture arm64`); scripts/setup-aarch64.sh installs them all.
+# Builds that drive cargo should pass `--target ${TERN_RUST_TARGET}` and use the
 # environment that script exports (RUSTC=/usr/bin/rustc, linker aarch64-linux-gnu-gcc).
 
 set(CMAKE_SYSTEM_NAME Linux)

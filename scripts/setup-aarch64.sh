@@ -8,12 +8,13 @@
 
 TRIPLE=aarch64-unknown-linux-gnu
 DEBIAN_RUSTC=/usr/bin/rustc
-APT_PACKAGES="rustc-web libstd-rust-web-dev:arm64 gcc-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user"
+APT_PACKAGES="rustc-web libstd-rust-web-dev:arm64 gcc-aarch64-linux-gnu g++-aarch64-linux-gnu binutils-aarch64-linux-gnu qemu-user"
 
 have_aarch64_toolchain() {
     [ -x "$DEBIAN_RUSTC" ] &&
         [ -d "$("$DEBIAN_RUSTC" --print sysroot)/lib/rustlib/$TRIPLE/lib" ] &&
         command -v aarch64-linux-gnu-gcc >/dev/null &&
+        command -v aarch64-linux-gnu-g++ >/dev/null &&
         command -v aarch64-linux-gnu-objdump >/dev/null &&
         command -v qemu-aarch64 >/dev/null
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the Rust test suite (lib + integration tests) for aarch64 under qemu-user, twice:
+# Runs the Rust test suite (lib + integration tests) and the C harness (ctest, through
+# cmake/aarch64-linux-gnu.cmake) for aarch64 under qemu-user, twice each:
 # QEMU_CPU=max (has dotprod) and QEMU_CPU=cortex-a53 (plain NEON), so that both NEON
 # kernel paths and the runtime feature detection are exercised on an x86 host.
 #
@@ -34,6 +35,22 @@ for cpu in ${TERN_QEMU_CPUS:-max cortex-a53}; do
         exit 1
     fi
     grep '^test result:' "$log" | grep -v ' 0 passed; 0 failed' || true
+    rm -f "$log"
+done
+# The C harness, cross-built; ctest runs each program through CMAKE_CROSSCOMPILING_EMULATOR.
+build="${TERN_AARCH64_CMAKE_DIR:-build/aarch64}"
+cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" --parallel >/dev/null
+for cpu in ${TERN_QEMU_CPUS:-max cortex-a53}; do
+    echo "test-aarch64: C harness, QEMU_CPU=$cpu"
+    log="$(mktemp)"
+    if ! QEMU_CPU="$cpu" ctest --test-dir "$build" --output-on-failure --timeout "${TERN_AARCH64_TIMEOUT:-1800}" >"$log" 2>&1; then
+        cat "$log" >&2
+        rm -f "$log"
+        echo "test-aarch64: C harness FAILED under QEMU_CPU=$cpu" >&2
+        exit 1
+    fi
+    grep -E 'tests passed|tests failed' "$log"
     rm -f "$log"
 done
 echo "test-aarch64: all passed"

@@ -199,13 +199,20 @@ fn best_kernel_for_this_cpu() {
         "bitnet_gemv/neon"
     };
     for format in TERNARY {
-        let best = registry()
-            .iter()
-            .find(|k| k.weight == format && k.act == Format::I8Absmax && (k.available)())
-            .expect("the reference kernel is always available");
-        assert_eq!(best.name(), expected, "{format:?}");
+        // The KERNEL_SELECTED event of a real dispatch proves which path ran.
+        let sink = std::sync::Arc::new(tern::RecordingSink::default());
+        let mut dispatcher = tern::Dispatcher::new(tern::DispatcherOptions::default()).unwrap();
+        dispatcher.set_sink(Some(sink.clone()));
+        let (n, k) = (8, 256);
+        let weight = tern::Tensor::encode(format, &vec![0.25; n * k], n, k).unwrap();
+        let act = tern::Tensor::encode(Format::F32, &vec![1.0; k], 1, k).unwrap();
+        let mut scope = tern::Scope::new(0).unwrap();
+        dispatcher.matmul(&act, &weight, Some(&mut scope), &mut [0.0; 8]).unwrap();
+        let events = sink.events();
+        let ran = events.last().expect("a kernel event").name();
+        assert_eq!(ran, expected, "{format:?}");
         if let Some(want) = std::env::var("TERN_EXPECT_ARM_KERNEL").ok().filter(|w| !w.is_empty()) {
-            assert_eq!(best.name(), want, "{format:?} (QEMU_CPU={:?})", std::env::var("QEMU_CPU").ok());
+            assert_eq!(ran, want, "{format:?} (QEMU_CPU={:?})", std::env::var("QEMU_CPU").ok());
         }
     }
 }
