@@ -1,0 +1,93 @@
+//! A small, robust timer for a group of implementations of the same operation.
+//!
+//! The machine is shared, so load changes during a run. Implementations are therefore
+//! timed in interleaved rounds (each round runs every implementation once, as a batch of
+//! calls sized to a time slice) and each reports the median over rounds of its per-call
+//! time: a burst of load hits all of them in the same round, and the median drops it.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+pub struct Budget {
+    /// Wall time to spend on each implementation, over all rounds.
+    pub per_impl: Duration,
+    pub rounds: usize,
+}
+
+/// Median seconds per call of each closure.
+pub fn measure(budget: &Budget, impls: &mut [&mut dyn FnMut()]) -> Vec<f64> {
+    let slice = budget.per_impl.as_secs_f64() / budget.rounds as f64;
+    let batches: Vec<usize> = impls
+        .iter_mut()
+        .map(|f| {
+            // The first call warms caches, page tables and lazily built tables; the
+            // second sizes the batch.
+            f();
+            let t = Instant::now();
+            f();
+            let once = t.elapsed().as_secs_f64().max(1e-9);
+            ((slice / once) as usize).clamp(1, 100_000)
+        })
+        .collect();
+    let mut samples = vec![Vec::with_capacity(budget.rounds); impls.len()];
+    for _ in 0..budget.rounds {
+        for ((f, &batch), s) in impls.iter_mut().zip(&batches).zip(&mut samples) {
+            let t = Instant::now();
+            for _ in 0..batch {
+                f();
+            }
+            s.push(t.elapsed().as_secs_f64() / batch as f64);
+        }
+    }
+    samples.into_iter().map(median).collect()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2.0
+    }
+}
+
+/// Read bandwidth in bytes/s: sums a `bytes`-sized buffer of u64 (eight independent
+/// accumulators, so the loop vectorises and is bound by memory, not by an add chain).
+pub fn read_bandwidth(bytes: usize, budget: &Budget) -> f64 {
+    let buf: Vec<u64> = (0..bytes / 8).map(|i| i as u64).collect();
+    let mut read = || {
+        black_box(sum_u64(black_box(&buf)));
+    };
+    let secs = measure(budget, &mut [&mut read])[0];
+    (buf.len() * 8) as f64 / secs
+}
+
+#[inline(never)]
+fn sum_u64(v: &[u64]) -> u64 {
+    let mut acc = [0u64; 8];
+    for chunk in v.chunks_exact(8) {
+        for (a, &x) in acc.iter_mut().zip(chunk) {
+            *a = a.wrapping_add(x);
+        }
+    }
+    let tail = v.chunks_exact(8).remainder().iter().fold(0u64, |s, &x| s.wrapping_add(x));
+    acc.iter().fold(tail, |s, &x| s.wrapping_add(x))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+
+    #[test]
+    fn sum_covers_tail() {
+        let v: Vec<u64> = (1..=19).collect();
+        assert_eq!(sum_u64(&v), 190);
+    }
+}
