@@ -40,7 +40,6 @@ pub fn init() {
 /// A ggml weight type with its CPU dot product, as ggml's matmul would use it.
 pub struct Quant {
     ty: u32,
-    pub name: &'static str,
     pub row_bytes: usize,
     vec_dot: VecDotFn,
     /// Quantizes f32 activations to `vec_dot_type` (Q8_K for TQ1_0/TQ2_0).
@@ -68,7 +67,6 @@ impl Quant {
         let q8k = unsafe { &*sys::ggml_get_type_traits_cpu(TYPE_Q8_K) };
         Quant {
             ty,
-            name,
             row_bytes,
             vec_dot: cpu.vec_dot.expect("vec_dot for a ternary type"),
             act_from_float: q8k.from_float.expect("from_float for Q8_K"),

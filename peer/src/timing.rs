@@ -52,8 +52,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// Read bandwidth in bytes/s: sums a `bytes`-sized buffer of u64 (eight independent
-/// accumulators, so the loop vectorises and is bound by memory, not by an add chain).
+/// Read bandwidth in bytes/s: sums a `bytes`-sized buffer of u64. Wrapping integer adds
+/// are associative, so LLVM vectorises and interleaves the reduction; the loop is bound
+/// by memory, not by an add chain.
 pub fn read_bandwidth(bytes: usize, budget: &Budget) -> f64 {
     let buf: Vec<u64> = (0..bytes / 8).map(|i| i as u64).collect();
     let mut read = || {
@@ -65,14 +66,7 @@ pub fn read_bandwidth(bytes: usize, budget: &Budget) -> f64 {
 
 #[inline(never)]
 fn sum_u64(v: &[u64]) -> u64 {
-    let mut acc = [0u64; 8];
-    for chunk in v.chunks_exact(8) {
-        for (a, &x) in acc.iter_mut().zip(chunk) {
-            *a = a.wrapping_add(x);
-        }
-    }
-    let tail = v.chunks_exact(8).remainder().iter().fold(0u64, |s, &x| s.wrapping_add(x));
-    acc.iter().fold(tail, |s, &x| s.wrapping_add(x))
+    v.iter().fold(0u64, |s, &x| s.wrapping_add(x))
 }
 
 #[cfg(test)]
