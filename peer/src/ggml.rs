@@ -18,16 +18,8 @@ pub const TYPE_TQ2_0: u32 = sys::GGML_TYPE_TQ2_0;
 const Q8_K_BLOCK_BYTES: usize = 4 + 256 + 2 * 16;
 const QK_K: usize = 256;
 
-type VecDotFn = unsafe extern "C" fn(
-    c_int,
-    *mut f32,
-    usize,
-    *const std::ffi::c_void,
-    usize,
-    *const std::ffi::c_void,
-    usize,
-    c_int,
-);
+type VecDotFn =
+    unsafe extern "C" fn(c_int, *mut f32, usize, *const std::ffi::c_void, usize, *const std::ffi::c_void, usize, c_int);
 type FromFloatFn = unsafe extern "C" fn(*const f32, *mut std::ffi::c_void, i64);
 
 /// Initialises ggml's CPU backend (its f16 tables) once per process.

@@ -8,6 +8,7 @@ mod ggml;
 mod timing;
 
 use std::time::Duration;
+use tern::dispatch;
 use tern::kernel::{registry, Kernel, MatRef, OutRows};
 use tern::Format;
 use timing::Budget;
@@ -56,7 +57,11 @@ fn main() {
 
     ggml::init();
     println!("tern peer benchmark: ggml vs tern, single thread, m = 1 (GEMV)");
-    println!("mode: {}; timings are medians of {} interleaved rounds", if quick { "quick" } else { "full" }, budget.rounds);
+    println!(
+        "mode: {}; timings are medians of {} interleaved rounds",
+        if quick { "quick" } else { "full" },
+        budget.rounds
+    );
     print_kernels();
 
     let bw = timing::read_bandwidth(256 << 20, &budget);
@@ -140,10 +145,13 @@ fn run_shape(shape: &Shape, budget: &Budget, bw: f64) -> usize {
         let mut wt = vec![0u8; format.bytes_for(n, k).expect("weight shape")];
         format.encode(&w, n, k, &mut wt).expect("encode weight");
         let w_ref = MatRef::new(format, n, k, &wt).expect("weight view");
+        // Every kernel serving (format, I8_ABSMAX), forced by name as a caller would; the
+        // dispatcher's own choice (`None`) is the one marked best.
         let kernels: Vec<&Kernel> =
             registry().iter().filter(|kern| kern.weight == format && kern.act == Format::I8Absmax).collect();
-        let available: Vec<&Kernel> = kernels.iter().copied().filter(|kern| (kern.available)()).collect();
-        let best = available.first().map(|kern| kern.name());
+        let available: Vec<&Kernel> =
+            kernels.iter().filter_map(|kern| dispatch::gemv_kernel(Some(kern.name()), format).ok()).collect();
+        let best = dispatch::gemv_kernel(None, format).expect("a kernel for every ternary format").name();
 
         // ggml's side, for the formats ggml has.
         let peer = format.ggml_type().map(|ty| {
@@ -163,9 +171,7 @@ fn run_shape(shape: &Shape, budget: &Budget, bw: f64) -> usize {
             (kern.run)(&w_ref, &act_ref, &mut view);
             out
         };
-        let reference = kernels
-            .iter()
-            .find(|kern| kern.name() == "bitnet_gemv/reference")
+        let reference = dispatch::gemv_kernel(Some("bitnet_gemv/reference"), format)
             .expect("a reference kernel for every ternary format");
         let ref_out = tern_out(reference);
         if let Some((q, gw, qa)) = &peer {
@@ -197,7 +203,7 @@ fn run_shape(shape: &Shape, budget: &Budget, bw: f64) -> usize {
             impls.push(("ggml vec_dot".into(), Box::new(move || q.gemv(gw.bytes(), k, qa.bytes(), out))));
         }
         for kern in &available {
-            let label = if Some(kern.name()) == best { format!("{} (best)", kern.name()) } else { kern.name().into() };
+            let label = if kern.name() == best { format!("{} (best)", kern.name()) } else { kern.name().into() };
             let run = kern.run;
             impls.push((
                 label,
@@ -209,7 +215,8 @@ fn run_shape(shape: &Shape, budget: &Budget, bw: f64) -> usize {
             ));
         }
         let secs = {
-            let mut fns: Vec<&mut dyn FnMut()> = impls.iter_mut().map(|(_, f)| f.as_mut() as &mut dyn FnMut()).collect();
+            let mut fns: Vec<&mut dyn FnMut()> =
+                impls.iter_mut().map(|(_, f)| f.as_mut() as &mut dyn FnMut()).collect();
             timing::measure(budget, &mut fns)
         };
         for ((name, _), secs) in impls.iter().zip(secs) {
@@ -218,7 +225,7 @@ fn run_shape(shape: &Shape, budget: &Budget, bw: f64) -> usize {
             }
             rows.push(Row { format, name: name.clone(), secs, bytes: wt.len() });
         }
-        for kern in kernels.iter().filter(|kern| !(kern.available)()) {
+        for kern in kernels.iter().filter(|kern| dispatch::gemv_kernel(Some(kern.name()), format).is_err()) {
             println!("  skip  {:<13} {:<26} not available on this CPU", format.name(), kern.name());
         }
     }
