@@ -64,12 +64,13 @@ fn main() {
     );
     print_kernels();
 
-    let bw = timing::read_bandwidth(256 << 20, &budget);
-    println!("read bandwidth (sum of u64 over 256 MiB): {:.1} GB/s\n", bw / 1e9);
+    let probe = timing::ReadProbe::new(256 << 20);
+    println!("read bandwidth (sum of u64 over 256 MiB): {:.1} GB/s", probe.bandwidth(&budget) / 1e9);
+    println!("(DRAM-resident shapes time this probe again in the same rounds as their GEMVs)\n");
 
     let mut failures = 0;
     for shape in &shapes {
-        failures += run_shape(shape, &budget, bw);
+        failures += run_shape(shape, &budget, &probe);
     }
     if failures > 0 {
         println!("{failures} parity check(s) FAILED");
@@ -123,14 +124,18 @@ struct Row {
     name: String,
     secs: f64,
     bytes: usize,
+    /// Plain read bandwidth (bytes/s) measured in the same rounds, for DRAM-resident shapes.
+    read_bw: Option<f64>,
 }
 
 /// Runs one shape: builds the operands, checks parity, times, prints. Returns the number
 /// of failed checks.
-fn run_shape(shape: &Shape, budget: &Budget, bw: f64) -> usize {
+fn run_shape(shape: &Shape, budget: &Budget, probe: &timing::ReadProbe) -> usize {
     let (n, k) = (shape.n, shape.k);
+    // Weights larger than the last-level cache stream from DRAM on every call.
+    let dram = n * k > 64 << 20;
     println!("== {} (n x k = {n} x {k}), m = 1 ==", shape.label);
-    let mut rng = Rng(0x7e57_0000 ^ (n as u64) << 20 ^ k as u64);
+    let mut rng = Rng(0x7e57_0000 ^ ((n as u64) << 20) ^ k as u64);
     let w = rng.fill(n * k);
     let x = rng.fill(k);
 
@@ -192,44 +197,47 @@ fn run_shape(shape: &Shape, budget: &Budget, bw: f64) -> usize {
             );
         }
 
-        // Timing: ggml first (it is the baseline), then every available tern kernel.
-        let mut out = vec![0f32; n];
-        let out_ptr = out.as_mut_ptr();
-        let mut impls: Vec<(String, Box<dyn FnMut() + '_>)> = Vec::new();
+        // Timing: ggml first (it is the baseline), then every available tern kernel. Each
+        // closure owns its output buffer.
+        let mut impls: Vec<(String, bool, Box<dyn FnMut() + '_>)> = Vec::new();
         if let Some((q, gw, qa)) = &peer {
-            // SAFETY: `out` outlives every closure here and the closures run one at a
-            // time (timing::measure calls them in turn), so no two writers overlap.
-            let out = unsafe { std::slice::from_raw_parts_mut(out_ptr, n) };
-            impls.push(("ggml vec_dot".into(), Box::new(move || q.gemv(gw.bytes(), k, qa.bytes(), out))));
+            let mut out = vec![0f32; n];
+            impls.push(("ggml vec_dot".into(), false, Box::new(move || q.gemv(gw.bytes(), k, qa.bytes(), &mut out))));
         }
         for kern in &available {
-            let label = if kern.name() == best { format!("{} (best)", kern.name()) } else { kern.name().into() };
-            let run = kern.run;
+            let is_best = kern.name() == best;
+            let label = if is_best { format!("{} (best)", kern.name()) } else { kern.name().into() };
+            let (run, mut out) = (kern.run, vec![0f32; n]);
             impls.push((
                 label,
+                is_best,
                 Box::new(move || {
-                    // SAFETY: as above: out is alive and written by one closure at a time.
-                    let mut view = unsafe { OutRows::from_raw(out_ptr, 1, n, 0..n) };
+                    let mut view = OutRows::new(&mut out, 1, n, 0..n).expect("output view");
                     run(&w_ref, &act_ref, &mut view);
                 }),
             ));
         }
-        let secs = {
+        let mut read = || probe.run();
+        let mut secs = {
             let mut fns: Vec<&mut dyn FnMut()> =
-                impls.iter_mut().map(|(_, f)| f.as_mut() as &mut dyn FnMut()).collect();
+                impls.iter_mut().map(|(_, _, f)| f.as_mut() as &mut dyn FnMut()).collect();
+            if dram {
+                fns.push(&mut read);
+            }
             timing::measure(budget, &mut fns)
         };
-        for ((name, _), secs) in impls.iter().zip(secs) {
-            if format == Format::Tq2_0 && name.ends_with("(best)") {
+        let read_bw = dram.then(|| probe.bytes() as f64 / secs.pop().expect("probe timing"));
+        for ((name, is_best, _), secs) in impls.iter().zip(secs) {
+            if format == Format::Tq2_0 && *is_best {
                 tq2_best = Some(secs);
             }
-            rows.push(Row { format, name: name.clone(), secs, bytes: wt.len() });
+            rows.push(Row { format, name: name.clone(), secs, bytes: wt.len(), read_bw });
         }
         for kern in kernels.iter().filter(|kern| dispatch::gemv_kernel(Some(kern.name()), format).is_err()) {
             println!("  skip  {:<13} {:<26} not available on this CPU", format.name(), kern.name());
         }
     }
-    print_table(&rows, tq2_best, bw, n * k > 64 << 20);
+    print_table(&rows, tq2_best, dram);
     println!();
     failures
 }
@@ -295,7 +303,7 @@ fn verdict(ok: bool) -> &'static str {
 /// The timing table. `tern/ggml` compares with ggml on the same format (TQ2_0 for
 /// BITNET_B1_58, the same 2 bits per weight); `vs tern TQ2_0` compares BITNET_B1_58 with
 /// tern's best TQ2_0 kernel.
-fn print_table(rows: &[Row], tq2_best: Option<f64>, bw: f64, dram: bool) {
+fn print_table(rows: &[Row], tq2_best: Option<f64>, dram: bool) {
     let ggml_ms = |f: Format| {
         let f = if f == Format::BitnetB158 { Format::Tq2_0 } else { f };
         rows.iter().find(|r| r.format == f && r.name == "ggml vec_dot").map(|r| r.secs)
@@ -309,7 +317,7 @@ fn print_table(rows: &[Row], tq2_best: Option<f64>, bw: f64, dram: bool) {
         "tern/ggml",
         "ggml/tern",
         "vs tern TQ2",
-        if dram { "  % read BW" } else { "" }
+        if dram { "  % of read GB/s" } else { "" }
     );
     for r in rows {
         let gbs = r.bytes as f64 / r.secs / 1e9;
@@ -321,7 +329,10 @@ fn print_table(rows: &[Row], tq2_best: Option<f64>, bw: f64, dram: bool) {
             (Format::BitnetB158, Some(t)) => format!("{:.2}", r.secs / t),
             _ => "-".into(),
         };
-        let pct = if dram { format!("  {:>9.0}%", 100.0 * gbs * 1e9 / bw) } else { String::new() };
+        let pct = match r.read_bw {
+            Some(bw) => format!("  {:>9.0}% of {:.1}", 100.0 * gbs * 1e9 / bw, bw / 1e9),
+            None => String::new(),
+        };
         println!(
             "  {:<13} {:<33} {:>9.3} {:>8.1} {:>9} {:>9} {:>10}{pct}",
             r.format.name(),

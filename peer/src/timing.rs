@@ -52,16 +52,30 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// Read bandwidth in bytes/s: sums a `bytes`-sized buffer of u64. Wrapping integer adds
-/// are associative, so LLVM vectorises and interleaves the reduction; the loop is bound
-/// by memory, not by an add chain.
-pub fn read_bandwidth(bytes: usize, budget: &Budget) -> f64 {
-    let buf: Vec<u64> = (0..bytes / 8).map(|i| i as u64).collect();
-    let mut read = || {
-        black_box(sum_u64(black_box(&buf)));
-    };
-    let secs = measure(budget, &mut [&mut read])[0];
-    (buf.len() * 8) as f64 / secs
+/// A plain memory read: sums a buffer of u64. Wrapping integer adds are associative, so
+/// LLVM vectorises and interleaves the reduction; the loop is bound by memory, not by an
+/// add chain.
+pub struct ReadProbe {
+    buf: Vec<u64>,
+}
+
+impl ReadProbe {
+    pub fn new(bytes: usize) -> ReadProbe {
+        ReadProbe { buf: (0..bytes / 8).map(|i| i as u64).collect() }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.buf.len() * 8
+    }
+
+    pub fn run(&self) {
+        black_box(sum_u64(black_box(&self.buf)));
+    }
+
+    /// Bytes per second, timed on its own.
+    pub fn bandwidth(&self, budget: &Budget) -> f64 {
+        self.bytes() as f64 / measure(budget, &mut [&mut || self.run()])[0]
+    }
 }
 
 #[inline(never)]
@@ -80,7 +94,7 @@ mod tests {
     }
 
     #[test]
-    fn sum_covers_tail() {
+    fn sum_adds_every_element() {
         let v: Vec<u64> = (1..=19).collect();
         assert_eq!(sum_u64(&v), 190);
     }
