@@ -185,10 +185,14 @@ fn run_shape(shape: &Shape, budget: &Budget, probe: &timing::ReadProbe) -> usize
             failures += check_dots(format, &wt, n, k, &x, &g_out, &ref_out);
         }
         // The reference is the definition, so only the other kernels are checked against it.
+        let mut wrong = Vec::new();
         for kern in available.iter().filter(|kern| kern.name() != reference.name()) {
             let diff = rel_l2(&tern_out(kern), &ref_out, &ref_out);
             let ok = diff <= KERNEL_TOLERANCE;
-            failures += usize::from(!ok);
+            if !ok {
+                failures += 1;
+                wrong.push(kern.name());
+            }
             println!(
                 "  check {:<13} {:<26} vs reference: rel L2 {diff:.1e} (tol {KERNEL_TOLERANCE:.0e}) {}",
                 format.name(),
@@ -206,7 +210,11 @@ fn run_shape(shape: &Shape, budget: &Budget, probe: &timing::ReadProbe) -> usize
         }
         for kern in &available {
             let is_best = kern.name() == best;
-            let label = if is_best { format!("{} (best)", kern.name()) } else { kern.name().into() };
+            let label = match (is_best, wrong.contains(&kern.name())) {
+                (_, true) => format!("{} (WRONG)", kern.name()),
+                (true, false) => format!("{} (best)", kern.name()),
+                (false, false) => kern.name().into(),
+            };
             let (run, mut out) = (kern.run, vec![0f32; n]);
             impls.push((
                 label,
