@@ -14,12 +14,17 @@
 # build directory: libtern.so.X.Y.Z (soname libtern.so.X, set by build.rs), with the
 # symlinks libtern.so.X -> libtern.so.X.Y.Z and libtern.so -> libtern.so.X.
 
-find_program(TERN_CARGO cargo HINTS "$ENV{CARGO_HOME}/bin" "$ENV{HOME}/.cargo/bin" REQUIRED)
+# The PATH first (the user's choice, e.g. rustup's proxies), then rustup's default homes.
+set(_tern_cargo_homes "$ENV{HOME}/.cargo/bin")
+if(DEFINED ENV{CARGO_HOME})
+  list(PREPEND _tern_cargo_homes "$ENV{CARGO_HOME}/bin")
+endif()
+find_program(TERN_CARGO cargo PATHS ${_tern_cargo_homes} REQUIRED)
 # Honour RUSTC like cargo does (e.g. a distribution rustc that has a cross target's std).
 if(DEFINED ENV{RUSTC} AND NOT TERN_RUSTC)
   set(TERN_RUSTC "$ENV{RUSTC}" CACHE FILEPATH "The rustc cargo builds libtern with")
 endif()
-find_program(TERN_RUSTC rustc HINTS "$ENV{CARGO_HOME}/bin" "$ENV{HOME}/.cargo/bin" REQUIRED)
+find_program(TERN_RUSTC rustc PATHS ${_tern_cargo_homes} REQUIRED)
 set(TERN_RUST_TARGET "" CACHE STRING "Rust target triple to build libtern for (empty: the host)")
 
 set(TERN_CARGO_TARGET_DIR "${CMAKE_CURRENT_BINARY_DIR}/cargo" CACHE PATH

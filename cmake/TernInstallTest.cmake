@@ -1,6 +1,7 @@
 # ctest script (cmake -P): installs the build into a scratch prefix, then builds the API
 # test against the installed tree as an engine would, through find_package(tern) (static,
-# shared and tern::tern) and through pkg-config, and runs each build.
+# shared and tern::tern) and through pkg-config (shared, and static through the pc file's
+# static_libs variable), and runs each build.
 #
 # -D variables: BUILD_DIR (the tern build), LIBDIR (its CMAKE_INSTALL_LIBDIR), SCRATCH (a
 # directory to use), C_TESTS (the c_tests source dir), C_COMPILER, PKG_CONFIG (empty: skip
@@ -48,5 +49,23 @@ if(PKG_CONFIG)
   run("${SCRATCH}/pkgconfig_api")
   if(CHECK)
     run(bash "${CHECK}" needs-soname "${SCRATCH}/pkgconfig_api" "libtern.so.${major}")
+  endif()
+
+  # The static library through the pc file's static_libs variable.
+  execute_process(COMMAND "${PKG_CONFIG}" --cflags tern OUTPUT_VARIABLE cflags
+                  OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+  execute_process(COMMAND "${PKG_CONFIG}" --variable=static_libs tern OUTPUT_VARIABLE static_libs
+                  OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+  separate_arguments(cflags UNIX_COMMAND "${cflags}")
+  separate_arguments(static_libs UNIX_COMMAND "${static_libs}")
+  unset(ENV{LD_LIBRARY_PATH})
+  run("${C_COMPILER}" -std=c11 "-I${C_TESTS}" ${cflags} "${C_TESTS}/test_api.c" ${static_libs} -lm
+      -o "${SCRATCH}/pkgconfig_api_static")
+  run("${SCRATCH}/pkgconfig_api_static")
+  if(CHECK)
+    execute_process(COMMAND readelf -d "${SCRATCH}/pkgconfig_api_static" OUTPUT_VARIABLE dynamic)
+    if(dynamic MATCHES "libtern")
+      message(FATAL_ERROR "pkgconfig_api_static needs a libtern shared library:\n${dynamic}")
+    endif()
   endif()
 endif()
