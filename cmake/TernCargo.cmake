@@ -6,16 +6,29 @@
 #   TERN_RUSTC        the rustc to build with (default: $RUSTC, else rustc on the PATH)
 #   TERN_RUST_TARGET  Rust target triple to build for (empty: the host). When set, cargo
 #                     links with CMAKE_C_COMPILER (e.g. from a cross toolchain file).
+#   TERN_CARGO_TARGET_DIR  cargo's target directory (default: cargo/ in the build directory).
+#                     Builds of the same tree for the same target can share one, so that
+#                     cargo compiles the library once for all of them.
+#
+# On Linux the shared library is laid out as a packager would install it, in lib/ of the
+# build directory: libtern.so.X.Y.Z (soname libtern.so.X, set by build.rs), with the
+# symlinks libtern.so.X -> libtern.so.X.Y.Z and libtern.so -> libtern.so.X.
 
-find_program(TERN_CARGO cargo HINTS "$ENV{CARGO_HOME}/bin" "$ENV{HOME}/.cargo/bin" REQUIRED)
+# The PATH first (the user's choice, e.g. rustup's proxies), then rustup's default homes.
+set(_tern_cargo_homes "$ENV{HOME}/.cargo/bin")
+if(DEFINED ENV{CARGO_HOME})
+  list(PREPEND _tern_cargo_homes "$ENV{CARGO_HOME}/bin")
+endif()
+find_program(TERN_CARGO cargo PATHS ${_tern_cargo_homes} REQUIRED)
 # Honour RUSTC like cargo does (e.g. a distribution rustc that has a cross target's std).
 if(DEFINED ENV{RUSTC} AND NOT TERN_RUSTC)
   set(TERN_RUSTC "$ENV{RUSTC}" CACHE FILEPATH "The rustc cargo builds libtern with")
 endif()
-find_program(TERN_RUSTC rustc HINTS "$ENV{CARGO_HOME}/bin" "$ENV{HOME}/.cargo/bin" REQUIRED)
+find_program(TERN_RUSTC rustc PATHS ${_tern_cargo_homes} REQUIRED)
 set(TERN_RUST_TARGET "" CACHE STRING "Rust target triple to build libtern for (empty: the host)")
 
-set(TERN_CARGO_TARGET_DIR "${CMAKE_CURRENT_BINARY_DIR}/cargo")
+set(TERN_CARGO_TARGET_DIR "${CMAKE_CURRENT_BINARY_DIR}/cargo" CACHE PATH
+    "cargo's target directory for libtern (can be shared by builds of the same source tree)")
 set(_tern_cargo_args build --release --lib --manifest-path "${PROJECT_SOURCE_DIR}/Cargo.toml")
 set(_tern_cargo_env "CARGO_TARGET_DIR=${TERN_CARGO_TARGET_DIR}" "RUSTC=${TERN_RUSTC}")
 if(TERN_RUST_TARGET)
@@ -30,8 +43,26 @@ endif()
 
 set(TERN_STATIC_LIBRARY
     "${_tern_out_dir}/${CMAKE_STATIC_LIBRARY_PREFIX}tern${CMAKE_STATIC_LIBRARY_SUFFIX}")
-set(TERN_SHARED_LIBRARY
+set(_tern_cargo_shared
     "${_tern_out_dir}/${CMAKE_SHARED_LIBRARY_PREFIX}tern${CMAKE_SHARED_LIBRARY_SUFFIX}")
+set(_tern_layout_commands)
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  # The file is copied, not linked, so that installing it installs the library itself.
+  set(TERN_LIBRARY_DIR "${PROJECT_BINARY_DIR}/lib")
+  set(TERN_SHARED_SONAME "libtern.so.${PROJECT_VERSION_MAJOR}")
+  set(TERN_SHARED_LIBRARY "${TERN_LIBRARY_DIR}/libtern.so.${PROJECT_VERSION}")
+  set(TERN_SHARED_LINKS "${TERN_LIBRARY_DIR}/${TERN_SHARED_SONAME}" "${TERN_LIBRARY_DIR}/libtern.so")
+  set(_tern_layout_commands
+    COMMAND ${CMAKE_COMMAND} -E make_directory "${TERN_LIBRARY_DIR}"
+    COMMAND ${CMAKE_COMMAND} -E copy "${_tern_cargo_shared}" "${TERN_SHARED_LIBRARY}"
+    COMMAND ${CMAKE_COMMAND} -E create_symlink "libtern.so.${PROJECT_VERSION}" "${TERN_LIBRARY_DIR}/${TERN_SHARED_SONAME}"
+    COMMAND ${CMAKE_COMMAND} -E create_symlink "${TERN_SHARED_SONAME}" "${TERN_LIBRARY_DIR}/libtern.so")
+else()
+  # Elsewhere the library is used as cargo names it (no versioned names).
+  set(TERN_SHARED_SONAME "")
+  set(TERN_SHARED_LIBRARY "${_tern_cargo_shared}")
+  set(TERN_SHARED_LINKS)
+endif()
 set(TERN_INCLUDE_DIR "${PROJECT_SOURCE_DIR}/include")
 
 # Rebuild when any Rust source or the manifest changes; cargo itself decides what to redo.
@@ -43,17 +74,20 @@ foreach(_f Cargo.lock build.rs)
   endif()
 endforeach()
 
+set(_tern_outputs "${TERN_STATIC_LIBRARY}" "${_tern_cargo_shared}" "${TERN_SHARED_LIBRARY}" ${TERN_SHARED_LINKS})
+list(REMOVE_DUPLICATES _tern_outputs)
 add_custom_command(
-  OUTPUT "${TERN_STATIC_LIBRARY}" "${TERN_SHARED_LIBRARY}"
+  OUTPUT ${_tern_outputs}
   COMMAND ${CMAKE_COMMAND} -E env ${_tern_cargo_env} "${TERN_CARGO}" ${_tern_cargo_args}
   # cargo leaves up-to-date outputs alone; touching them keeps make from re-running it.
-  COMMAND ${CMAKE_COMMAND} -E touch_nocreate "${TERN_STATIC_LIBRARY}" "${TERN_SHARED_LIBRARY}"
+  COMMAND ${CMAKE_COMMAND} -E touch_nocreate "${TERN_STATIC_LIBRARY}" "${_tern_cargo_shared}"
+  ${_tern_layout_commands}
   DEPENDS ${_tern_cargo_inputs}
   WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}"
   COMMENT "cargo build --release: libtern"
   USES_TERMINAL
   VERBATIM)
-add_custom_target(tern_cargo DEPENDS "${TERN_STATIC_LIBRARY}" "${TERN_SHARED_LIBRARY}")
+add_custom_target(tern_cargo DEPENDS ${_tern_outputs})
 
 include(TernNativeLibs)
 tern_native_static_libs(TERN_NATIVE_STATIC_LIBS)
@@ -69,10 +103,14 @@ add_library(tern::static ALIAS tern_static)
 add_library(tern_shared SHARED IMPORTED GLOBAL)
 set_target_properties(tern_shared PROPERTIES
   IMPORTED_LOCATION "${TERN_SHARED_LIBRARY}"
-  # The cdylib has no SONAME: link it as -ltern (with its directory in the rpath) rather
-  # than recording the build path in the executable.
-  IMPORTED_NO_SONAME TRUE
   INTERFACE_INCLUDE_DIRECTORIES "${TERN_INCLUDE_DIR}")
+if(TERN_SHARED_SONAME)
+  # Executables record libtern.so.X and find it through the rpath CMake gives them.
+  set_target_properties(tern_shared PROPERTIES IMPORTED_SONAME "${TERN_SHARED_SONAME}")
+else()
+  # Link it as -ltern (its directory in the rpath) rather than recording the build path.
+  set_target_properties(tern_shared PROPERTIES IMPORTED_NO_SONAME TRUE)
+endif()
 add_dependencies(tern_shared tern_cargo)
 add_library(tern::shared ALIAS tern_shared)
 

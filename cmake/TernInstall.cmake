@@ -1,10 +1,13 @@
 # Installs the header, both libraries, a pkg-config file (tern.pc) and a CMake package
-# (find_package(tern)), so engines can link an installed tern either way.
+# (find_package(tern)), so engines can link an installed tern either way. On Linux the
+# shared library goes in with its versioned name and the libtern.so.X and libtern.so
+# symlinks (install(FILES) keeps symlinks as symlinks).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 install(FILES "${TERN_INCLUDE_DIR}/tern.h" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
-install(FILES "${TERN_STATIC_LIBRARY}" "${TERN_SHARED_LIBRARY}" DESTINATION "${CMAKE_INSTALL_LIBDIR}")
+install(FILES "${TERN_STATIC_LIBRARY}" ${TERN_SHARED_LINKS} DESTINATION "${CMAKE_INSTALL_LIBDIR}")
+install(PROGRAMS "${TERN_SHARED_LIBRARY}" DESTINATION "${CMAKE_INSTALL_LIBDIR}")
 
 string(JOIN " " TERN_NATIVE_STATIC_LIBS_STRING ${TERN_NATIVE_STATIC_LIBS})
 file(RELATIVE_PATH TERN_PC_TO_PREFIX "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
@@ -17,6 +20,11 @@ file(RELATIVE_PATH TERN_CONFIG_TO_PREFIX "/prefix/${_tern_config_dir}" "/prefix"
 string(REGEX REPLACE "/$" "" TERN_CONFIG_TO_PREFIX "${TERN_CONFIG_TO_PREFIX}")
 get_filename_component(TERN_STATIC_NAME "${TERN_STATIC_LIBRARY}" NAME)
 get_filename_component(TERN_SHARED_NAME "${TERN_SHARED_LIBRARY}" NAME)
+if(TERN_SHARED_SONAME)
+  set(TERN_SHARED_SONAME_PROPERTY "IMPORTED_SONAME \"${TERN_SHARED_SONAME}\"")
+else()
+  set(TERN_SHARED_SONAME_PROPERTY "IMPORTED_NO_SONAME TRUE")
+endif()
 configure_file("${CMAKE_CURRENT_LIST_DIR}/ternConfig.cmake.in"
                "${PROJECT_BINARY_DIR}/ternConfig.cmake" @ONLY)
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/ternConfigVersion.cmake"

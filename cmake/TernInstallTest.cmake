@@ -1,9 +1,12 @@
 # ctest script (cmake -P): installs the build into a scratch prefix, then builds the API
-# test against the installed tree as an engine would, through find_package(tern) (static
-# and shared) and through pkg-config, and runs each build.
+# test against the installed tree as an engine would, through find_package(tern) (static,
+# shared and tern::tern) and through pkg-config (shared, and static through the pc file's
+# static_libs variable), and runs each build.
 #
-# -D variables: BUILD_DIR (the tern build), SCRATCH (a directory to use), C_TESTS (the
-# c_tests source dir), C_COMPILER, PKG_CONFIG (empty: skip the pkg-config check).
+# -D variables: BUILD_DIR (the tern build), LIBDIR (its CMAKE_INSTALL_LIBDIR), SCRATCH (a
+# directory to use), C_TESTS (the c_tests source dir), C_COMPILER, PKG_CONFIG (empty: skip
+# the pkg-config check), CHECK (scripts/check-packaging.sh; empty: skip the checks of the
+# installed shared library's names, soname and symlinks), VERSION (the project version).
 
 function(run)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
@@ -24,17 +27,45 @@ run("${CMAKE_COMMAND}" -S "${C_TESTS}/consumer" -B "${consumer}" "-DCMAKE_PREFIX
 run("${CMAKE_COMMAND}" --build "${consumer}")
 run("${consumer}/consumer_static")
 run("${consumer}/consumer_shared")
+run("${consumer}/consumer_tern")
+
+if(CHECK)
+  string(REGEX MATCH "^[0-9]+" major "${VERSION}")
+  run(bash "${CHECK}" shared-layout "${prefix}/${LIBDIR}" "${VERSION}")
+  run(bash "${CHECK}" needs-soname "${consumer}/consumer_shared" "libtern.so.${major}")
+endif()
 
 if(PKG_CONFIG)
-  set(ENV{PKG_CONFIG_PATH} "${prefix}/lib/pkgconfig")
+  set(ENV{PKG_CONFIG_PATH} "${prefix}/${LIBDIR}/pkgconfig")
   execute_process(COMMAND "${PKG_CONFIG}" --cflags --libs tern OUTPUT_VARIABLE flags
                   RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "pkg-config does not find tern in ${prefix}/lib/pkgconfig")
+    message(FATAL_ERROR "pkg-config does not find tern in ${prefix}/${LIBDIR}/pkgconfig")
   endif()
   separate_arguments(flags UNIX_COMMAND "${flags}")
   run("${C_COMPILER}" -std=c11 "-I${C_TESTS}" "${C_TESTS}/test_api.c" ${flags} -lm
       -o "${SCRATCH}/pkgconfig_api")
-  set(ENV{LD_LIBRARY_PATH} "${prefix}/lib")
+  set(ENV{LD_LIBRARY_PATH} "${prefix}/${LIBDIR}")
   run("${SCRATCH}/pkgconfig_api")
+  if(CHECK)
+    run(bash "${CHECK}" needs-soname "${SCRATCH}/pkgconfig_api" "libtern.so.${major}")
+  endif()
+
+  # The static library through the pc file's static_libs variable.
+  execute_process(COMMAND "${PKG_CONFIG}" --cflags tern OUTPUT_VARIABLE cflags
+                  OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+  execute_process(COMMAND "${PKG_CONFIG}" --variable=static_libs tern OUTPUT_VARIABLE static_libs
+                  OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+  separate_arguments(cflags UNIX_COMMAND "${cflags}")
+  separate_arguments(static_libs UNIX_COMMAND "${static_libs}")
+  unset(ENV{LD_LIBRARY_PATH})
+  run("${C_COMPILER}" -std=c11 "-I${C_TESTS}" ${cflags} "${C_TESTS}/test_api.c" ${static_libs} -lm
+      -o "${SCRATCH}/pkgconfig_api_static")
+  run("${SCRATCH}/pkgconfig_api_static")
+  if(CHECK)
+    execute_process(COMMAND readelf -d "${SCRATCH}/pkgconfig_api_static" OUTPUT_VARIABLE dynamic)
+    if(dynamic MATCHES "libtern")
+      message(FATAL_ERROR "pkgconfig_api_static needs a libtern shared library:\n${dynamic}")
+    endif()
+  endif()
 endif()

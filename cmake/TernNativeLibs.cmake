@@ -23,6 +23,11 @@ function(tern_native_static_libs out_var)
   if(_rc EQUAL 0 AND _match)
     separate_arguments(_libs UNIX_COMMAND "${CMAKE_MATCH_1}")
     message(STATUS "tern: system libraries for the static library: ${CMAKE_MATCH_1}")
+  elseif(TERN_RUST_TARGET)
+    # Almost always a rustc without the target's std; the build would fail later, worse.
+    message(FATAL_ERROR "tern: ${TERN_RUSTC} cannot build for ${TERN_RUST_TARGET}:\n${_err}\n"
+            "For aarch64, run `. scripts/setup-aarch64.sh` first (it exports RUSTC, a rustc "
+            "with an aarch64 std), then configure a fresh build directory.")
   else()
     message(WARNING "tern: rustc --print native-static-libs failed; using pthread, dl and m")
     set(_libs pthread ${CMAKE_DL_LIBS} m)

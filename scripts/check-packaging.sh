@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Packaging checks, run by ctest (label `packaging`, c_tests/CMakeLists.txt) and usable by
+# hand. Each subcommand exits non-zero with a message when its check fails.
+#
+#   shared-layout LIBDIR VERSION
+#       LIBDIR has libtern.so.VERSION with soname libtern.so.MAJOR, the symlinks
+#       libtern.so.MAJOR -> libtern.so.VERSION and libtern.so -> libtern.so.MAJOR, and the
+#       library exports only tern_* symbols.
+#   needs-soname EXE SONAME
+#       EXE records SONAME (not the unversioned libtern.so) as a needed library.
+#   static-only CC SRCDIR LIBTERN_A SCRATCH NATIVE_LIB...
+#       No global symbol is defined twice in the archive, and c_tests/consumer/static_only.c
+#       links against LIBTERN_A plus rustc's native-static-libs (nothing else of tern's) and
+#       runs.
+#   kotlin-def CC SRCDIR LIBDIR SCRATCH NATIVE_LIB...
+#       Does what cinterop and the Kotlin/Native linker do with tern.def: compiles its
+#       headers with exactly its compilerOpts (from SRCDIR), then links a program with its
+#       staticLibraries (from LIBDIR instead of libraryPaths) and linkerOpts.linux, and runs
+#       it. Also checks that linkerOpts.linux has every library rustc lists (NATIVE_LIB...).
+#   modulemap CLANG SRCDIR LIBDIR SCRATCH
+#       include/module.modulemap builds as the clang module CTern: `@import CTern;` from
+#       Objective-C, and from C a `#include <tern.h>` that becomes a module import; the C
+#       program links against LIBDIR/libtern.so and runs.
+set -euo pipefail
+
+fail() {
+    echo "check-packaging: $*" >&2
+    exit 1
+}
+
+# The value of KEY in tern.def (a Java properties file: `key = value`).
+def_value() {
+    sed -n "s/^$2[[:space:]]*=[[:space:]]*//p" "$1" | head -n 1
+}
+
+shared_layout() {
+    local libdir=$1 version=$2
+    local major=${version%%.*}
+    local file=libtern.so.$version soname=libtern.so.$major
+    [ -f "$libdir/$file" ] && [ ! -L "$libdir/$file" ] || fail "$libdir/$file is not a regular file"
+    [ "$(readlink "$libdir/$soname")" = "$file" ] || fail "$libdir/$soname does not link to $file"
+    [ "$(readlink "$libdir/libtern.so")" = "$soname" ] || fail "$libdir/libtern.so does not link to $soname"
+    local actual
+    actual=$(readelf -d "$libdir/$file" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p')
+    [ "$actual" = "$soname" ] || fail "$file has soname '$actual', expected $soname"
+    # Rust's std and the dependencies stay internal: a program linking libtern.so and another
+    # Rust library gets no clashes through it.
+    local foreign
+    foreign=$(nm -D --defined-only "$libdir/$file" | awk '{print $NF}' | grep -v '^tern_' || true)
+    [ -z "$foreign" ] || fail "$file exports non-tern symbols: $(echo "$foreign" | head -n 5 | tr '\n' ' ')"
+    echo "check-packaging: $libdir: $file (soname $soname), symlinks, tern_* exports only"
+}
+
+needs_soname() {
+    local exe=$1 soname=$2 needed
+    needed=$(readelf -d "$exe" | sed -n 's/.*(NEEDED).*\[\(libtern[^]]*\)\].*/\1/p')
+    [ "$needed" = "$soname" ] || fail "$exe needs '$needed', expected $soname"
+    echo "check-packaging: $exe needs $soname"
+}
+
+static_only() {
+    local cc=$1 srcdir=$2 archive=$3 scratch=$4
+    shift 4
+    # A strong global defined by two members would break the link as soon as both members
+    # are pulled in.
+    local dups
+    dups=$(nm -A -g --defined-only "$archive" 2>/dev/null |
+        awk 'NF >= 3 && $(NF-1) ~ /^[TDBRGS]$/ {print $NF}' | sort | uniq -d)
+    [ -z "$dups" ] || fail "$archive defines more than once: $(echo "$dups" | head -n 5 | tr '\n' ' ')"
+    mkdir -p "$scratch"
+    "$cc" -std=c11 -I "$srcdir/include" "$srcdir/c_tests/consumer/static_only.c" "$archive" "$@" \
+        -o "$scratch/static_only"
+    "$scratch/static_only"
+    echo "check-packaging: a program linking only $(basename "$archive") (+ $*) builds and runs"
+}
+
+kotlin_def() {
+    local cc=$1 srcdir=$2 libdir=$3 scratch=$4
+    shift 4
+    local def="$srcdir/tern.def"
+    [ "$(def_value "$def" package)" = tern ] || fail "tern.def: package is not tern"
+    local headers filter compiler_opts static_libs linker_opts
+    headers=$(def_value "$def" headers)
+    filter=$(def_value "$def" headerFilter)
+    compiler_opts=$(def_value "$def" compilerOpts)
+    static_libs=$(def_value "$def" staticLibraries)
+    linker_opts=$(def_value "$def" linkerOpts.linux)
+    [ -n "$headers" ] && [ -n "$static_libs" ] || fail "tern.def lacks headers or staticLibraries"
+    [ "$filter" = "$headers" ] || fail "tern.def: headerFilter '$filter' is not the headers '$headers'"
+    local lib
+    for lib in "$@"; do
+        case " $linker_opts " in
+        *" $lib "*) ;;
+        *) fail "tern.def: linkerOpts.linux lacks $lib, which rustc lists for the static library" ;;
+        esac
+    done
+    mkdir -p "$scratch"
+    local h includes=""
+    for h in $headers; do includes+="#include <$h>"$'\n'; done
+    # Like cinterop: the headers alone, with only the .def's options, from the directory the
+    # .def's relative paths are written for.
+    # shellcheck disable=SC2086 # the .def's options are a word list
+    (cd "$srcdir" && printf '%s' "$includes" | "$cc" $compiler_opts -x c -fsyntax-only -) ||
+        fail "the headers of tern.def do not compile with compilerOpts '$compiler_opts'"
+    local archives=() a
+    for a in $static_libs; do archives+=("$libdir/$a"); done
+    # shellcheck disable=SC2086
+    (cd "$srcdir" && "$cc" $compiler_opts -c c_tests/consumer/static_only.c -o "$scratch/kotlin_def.o")
+    # shellcheck disable=SC2086
+    "$cc" "$scratch/kotlin_def.o" "${archives[@]}" $linker_opts -o "$scratch/kotlin_def"
+    "$scratch/kotlin_def"
+    echo "check-packaging: tern.def: headers compile with '$compiler_opts'; $static_libs + '$linker_opts' link and run"
+}
+
+modulemap() {
+    local clang=$1 srcdir=$2 libdir=$3 scratch=$4
+    local map="$srcdir/include/module.modulemap"
+    rm -rf "$scratch"
+    mkdir -p "$scratch"
+    local modules=(-fmodules -fmodules-cache-path="$scratch/cache" -fmodule-map-file="$map")
+    cat >"$scratch/import.m" <<'EOF'
+@import CTern;
+int main(void) { return tern_version() >> 16 == TERN_VERSION_MAJOR ? 0 : 1; }
+EOF
+    "$clang" "${modules[@]}" -Werror -c "$scratch/import.m" -o "$scratch/import_m.o"
+    cat >"$scratch/include.c" <<'EOF'
+#include <tern.h>
+#include <stdio.h>
+int main(void) {
+    printf("CTern module: tern %s\n", tern_version_string());
+    return tern_version() >> 16 == TERN_VERSION_MAJOR ? 0 : 1;
+}
+EOF
+    "$clang" "${modules[@]}" -I "$srcdir/include" -Werror -c "$scratch/include.c" -o "$scratch/include.o"
+    # The #include must have gone through the module, not textual inclusion.
+    find "$scratch/cache" -name 'CTern-*.pcm' | grep -q . || fail "clang built no CTern module"
+    "$clang" "$scratch/include.o" -L "$libdir" -ltern -Wl,-rpath,"$libdir" -o "$scratch/include"
+    "$scratch/include"
+    echo "check-packaging: module CTern imports (@import and #include) and links"
+}
+
+[ $# -ge 1 ] || fail "usage: $0 shared-layout|needs-soname|static-only|kotlin-def|modulemap ARGS..."
+cmd=$1
+shift
+case "$cmd" in
+shared-layout) shared_layout "$@" ;;
+needs-soname) needs_soname "$@" ;;
+static-only) static_only "$@" ;;
+kotlin-def) kotlin_def "$@" ;;
+modulemap) modulemap "$@" ;;
+*) fail "unknown check '$cmd'" ;;
+esac
