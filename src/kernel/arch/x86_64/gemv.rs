@@ -1,0 +1,357 @@
+//! The shape the AVX2 and AVX-512 VNNI kernels share: activation preparation, the tiling
+//! over (weight rows x tokens), the per-block loop with its scale handling, and the 2-bit
+//! unpack. An ISA only supplies its vector operations through [`Simd`].
+//!
+//! Everything here is `#[inline(always)]` and generic, so that it is compiled inside the
+//! ISA's `#[target_feature]` entry point, with that ISA's instructions.
+//!
+//! Arithmetic: weight codes stay biased in {0, 1, 2} (a corrupt 3 counts as +2), so
+//! `sum a*t = sum a*code - sum a`. The block sum of the activations is subtracted by
+//! seeding each block accumulator with `-sum a` in lane 0. Per TQ block, the int32
+//! accumulator is converted and multiplied by the block scale into a float accumulator;
+//! one horizontal reduction per (row, token) ends the tile. BitNet has one scale per
+//! tensor, so its accumulator stays int32 over the whole row.
+
+use crate::format::{bitnet, tq1_0, tq2_0, Format};
+use crate::kernel::{prep, ActI8, MatRef, OutRows};
+use std::array::from_fn;
+use std::arch::x86_64::*;
+
+/// Vector operations of one ISA. `V` holds bytes or int32 lanes, `F` the f32 lanes of the
+/// same width, `P` a partial dot-product accumulator for the planes of one weight load.
+pub(super) trait Simd {
+    /// Bytes per vector.
+    const W: usize;
+    type V: Copy;
+    type F: Copy;
+    type P: Copy;
+
+    unsafe fn load(p: *const u8) -> Self::V;
+    /// Loads `len < W` bytes and zeroes the other lanes, reading nothing past `p + len`.
+    unsafe fn load_partial(p: *const u8, len: usize) -> Self::V;
+    unsafe fn splat8(x: u8) -> Self::V;
+    /// The 2-bit codes at bit shift `2 * plane` of every byte of `x`.
+    unsafe fn plane2(x: Self::V, plane: usize, mask3: Self::V) -> Self::V;
+    /// A vector of int32 lanes with `x` in lane 0 and zeros elsewhere.
+    unsafe fn seed(x: i32) -> Self::V;
+    /// Starts the partial dot products of one weight load on top of `acc`.
+    unsafe fn p_start(acc: Self::V) -> Self::P;
+    /// `p += sum of u8 u * i8 s` over groups of adjacent bytes.
+    unsafe fn p_dot(p: Self::P, u: Self::V, s: Self::V) -> Self::P;
+    /// Folds the partial sums back into the int32 accumulator `acc` given to `p_start`.
+    unsafe fn p_end(p: Self::P, acc: Self::V) -> Self::V;
+    /// Adds the dot products of the 52 code bytes of one TQ1_0 block per row `w[r]` with
+    /// the activations prepared by [`tq1_slot`] at `a[t]` (320 bytes) to `acc[r][t]`.
+    unsafe fn tq1_block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        acc: &mut [[Self::V; T]; R],
+    );
+    unsafe fn fzero() -> Self::F;
+    /// `f + float(acc) * d`.
+    unsafe fn fmadd(acc: Self::V, d: f32, f: Self::F) -> Self::F;
+    unsafe fn fsum(f: Self::F) -> f32;
+    unsafe fn hsum(v: Self::V) -> i32;
+}
+
+/// Activations of every token, permuted into a kernel's unpack order (`stride` bytes per
+/// token, zero in padding lanes), with their block sums and row scales.
+pub(super) struct Prepared {
+    codes: Vec<i8>,
+    stride: usize,
+    sums: Vec<i32>,
+    blocks: usize,
+    scales: Vec<f32>,
+}
+
+impl Prepared {
+    fn new(a: &MatRef, block: usize, stride: usize, slot: impl Fn(usize) -> usize) -> Prepared {
+        let act = ActI8::parse(a);
+        let blocks = act.k / block;
+        let mut codes = vec![0i8; act.m * stride];
+        let mut sums = Vec::with_capacity(act.m * blocks);
+        for (t, out) in codes.chunks_exact_mut(stride).enumerate() {
+            prep::scatter(act.row(t), out, &slot);
+            sums.extend(prep::block_sums(act.row(t), block));
+        }
+        Prepared { codes, stride, sums, blocks, scales: act.scales }
+    }
+
+    #[inline(always)]
+    fn act(&self, token: usize, offset: usize) -> *const i8 {
+        debug_assert!(offset < self.stride);
+        self.codes[token * self.stride + offset..].as_ptr()
+    }
+
+    #[inline(always)]
+    fn sum(&self, token: usize, block: usize) -> i32 {
+        self.sums[token * self.blocks + block]
+    }
+}
+
+/// A kernel's work for one tile of `R` weight rows x `T` tokens.
+trait Tiles {
+    unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutRows, r0: usize, t0: usize);
+}
+
+/// Runs every (row, token) of `out` in tiles of `R x T`, then the leftover rows and
+/// tokens one at a time. Rows are the outer loop: a tile's weight rows stay in L1 while
+/// the prepared activations of all tokens stream from L2.
+#[inline(always)]
+unsafe fn sweep<C: Tiles, const R: usize, const T: usize>(c: &C, out: &mut OutRows) {
+    let (rows, m) = (out.rows(), out.m());
+    let mut r = rows.start;
+    while r + R <= rows.end {
+        tokens::<C, R, T>(c, out, r, m);
+        r += R;
+    }
+    while r < rows.end {
+        tokens::<C, 1, T>(c, out, r, m);
+        r += 1;
+    }
+}
+
+#[inline(always)]
+unsafe fn tokens<C: Tiles, const R: usize, const T: usize>(c: &C, out: &mut OutRows, r: usize, m: usize) {
+    let mut t = 0;
+    while t + T <= m {
+        c.tile::<R, T>(out, r, t);
+        t += T;
+    }
+    while t < m {
+        c.tile::<R, 1>(out, r, t);
+        t += 1;
+    }
+}
+
+/// One GEMV with `R1` rows per tile for a single token; a batch uses `RB x TB` tiles, so
+/// each unpacked weight vector serves `TB` tokens.
+#[inline(always)]
+unsafe fn run<C: Tiles, const R1: usize, const RB: usize, const TB: usize>(c: &C, out: &mut OutRows) {
+    if out.m() == 1 {
+        sweep::<C, R1, 1>(c, out)
+    } else {
+        sweep::<C, RB, TB>(c, out)
+    }
+}
+
+/// Adds the dot products of 2-bit codes (one load `x[r]` per row, `W` bytes, four planes)
+/// with the activations at `a[t]` (`4 W` bytes, one vector per plane) to `acc[r][t]`.
+#[inline(always)]
+unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(
+    x: [S::V; R],
+    a: [*const i8; T],
+    acc: &mut [[S::V; T]; R],
+) {
+    let mask3 = S::splat8(3);
+    let mut p: [[S::P; T]; R] = from_fn(|r| from_fn(|t| S::p_start(acc[r][t])));
+    for plane in 0..4 {
+        let w: [S::V; R] = from_fn(|r| S::plane2(x[r], plane, mask3));
+        for t in 0..T {
+            let av = S::load(a[t].add(plane * S::W) as *const u8);
+            for r in 0..R {
+                p[r][t] = S::p_dot(p[r][t], w[r], av);
+            }
+        }
+    }
+    for r in 0..R {
+        for t in 0..T {
+            acc[r][t] = S::p_end(p[r][t], acc[r][t]);
+        }
+    }
+}
+
+/// A block scale stored as f16 (F16C is part of every kernel's features).
+#[inline(always)]
+unsafe fn f16_at(p: *const u8) -> f32 {
+    let bits = u16::from_le_bytes([*p, *p.add(1)]);
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+}
+
+/// A TQ format's block layout and how its codes meet the prepared activations.
+pub(super) trait Tq {
+    const BLOCK_BYTES: usize;
+    /// Offset of the f16 scale in a block.
+    const SCALE_AT: usize;
+    /// Prepared activation bytes per block for `W`-byte vectors.
+    fn act_block(w: usize) -> usize;
+    /// Slot of element `e` (< 256) of a block in its prepared activations.
+    fn slot(e: usize, w: usize) -> usize;
+    unsafe fn block<S: Simd, const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        acc: &mut [[S::V; T]; R],
+    );
+}
+
+pub(super) struct Tq2;
+
+impl Tq for Tq2 {
+    const BLOCK_BYTES: usize = tq2_0::BLOCK_BYTES;
+    const SCALE_AT: usize = tq2_0::QS_BYTES;
+
+    fn act_block(_w: usize) -> usize {
+        256
+    }
+
+    fn slot(e: usize, w: usize) -> usize {
+        let (byte, plane) = prep::tq2_0_position(e);
+        prep::unpack_slot(byte, plane, w, 4)
+    }
+
+    #[inline(always)]
+    unsafe fn block<S: Simd, const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        acc: &mut [[S::V; T]; R],
+    ) {
+        for c in 0..tq2_0::QS_BYTES / S::W {
+            let x: [S::V; R] = from_fn(|r| S::load(w[r].add(c * S::W)));
+            dot_2bit::<S, R, T>(x, a.map(|p| p.add(c * 4 * S::W)), acc);
+        }
+    }
+}
+
+pub(super) struct Tq1;
+
+/// TQ1_0 code bytes per block (`qs` and `qh`, which are contiguous).
+pub(super) const TQ1_CODE_BYTES: usize = tq1_0::QS_BYTES + tq1_0::QH_BYTES;
+
+/// Slot of TQ1_0 element `e` of a block when the 52 code bytes are loaded `w` at a time and
+/// each load is split into its five base-3 digits.
+pub(super) fn tq1_slot(e: usize, w: usize) -> usize {
+    let (byte, digit) = tq1_0::position(e);
+    prep::unpack_slot(byte, digit, w, 5)
+}
+
+impl Tq for Tq1 {
+    const BLOCK_BYTES: usize = tq1_0::BLOCK_BYTES;
+    const SCALE_AT: usize = TQ1_CODE_BYTES;
+
+    fn act_block(w: usize) -> usize {
+        TQ1_CODE_BYTES.div_ceil(w) * w * 5
+    }
+
+    fn slot(e: usize, w: usize) -> usize {
+        tq1_slot(e, w)
+    }
+
+    #[inline(always)]
+    unsafe fn block<S: Simd, const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        acc: &mut [[S::V; T]; R],
+    ) {
+        S::tq1_block::<R, T>(w, a, acc)
+    }
+}
+
+struct TqCtx<'a, S: Simd, L: Tq> {
+    w: &'a [u8],
+    blocks: usize,
+    act_block: usize,
+    act: Prepared,
+    _isa: std::marker::PhantomData<(S, L)>,
+}
+
+impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutRows, r0: usize, t0: usize) {
+        let row_bytes = self.blocks * L::BLOCK_BYTES;
+        let rows: [&[u8]; R] = from_fn(|r| &self.w[(r0 + r) * row_bytes..][..row_bytes]);
+        let mut f = [[S::fzero(); T]; R];
+        for b in 0..self.blocks {
+            let w: [*const u8; R] = rows.map(|row| row[b * L::BLOCK_BYTES..][..L::BLOCK_BYTES].as_ptr());
+            let a: [*const i8; T] = from_fn(|t| self.act.act(t0 + t, b * self.act_block));
+            let mut acc: [[S::V; T]; R] = [from_fn(|t| S::seed(-self.act.sum(t0 + t, b))); R];
+            L::block::<S, R, T>(w, a, &mut acc);
+            for r in 0..R {
+                let d = f16_at(w[r].add(L::SCALE_AT));
+                for t in 0..T {
+                    f[r][t] = S::fmadd(acc[r][t], d, f[r][t]);
+                }
+            }
+        }
+        for r in 0..R {
+            for t in 0..T {
+                out.set(t0 + t, r0 + r, self.act.scales[t0 + t] * S::fsum(f[r][t]));
+            }
+        }
+    }
+}
+
+/// TQ1_0 or TQ2_0 x I8_ABSMAX.
+///
+/// # Safety
+/// The CPU must have the features `S` is built on; operands checked as for any `KernelFn`.
+#[inline(always)]
+pub(super) unsafe fn tq<S: Simd, L: Tq, const R1: usize, const RB: usize, const TB: usize>(
+    w: &MatRef,
+    a: &MatRef,
+    out: &mut OutRows,
+) {
+    let blocks = w.cols / 256;
+    let act_block = L::act_block(S::W);
+    let act = Prepared::new(a, 256, blocks * act_block, |e| (e / 256) * act_block + L::slot(e % 256, S::W));
+    let c = TqCtx::<S, L> { w: w.bytes, blocks, act_block, act, _isa: std::marker::PhantomData };
+    run::<_, R1, RB, TB>(&c, out)
+}
+
+struct BitnetCtx<'a, S: Simd> {
+    w: &'a [u8],
+    /// Code bytes per row (`k / 4`).
+    row_bytes: usize,
+    scale: f32,
+    act: Prepared,
+    _isa: std::marker::PhantomData<S>,
+}
+
+impl<S: Simd> Tiles for BitnetCtx<'_, S> {
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutRows, r0: usize, t0: usize) {
+        let n = self.row_bytes;
+        let rows: [&[u8]; R] = from_fn(|r| &self.w[(r0 + r) * n..][..n]);
+        let mut acc: [[S::V; T]; R] = [from_fn(|t| S::seed(-self.act.sum(t0 + t, 0))); R];
+        let full = n / S::W;
+        for c in 0..full {
+            let x: [S::V; R] = rows.map(|row| S::load(row[c * S::W..][..S::W].as_ptr()));
+            let a: [*const i8; T] = from_fn(|t| self.act.act(t0 + t, c * 4 * S::W));
+            dot_2bit::<S, R, T>(x, a, &mut acc);
+        }
+        let tail = n - full * S::W;
+        if tail > 0 {
+            // Lanes past the row's end load as code 0 and meet zero activations.
+            let x: [S::V; R] = rows.map(|row| S::load_partial(row[full * S::W..].as_ptr(), tail));
+            let a: [*const i8; T] = from_fn(|t| self.act.act(t0 + t, full * 4 * S::W));
+            dot_2bit::<S, R, T>(x, a, &mut acc);
+        }
+        for r in 0..R {
+            for t in 0..T {
+                // The reference's order: one block, `a_scale * (d * dot)`.
+                let dot = S::hsum(acc[r][t]) as f32;
+                out.set(t0 + t, r0 + r, self.act.scales[t0 + t] * (self.scale * dot));
+            }
+        }
+    }
+}
+
+/// BITNET_B1_58 x I8_ABSMAX.
+///
+/// # Safety
+/// As for [`tq`].
+#[inline(always)]
+pub(super) unsafe fn bitnet<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
+    w: &MatRef,
+    a: &MatRef,
+    out: &mut OutRows,
+) {
+    debug_assert_eq!(w.format, Format::BitnetB158);
+    let row_bytes = w.cols / 4;
+    let stride = row_bytes.div_ceil(S::W) * S::W * 4;
+    let act = Prepared::new(a, w.cols, stride, |e| {
+        let (byte, plane) = prep::bitnet_position(e);
+        prep::unpack_slot(byte, plane, S::W, 4)
+    });
+    let c = BitnetCtx::<S> { w: w.bytes, row_bytes, scale: bitnet::scale(w.bytes), act, _isa: std::marker::PhantomData };
+    run::<_, R1, RB, TB>(&c, out)
+}
