@@ -50,7 +50,7 @@ mod tests {
     #[test]
     fn sums_per_block() {
         let codes: Vec<i8> = (0..8).map(|i| i - 3).collect();
-        assert_eq!(block_sums(&codes, 4).collect::<Vec<_>>(), vec![-2, 14]);
+        assert_eq!(block_sums(&codes, 4).collect::<Vec<_>>(), vec![-6, 10]);
     }
 
     #[test]
