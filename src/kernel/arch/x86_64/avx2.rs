@@ -23,6 +23,11 @@ impl Simd for Avx2 {
     type P = __m256i;
 
     #[inline(always)]
+    unsafe fn zero() -> __m256i {
+        _mm256_setzero_si256()
+    }
+
+    #[inline(always)]
     unsafe fn load(p: *const u8) -> __m256i {
         _mm256_loadu_si256(p as *const __m256i)
     }
@@ -86,24 +91,29 @@ impl Simd for Avx2 {
         let high = _mm256_set1_epi16(0xFF00u16 as i16);
         let three = _mm256_set1_epi16(3);
         for chunk in 0..2 {
-            let x: [__m256i; R] = w.map(|p| match chunk {
-                0 => Self::load(p),
-                _ => {
-                    let qs = _mm_loadu_si128(p.add(32) as *const __m128i);
-                    let qh = _mm_cvtsi32_si128(i32::from_le_bytes(*(p.add(48) as *const [u8; 4])));
-                    _mm256_set_m128i(qh, qs)
-                }
-            });
-            let odd = x.map(|x| _mm256_and_si256(x, high));
-            let even = x.map(|x| _mm256_slli_epi16::<8>(x));
-            let mut p = [[_mm256_setzero_si256(); T]; R];
+            let zero = _mm256_setzero_si256();
+            let (mut odd, mut even) = ([zero; R], [zero; R]);
+            for r in 0..R {
+                let x = match chunk {
+                    0 => Self::load(w[r]),
+                    _ => {
+                        let qs = _mm_loadu_si128(w[r].add(32) as *const __m128i);
+                        let qh = _mm_cvtsi32_si128(i32::from_le_bytes(*(w[r].add(48) as *const [u8; 4])));
+                        _mm256_set_m128i(qh, qs)
+                    }
+                };
+                odd[r] = _mm256_and_si256(x, high);
+                even[r] = _mm256_slli_epi16::<8>(x);
+            }
+            let mut p = [[zero; T]; R];
             for (digit, &pow) in POW3.iter().enumerate() {
                 let pow = _mm256_set1_epi16(pow);
-                let codes: [__m256i; R] = std::array::from_fn(|r| {
+                let mut codes = [zero; R];
+                for r in 0..R {
                     let o = _mm256_mulhi_epu16(_mm256_mullo_epi16(odd[r], pow), three);
                     let e = _mm256_mulhi_epu16(_mm256_mullo_epi16(even[r], pow), three);
-                    _mm256_or_si256(_mm256_slli_epi16::<8>(o), e)
-                });
+                    codes[r] = _mm256_or_si256(_mm256_slli_epi16::<8>(o), e);
+                }
                 for t in 0..T {
                     let av = Self::load(a[t].add(chunk * 160 + digit * 32) as *const u8);
                     for r in 0..R {

@@ -3,7 +3,6 @@
 
 use super::gemv::{self, Simd, Tq1, Tq2, TQ1_CODE_BYTES};
 use crate::kernel::{MatRef, OutRows};
-use std::array::from_fn;
 use std::arch::x86_64::*;
 
 pub(super) const FEATURES: &str = "avx512f, avx512bw, avx512vnni, f16c, fma";
@@ -23,6 +22,11 @@ impl Simd for Avx512 {
     type V = __m512i;
     type F = __m512;
     type P = __m512i;
+
+    #[inline(always)]
+    unsafe fn zero() -> __m512i {
+        _mm512_setzero_si512()
+    }
 
     #[inline(always)]
     unsafe fn load(p: *const u8) -> __m512i {
@@ -82,12 +86,24 @@ impl Simd for Avx512 {
         a: [*const i8; T],
         acc: &mut [[__m512i; T]; R],
     ) {
-        let mut q: [__m512i; R] = w.map(|p| Self::load_partial(p, TQ1_CODE_BYTES));
-        let mut lo = [[_mm512_setzero_si512(); T]; R];
+        let zero = _mm512_setzero_si512();
+        let mut q = [zero; R];
+        for r in 0..R {
+            q[r] = Self::load_partial(w[r], TQ1_CODE_BYTES);
+        }
+        let mut lo = [[zero; T]; R];
         // The seed `-sum a` joins as `+256 sum a` in the subtracted sum.
-        let mut hi: [[__m512i; T]; R] = from_fn(|r| from_fn(|t| _mm512_slli_epi32::<8>(_mm512_sub_epi32(_mm512_setzero_si512(), acc[r][t]))));
+        let mut hi = [[zero; T]; R];
+        for r in 0..R {
+            for t in 0..T {
+                hi[r][t] = _mm512_slli_epi32::<8>(_mm512_sub_epi32(zero, acc[r][t]));
+            }
+        }
         for digit in 0..5 {
-            let next: [__m512i; R] = q.map(|q| _mm512_add_epi8(q, _mm512_add_epi8(q, q)));
+            let mut next = [zero; R];
+            for r in 0..R {
+                next[r] = _mm512_add_epi8(q[r], opaque(_mm512_add_epi8(q[r], q[r])));
+            }
             for t in 0..T {
                 let av = _mm512_loadu_si512(a[t].add(digit * 64) as *const _);
                 for r in 0..R {
@@ -125,6 +141,17 @@ impl Simd for Avx512 {
     unsafe fn hsum(v: __m512i) -> i32 {
         _mm512_reduce_add_epi32(v)
     }
+}
+
+/// Returns `v`, hidden from the optimizer: LLVM would otherwise fold `q + q + q` on bytes
+/// into a multiply by 3, which AVX-512 lacks for bytes and emulates with `vpmullw` and
+/// masks, several times the cost of two `vpaddb`. The empty asm emits no instruction.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn opaque(mut v: __m512i) -> __m512i {
+    // SAFETY: an empty template with one register operand reads and writes nothing else.
+    unsafe { std::arch::asm!("/* {0} */", inout(zmm_reg) v, options(pure, nomem, nostack, preserves_flags)) };
+    v
 }
 
 macro_rules! entry {

@@ -14,7 +14,6 @@
 
 use crate::format::{bitnet, tq1_0, tq2_0, Format};
 use crate::kernel::{prep, ActI8, MatRef, OutRows};
-use std::array::from_fn;
 use std::arch::x86_64::*;
 
 /// Vector operations of one ISA. `V` holds bytes or int32 lanes, `F` the f32 lanes of the
@@ -26,6 +25,7 @@ pub(super) trait Simd {
     type F: Copy;
     type P: Copy;
 
+    unsafe fn zero() -> Self::V;
     unsafe fn load(p: *const u8) -> Self::V;
     /// Loads `len < W` bytes and zeroes the other lanes, reading nothing past `p + len`.
     unsafe fn load_partial(p: *const u8, len: usize) -> Self::V;
@@ -75,12 +75,6 @@ impl Prepared {
             sums.extend(prep::block_sums(act.row(t), block));
         }
         Prepared { codes, stride, sums, blocks, scales: act.scales }
-    }
-
-    #[inline(always)]
-    fn act(&self, token: usize, offset: usize) -> *const i8 {
-        debug_assert!(offset < self.stride);
-        self.codes[token * self.stride + offset..].as_ptr()
     }
 
     #[inline(always)]
@@ -144,9 +138,17 @@ unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(
     acc: &mut [[S::V; T]; R],
 ) {
     let mask3 = S::splat8(3);
-    let mut p: [[S::P; T]; R] = from_fn(|r| from_fn(|t| S::p_start(acc[r][t])));
+    let mut p = [[S::p_start(S::zero()); T]; R];
+    for r in 0..R {
+        for t in 0..T {
+            p[r][t] = S::p_start(acc[r][t]);
+        }
+    }
     for plane in 0..4 {
-        let w: [S::V; R] = from_fn(|r| S::plane2(x[r], plane, mask3));
+        let mut w = [S::zero(); R];
+        for r in 0..R {
+            w[r] = S::plane2(x[r], plane, mask3);
+        }
         for t in 0..T {
             let av = S::load(a[t].add(plane * S::W) as *const u8);
             for r in 0..R {
@@ -206,8 +208,15 @@ impl Tq for Tq2 {
         acc: &mut [[S::V; T]; R],
     ) {
         for c in 0..tq2_0::QS_BYTES / S::W {
-            let x: [S::V; R] = from_fn(|r| S::load(w[r].add(c * S::W)));
-            dot_2bit::<S, R, T>(x, a.map(|p| p.add(c * 4 * S::W)), acc);
+            let mut x = [S::zero(); R];
+            for r in 0..R {
+                x[r] = S::load(w[r].add(c * S::W));
+            }
+            let mut ac = a;
+            for t in 0..T {
+                ac[t] = a[t].add(c * 4 * S::W);
+            }
+            dot_2bit::<S, R, T>(x, ac, acc);
         }
     }
 }
@@ -258,12 +267,22 @@ impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
     #[inline(always)]
     unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutRows, r0: usize, t0: usize) {
         let row_bytes = self.blocks * L::BLOCK_BYTES;
-        let rows: [&[u8]; R] = from_fn(|r| &self.w[(r0 + r) * row_bytes..][..row_bytes]);
+        // Bounds are checked here, once per tile; the block loop uses raw pointers.
+        let bytes = &self.w[r0 * row_bytes..(r0 + R) * row_bytes];
+        let act = &self.act.codes[t0 * self.act.stride..(t0 + T) * self.act.stride];
         let mut f = [[S::fzero(); T]; R];
         for b in 0..self.blocks {
-            let w: [*const u8; R] = rows.map(|row| row[b * L::BLOCK_BYTES..][..L::BLOCK_BYTES].as_ptr());
-            let a: [*const i8; T] = from_fn(|t| self.act.act(t0 + t, b * self.act_block));
-            let mut acc: [[S::V; T]; R] = [from_fn(|t| S::seed(-self.act.sum(t0 + t, b))); R];
+            let mut w = [bytes.as_ptr(); R];
+            for r in 0..R {
+                w[r] = bytes.as_ptr().add(r * row_bytes + b * L::BLOCK_BYTES);
+            }
+            let mut a = [act.as_ptr(); T];
+            let mut seeds = [S::zero(); T];
+            for t in 0..T {
+                a[t] = act.as_ptr().add(t * self.act.stride + b * self.act_block);
+                seeds[t] = S::seed(-self.act.sum(t0 + t, b));
+            }
+            let mut acc = [seeds; R];
             L::block::<S, R, T>(w, a, &mut acc);
             for r in 0..R {
                 let d = f16_at(w[r].add(L::SCALE_AT));
@@ -310,19 +329,27 @@ impl<S: Simd> Tiles for BitnetCtx<'_, S> {
     #[inline(always)]
     unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutRows, r0: usize, t0: usize) {
         let n = self.row_bytes;
-        let rows: [&[u8]; R] = from_fn(|r| &self.w[(r0 + r) * n..][..n]);
-        let mut acc: [[S::V; T]; R] = [from_fn(|t| S::seed(-self.act.sum(t0 + t, 0))); R];
-        let full = n / S::W;
-        for c in 0..full {
-            let x: [S::V; R] = rows.map(|row| S::load(row[c * S::W..][..S::W].as_ptr()));
-            let a: [*const i8; T] = from_fn(|t| self.act.act(t0 + t, c * 4 * S::W));
-            dot_2bit::<S, R, T>(x, a, &mut acc);
+        // Bounds are checked here, once per tile; the chunk loop uses raw pointers.
+        let bytes = &self.w[r0 * n..(r0 + R) * n];
+        let act = &self.act.codes[t0 * self.act.stride..(t0 + T) * self.act.stride];
+        let mut seeds = [S::zero(); T];
+        for t in 0..T {
+            seeds[t] = S::seed(-self.act.sum(t0 + t, 0));
         }
+        let mut acc = [seeds; R];
+        let full = n / S::W;
         let tail = n - full * S::W;
-        if tail > 0 {
-            // Lanes past the row's end load as code 0 and meet zero activations.
-            let x: [S::V; R] = rows.map(|row| S::load_partial(row[full * S::W..].as_ptr(), tail));
-            let a: [*const i8; T] = from_fn(|t| self.act.act(t0 + t, full * 4 * S::W));
+        for c in 0..full + (tail > 0) as usize {
+            let mut x = [S::zero(); R];
+            for r in 0..R {
+                let p = bytes.as_ptr().add(r * n + c * S::W);
+                // Lanes past the row's end load as code 0 and meet zero activations.
+                x[r] = if c < full { S::load(p) } else { S::load_partial(p, tail) };
+            }
+            let mut a = [act.as_ptr(); T];
+            for t in 0..T {
+                a[t] = act.as_ptr().add(t * self.act.stride + c * 4 * S::W);
+            }
             dot_2bit::<S, R, T>(x, a, &mut acc);
         }
         for r in 0..R {
