@@ -215,3 +215,52 @@ fn corrupt_codes_count_as_plus_two() {
     let w = corrupt_weights(&mut rng, Format::BitnetB158, 7, 100);
     check(Format::BitnetB158, &w, 7, 100, 3, 0..7, &mut rng);
 }
+
+/// Runs the SIMD requantizer and `Format::I8Absmax.encode` (the definition) on one row and
+/// demands the same scale bits and codes.
+fn requant_matches(x: &[f32]) {
+    let requant = tern::kernel::arch::requant_row().expect("an x86_64 requantizer on an AVX2 CPU");
+    let mut codes = vec![0x55u8 as i8; x.len()];
+    let scale = requant(x, &mut codes);
+    let want = encode(Format::I8Absmax, x, 1, x.len());
+    let (want_codes, want_scale) = want.split_at(x.len());
+    assert_eq!(scale.to_bits(), f32::from_le_bytes(want_scale.try_into().unwrap()).to_bits(), "scale of {x:?}");
+    assert_eq!(bytemuck_i8(want_codes), codes, "codes of {x:?}");
+}
+
+fn bytemuck_i8(b: &[u8]) -> Vec<i8> {
+    b.iter().map(|&b| b as i8).collect()
+}
+
+#[test]
+fn requant_is_bit_identical_to_the_definition() {
+    if !std::arch::is_x86_feature_detected!("avx2") {
+        eprintln!("note: skipping the AVX2 requantizer: this CPU lacks avx2");
+        return;
+    }
+    let mut rng = Rng(0x5EED_1234_ABCD_0005);
+    // Random rows of lengths around the 32-float step, and wide-range magnitudes.
+    for len in (1..=70).chain([255, 256, 4096, 4097]) {
+        let x: Vec<f32> = (0..len).map(|_| rng.f32() * 10.0).collect();
+        requant_matches(&x);
+        let x: Vec<f32> = (0..len).map(|_| rng.f32() * f32::powi(2.0, (rng.next() % 60) as i32 - 30)).collect();
+        requant_matches(&x);
+    }
+    // Exact ties: absmax 127 gives scale 1, so k + 0.5 divides to itself; absmax 254 gives
+    // scale 2 and odd integers tie.
+    let ties: Vec<f32> = (0..100).map(|i| (i as f32 - 50.0) + 0.5).chain([127.0, -126.5, 126.5]).collect();
+    requant_matches(&ties);
+    let ties: Vec<f32> = (-127..=127).map(|i| (2 * i + 1) as f32).chain([254.0]).filter(|v| v.abs() <= 254.0).collect();
+    requant_matches(&ties);
+    // Zero rows and a row of -0.0.
+    for len in [1, 31, 32, 33, 100] {
+        requant_matches(&vec![0.0; len]);
+        requant_matches(&vec![-0.0; len]);
+    }
+    // One non-zero element among zeros, at every position of a 40-element row.
+    for i in 0..40 {
+        let mut x = vec![0.0f32; 40];
+        x[i] = -3.25;
+        requant_matches(&x);
+    }
+}

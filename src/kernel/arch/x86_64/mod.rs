@@ -3,6 +3,7 @@
 mod avx2;
 mod avx512vnni;
 mod gemv;
+mod requant;
 
 use crate::format::Format;
 use crate::kernel::{Kernel, KernelFn};
@@ -32,6 +33,7 @@ pub fn kernels() -> Vec<Kernel> {
         .collect()
 }
 
+/// The AVX2 requantizer when this CPU has AVX2 (the division, not the width, bounds it).
 pub fn requant_row() -> Option<crate::kernel::RequantRowFn> {
-    None
+    requant::available().then_some(requant::requant_row as crate::kernel::RequantRowFn)
 }
