@@ -57,6 +57,16 @@ impl Simd for Avx2 {
     }
 
     #[inline(always)]
+    unsafe fn and(a: __m256i, b: __m256i) -> __m256i {
+        _mm256_and_si256(a, b)
+    }
+
+    #[inline(always)]
+    unsafe fn srl4(x: __m256i) -> __m256i {
+        _mm256_srli_epi16::<4>(x)
+    }
+
+    #[inline(always)]
     unsafe fn seed(x: i32) -> __m256i {
         _mm256_zextsi128_si256(_mm_cvtsi32_si128(x))
     }

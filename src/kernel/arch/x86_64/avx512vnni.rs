@@ -57,6 +57,16 @@ impl Simd for Avx512 {
     }
 
     #[inline(always)]
+    unsafe fn and(a: __m512i, b: __m512i) -> __m512i {
+        _mm512_and_si512(a, b)
+    }
+
+    #[inline(always)]
+    unsafe fn srl4(x: __m512i) -> __m512i {
+        _mm512_srli_epi16::<4>(x)
+    }
+
+    #[inline(always)]
     unsafe fn seed(x: i32) -> __m512i {
         _mm512_zextsi128_si512(_mm_cvtsi32_si128(x))
     }
