@@ -15,6 +15,7 @@
 use crate::format::{bitnet, tq1_0, tq2_0, Format};
 use crate::kernel::{prep, ActI8, MatRef, OutRows};
 use std::arch::x86_64::*;
+use std::ops::Range;
 
 /// Vector operations of one ISA. `V` holds bytes or int32 lanes, `F` the f32 lanes of the
 /// same width, `P` a partial dot-product accumulator for the planes of one weight load.
@@ -91,33 +92,43 @@ trait Tiles {
     unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutRows, r0: usize, t0: usize);
 }
 
-/// Runs every (row, token) of `out` in tiles of `R x T`, then the leftover rows and
-/// tokens one at a time. Rows are the outer loop: a tile's weight rows stay in L1 while
-/// the prepared activations of all tokens stream from L2.
+/// Weight rows per panel: a panel's rows (about 64 KiB at k = 4096) stay in L2 while every
+/// token tile passes over them, and a token tile's prepared activations stay in L1 while
+/// it walks the panel. Rows in the outer loop alone would stream all tokens' activations
+/// from L2 for every row tile; tokens outside, all weights from L3 for every token tile.
+const PANEL: usize = 64;
+
+/// Runs every (row, token) of `out` in tiles of `R x T`, then the leftover rows and tokens
+/// one at a time, panel by panel.
 #[inline(always)]
 unsafe fn sweep<C: Tiles, const R: usize, const T: usize>(c: &C, out: &mut OutRows) {
     let (rows, m) = (out.rows(), out.m());
-    let mut r = rows.start;
-    while r + R <= rows.end {
-        tokens::<C, R, T>(c, out, r, m);
-        r += R;
-    }
-    while r < rows.end {
-        tokens::<C, 1, T>(c, out, r, m);
-        r += 1;
+    let mut p = rows.start;
+    while p < rows.end {
+        let end = (p + PANEL).min(rows.end);
+        let mut t = 0;
+        while t + T <= m {
+            panel::<C, R, T>(c, out, p..end, t);
+            t += T;
+        }
+        while t < m {
+            panel::<C, R, 1>(c, out, p..end, t);
+            t += 1;
+        }
+        p = end;
     }
 }
 
 #[inline(always)]
-unsafe fn tokens<C: Tiles, const R: usize, const T: usize>(c: &C, out: &mut OutRows, r: usize, m: usize) {
-    let mut t = 0;
-    while t + T <= m {
+unsafe fn panel<C: Tiles, const R: usize, const T: usize>(c: &C, out: &mut OutRows, rows: Range<usize>, t: usize) {
+    let mut r = rows.start;
+    while r + R <= rows.end {
         c.tile::<R, T>(out, r, t);
-        t += T;
+        r += R;
     }
-    while t < m {
-        c.tile::<R, 1>(out, r, t);
-        t += 1;
+    while r < rows.end {
+        c.tile::<1, T>(out, r, t);
+        r += 1;
     }
 }
 
