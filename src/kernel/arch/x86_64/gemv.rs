@@ -10,7 +10,14 @@
 //! seeding each block accumulator with `-sum a` in lane 0. Per TQ block, the int32
 //! accumulator is converted and multiplied by the block scale into a float accumulator;
 //! one horizontal reduction per (row, token) ends the tile. BitNet has one scale per
-//! tensor, so its accumulator stays int32 over the whole row.
+//! tensor, so its accumulator stays int32 over the whole row, which also lets its odd
+//! 2-bit planes skip their shift (see [`dot_2bit_x4`]).
+//!
+//! Batches (m > 1) run tiles of several tokens, so each unpacked weight vector feeds
+//! several `vpdpbusd`/`vpmaddubsw`, over panels of rows that keep the working set in cache.
+
+// Tiles index several per-row and per-token arrays in lockstep.
+#![allow(clippy::needless_range_loop)]
 
 use crate::format::{bitnet, tq1_0, tq2_0, Format};
 use crate::kernel::{prep, ActI8, MatRef, OutRows};
@@ -19,6 +26,9 @@ use std::ops::Range;
 
 /// Vector operations of one ISA. `V` holds bytes or int32 lanes, `F` the f32 lanes of the
 /// same width, `P` a partial dot-product accumulator for the planes of one weight load.
+///
+/// Every method needs the CPU features of its ISA; the pointer methods need `W` readable
+/// bytes (or `len` for `load_partial`).
 pub(super) trait Simd {
     /// Bytes per vector.
     const W: usize;
