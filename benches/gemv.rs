@@ -118,6 +118,11 @@ fn bench(c: &mut Criterion<CpuTime>) {
                 }
             })
         });
+        // The definition, for scale: the format's encoder (it also checks for non-finite input).
+        let mut bytes = vec![0u8; Format::I8Absmax.bytes_for(m, K).unwrap()];
+        group.bench_function(BenchmarkId::new("encode", format!("{m}x{K}")), |b| {
+            b.iter(|| Format::I8Absmax.encode(&src, m, K, &mut bytes).unwrap())
+        });
     }
     group.finish();
 }
