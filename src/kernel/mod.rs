@@ -5,6 +5,7 @@
 //! owns the policy of choosing among them.
 
 pub mod arch;
+pub mod prep;
 pub mod reference;
 
 use crate::error::{Error, Result};

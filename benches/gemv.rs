@@ -1,0 +1,135 @@
+//! Ternary GEMV per kernel and weight format at 4096x4096, single thread, weights warm in
+//! cache: m = 1 for every kernel, m = 8 and m = 128 for the best one, and the activation
+//! requantizer (1 and 128 rows of 4096).
+//!
+//! `cargo bench --bench gemv -- avx512vnni` runs one kernel's cases.
+//!
+//! Time is the benchmark thread's CPU time (Linux `/proc/thread-self/schedstat`), so that
+//! a machine shared with other jobs reports what an idle one would; elsewhere it falls back
+//! to wall time.
+
+use criterion::measurement::{Measurement, ValueFormatter, WallTime};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use std::time::{Duration, Instant};
+use tern::kernel::{registry, requant_row, Kernel, MatRef, OutRows};
+use tern::Format;
+
+const N: usize = 4096;
+const K: usize = 4096;
+
+fn values(len: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed;
+    (0..len)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+fn encode(format: Format, src: &[f32], rows: usize, cols: usize) -> Vec<u8> {
+    let mut bytes = vec![0u8; format.bytes_for(rows, cols).unwrap()];
+    format.encode(src, rows, cols, &mut bytes).unwrap();
+    bytes
+}
+
+fn gemv(k: &Kernel, w: &MatRef, a: &MatRef, out: &mut [f32]) {
+    let mut view = OutRows::new(out, a.rows, w.rows, 0..w.rows).unwrap();
+    (k.run)(w, a, &mut view);
+}
+
+/// CPU time of the calling thread in ns, or wall time where the kernel does not report it.
+struct CpuTime {
+    epoch: Instant,
+}
+
+impl CpuTime {
+    fn now(&self) -> u64 {
+        std::fs::read_to_string("/proc/thread-self/schedstat")
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| self.epoch.elapsed().as_nanos() as u64)
+    }
+}
+
+static WALL: WallTime = WallTime;
+
+impl Measurement for CpuTime {
+    type Intermediate = u64;
+    type Value = u64;
+
+    fn start(&self) -> u64 {
+        self.now()
+    }
+    fn end(&self, start: u64) -> u64 {
+        self.now() - start
+    }
+    fn add(&self, a: &u64, b: &u64) -> u64 {
+        a + b
+    }
+    fn zero(&self) -> u64 {
+        0
+    }
+    fn to_f64(&self, ns: &u64) -> f64 {
+        *ns as f64
+    }
+    fn formatter(&self) -> &dyn ValueFormatter {
+        // Values are nanoseconds, as wall time's are.
+        WALL.formatter()
+    }
+}
+
+fn bench(c: &mut Criterion<CpuTime>) {
+    let mut group = c.benchmark_group("gemv");
+    group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
+    let wsrc = values(N * K, 0x9E37_79B9_7F4A_7C15);
+    let acts: Vec<(usize, Vec<u8>)> =
+        [1, 8, 128].map(|m| (m, encode(Format::I8Absmax, &values(m * K, 0xA5A5_1234 + m as u64), m, K))).into();
+    for format in [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158] {
+        let wbytes = encode(format, &wsrc, N, K);
+        let w = MatRef::new(format, N, K, &wbytes).unwrap();
+        let kernels: Vec<&Kernel> =
+            registry().iter().filter(|k| k.weight == format && k.act == Format::I8Absmax && (k.available)()).collect();
+        for (i, kernel) in kernels.iter().enumerate() {
+            // Registry order is best first: only the best kernel runs the batches.
+            let ms: &[usize] = if i == 0 { &[1, 8, 128] } else { &[1] };
+            for (m, abytes) in acts.iter().filter(|(m, _)| ms.contains(m)) {
+                let a = MatRef::new(Format::I8Absmax, *m, K, abytes).unwrap();
+                let mut out = vec![0f32; m * N];
+                let id = BenchmarkId::new(format!("{}/{}", kernel.name(), format.name()), format!("m={m}"));
+                group.bench_function(id, |b| b.iter(|| gemv(kernel, &w, &a, &mut out)));
+            }
+        }
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("requant");
+    group.sample_size(20).measurement_time(Duration::from_secs(2));
+    let requant = requant_row();
+    for m in [1, 128] {
+        let src = values(m * K, 0x1234_5678);
+        let mut codes = vec![0i8; m * K];
+        group.bench_function(BenchmarkId::new("row", format!("{m}x{K}")), |b| {
+            b.iter(|| {
+                for (x, c) in src.chunks_exact(K).zip(codes.chunks_exact_mut(K)) {
+                    std::hint::black_box(requant(x, c));
+                }
+            })
+        });
+        // The definition, for scale: the format's encoder (it also checks for non-finite input).
+        let mut bytes = vec![0u8; Format::I8Absmax.bytes_for(m, K).unwrap()];
+        group.bench_function(BenchmarkId::new("encode", format!("{m}x{K}")), |b| {
+            b.iter(|| Format::I8Absmax.encode(&src, m, K, &mut bytes).unwrap())
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().with_measurement(CpuTime { epoch: Instant::now() });
+    targets = bench
+}
+criterion_main!(benches);

@@ -1,0 +1,458 @@
+//! The shape the AVX2 and AVX-512 VNNI kernels share: activation preparation, the tiling
+//! over (weight rows x tokens), the per-block loop with its scale handling, and the 2-bit
+//! unpack. An ISA only supplies its vector operations through [`Simd`].
+//!
+//! Everything here is `#[inline(always)]` and generic, so that it is compiled inside the
+//! ISA's `#[target_feature]` entry point, with that ISA's instructions.
+//!
+//! Arithmetic: weight codes stay biased in {0, 1, 2} (a corrupt 3 counts as +2), so
+//! `sum a*t = sum a*code - sum a`. The block sum of the activations is subtracted by
+//! seeding each block accumulator with `-sum a` in lane 0. Per TQ block, the int32
+//! accumulator is converted and multiplied by the block scale into a float accumulator;
+//! one horizontal reduction per (row, token) ends the tile. BitNet has one scale per
+//! tensor, so its accumulator stays int32 over the whole row, which also lets its odd
+//! 2-bit planes skip their shift (see [`dot_2bit_x4`]).
+//!
+//! Batches (m > 1) run tiles of several tokens, so each unpacked weight vector feeds
+//! several `vpdpbusd`/`vpmaddubsw`, over panels of rows that keep the working set in cache.
+
+// Tiles index several per-row and per-token arrays in lockstep.
+#![allow(clippy::needless_range_loop)]
+
+use crate::format::{bitnet, tq1_0, tq2_0, Format};
+use crate::kernel::{prep, ActI8, MatRef, OutRows};
+use std::arch::x86_64::*;
+use std::ops::Range;
+
+/// Vector operations of one ISA. `V` holds bytes or int32 lanes, `F` the f32 lanes of the
+/// same width, `P` a partial dot-product accumulator for the planes of one weight load.
+///
+/// Every method needs the CPU features of its ISA; the pointer methods need `W` readable
+/// bytes (or `len` for `load_partial`).
+pub(super) trait Simd {
+    /// Bytes per vector.
+    const W: usize;
+    type V: Copy;
+    type F: Copy;
+    type P: Copy;
+
+    unsafe fn zero() -> Self::V;
+    unsafe fn load(p: *const u8) -> Self::V;
+    /// Loads `len < W` bytes and zeroes the other lanes, reading nothing past `p + len`.
+    unsafe fn load_partial(p: *const u8, len: usize) -> Self::V;
+    unsafe fn splat8(x: u8) -> Self::V;
+    /// The 2-bit codes at bit shift `2 * plane` of every byte of `x`.
+    unsafe fn plane2(x: Self::V, plane: usize, mask3: Self::V) -> Self::V;
+    unsafe fn and(a: Self::V, b: Self::V) -> Self::V;
+    /// Shifts every 16-bit lane right by 4 bits.
+    unsafe fn srl4(x: Self::V) -> Self::V;
+    /// A vector of int32 lanes with `x` in lane 0 and zeros elsewhere.
+    unsafe fn seed(x: i32) -> Self::V;
+    /// Starts the partial dot products of one weight load on top of `acc`.
+    unsafe fn p_start(acc: Self::V) -> Self::P;
+    /// `p += sum of u8 u * i8 s` over groups of adjacent bytes.
+    unsafe fn p_dot(p: Self::P, u: Self::V, s: Self::V) -> Self::P;
+    /// Folds the partial sums back into the int32 accumulator `acc` given to `p_start`.
+    unsafe fn p_end(p: Self::P, acc: Self::V) -> Self::V;
+    /// Adds the dot products of the 52 code bytes of one TQ1_0 block per row `w[r]` with
+    /// the activations prepared by [`tq1_slot`] at `a[t]` (320 bytes) to `acc[r][t]`.
+    unsafe fn tq1_block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        acc: &mut [[Self::V; T]; R],
+    );
+    unsafe fn fzero() -> Self::F;
+    /// `f + float(acc) * d`.
+    unsafe fn fmadd(acc: Self::V, d: f32, f: Self::F) -> Self::F;
+    unsafe fn fsum(f: Self::F) -> f32;
+    unsafe fn hsum(v: Self::V) -> i32;
+}
+
+/// Activations of every token, permuted into a kernel's unpack order (`stride` bytes per
+/// token, zero in padding lanes), with their block sums and row scales.
+pub(super) struct Prepared {
+    codes: Vec<i8>,
+    stride: usize,
+    sums: Vec<i32>,
+    blocks: usize,
+    scales: Vec<f32>,
+}
+
+impl Prepared {
+    fn new(a: &MatRef, block: usize, stride: usize, slot: impl Fn(usize) -> usize) -> Prepared {
+        let act = ActI8::parse(a);
+        let blocks = act.k / block;
+        let mut codes = vec![0i8; act.m * stride];
+        let mut sums = Vec::with_capacity(act.m * blocks);
+        for (t, out) in codes.chunks_exact_mut(stride).enumerate() {
+            prep::scatter(act.row(t), out, &slot);
+            sums.extend(prep::block_sums(act.row(t), block));
+        }
+        Prepared { codes, stride, sums, blocks, scales: act.scales }
+    }
+
+    #[inline(always)]
+    fn sum(&self, token: usize, block: usize) -> i32 {
+        self.sums[token * self.blocks + block]
+    }
+}
+
+/// A kernel's work for one tile of `R` weight rows x `T` tokens.
+trait Tiles {
+    unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutRows, r0: usize, t0: usize);
+}
+
+/// Weight rows per panel: a panel's rows (about 64 KiB at k = 4096) stay in L2 while every
+/// token tile passes over them, and a token tile's prepared activations stay in L1 while
+/// it walks the panel. Rows in the outer loop alone would stream all tokens' activations
+/// from L2 for every row tile; tokens outside, all weights from L3 for every token tile.
+const PANEL: usize = 64;
+
+/// Runs every (row, token) of `out` in tiles of `R x T`, then the leftover rows and tokens
+/// one at a time, panel by panel.
+#[inline(always)]
+unsafe fn sweep<C: Tiles, const R: usize, const T: usize>(c: &C, out: &mut OutRows) {
+    let (rows, m) = (out.rows(), out.m());
+    let mut p = rows.start;
+    while p < rows.end {
+        let end = (p + PANEL).min(rows.end);
+        let mut t = 0;
+        while t + T <= m {
+            panel::<C, R, T>(c, out, p..end, t);
+            t += T;
+        }
+        while t < m {
+            panel::<C, R, 1>(c, out, p..end, t);
+            t += 1;
+        }
+        p = end;
+    }
+}
+
+#[inline(always)]
+unsafe fn panel<C: Tiles, const R: usize, const T: usize>(c: &C, out: &mut OutRows, rows: Range<usize>, t: usize) {
+    let mut r = rows.start;
+    while r + R <= rows.end {
+        c.tile::<R, T>(out, r, t);
+        r += R;
+    }
+    while r < rows.end {
+        c.tile::<1, T>(out, r, t);
+        r += 1;
+    }
+}
+
+/// One GEMV with `R1` rows per tile for a single token; a batch uses `RB x TB` tiles, so
+/// each unpacked weight vector serves `TB` tokens.
+#[inline(always)]
+unsafe fn run<C: Tiles, const R1: usize, const RB: usize, const TB: usize>(c: &C, out: &mut OutRows) {
+    if out.m() == 1 {
+        sweep::<C, R1, 1>(c, out)
+    } else {
+        sweep::<C, RB, TB>(c, out)
+    }
+}
+
+/// Adds the dot products of 2-bit codes (one load `x[r]` per row, `W` bytes, four planes)
+/// with the activations at `a[t]` (`4 W` bytes, one vector per plane) to `acc[r][t]`.
+#[inline(always)]
+unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(
+    x: [S::V; R],
+    a: [*const i8; T],
+    acc: &mut [[S::V; T]; R],
+) {
+    let mask3 = S::splat8(3);
+    let mut p = [[S::p_start(S::zero()); T]; R];
+    for r in 0..R {
+        for t in 0..T {
+            p[r][t] = S::p_start(acc[r][t]);
+        }
+    }
+    for plane in 0..4 {
+        let mut w = [S::zero(); R];
+        for r in 0..R {
+            w[r] = S::plane2(x[r], plane, mask3);
+        }
+        for t in 0..T {
+            let av = S::load(a[t].add(plane * S::W) as *const u8);
+            for r in 0..R {
+                p[r][t] = S::p_dot(p[r][t], w[r], av);
+            }
+        }
+    }
+    for r in 0..R {
+        for t in 0..T {
+            acc[r][t] = S::p_end(p[r][t], acc[r][t]);
+        }
+    }
+}
+
+/// As [`dot_2bit`], with the planes left in place: plane 0 and 2 (of `x` and `x >> 4`) add
+/// to `lo`, planes 1 and 3 as `4 * code` (masked with 0x0C, no shift) to `hi`, so the dot
+/// product is `lo + hi / 4`. One shift per load instead of three; only BitNet's one scale
+/// per row lets the division wait until the row's end. Products stay small enough for
+/// `vpmaddubsw`: at most 12 * 127 * 2 per pair.
+#[inline(always)]
+unsafe fn dot_2bit_x4<S: Simd, const R: usize, const T: usize>(
+    x: [S::V; R],
+    a: [*const i8; T],
+    lo: &mut [[S::V; T]; R],
+    hi: &mut [[S::V; T]; R],
+) {
+    let (m03, m0c) = (S::splat8(0x03), S::splat8(0x0C));
+    let mut y = [S::zero(); R];
+    let mut pl = [[S::p_start(S::zero()); T]; R];
+    let mut ph = pl;
+    for r in 0..R {
+        y[r] = S::srl4(x[r]);
+        for t in 0..T {
+            pl[r][t] = S::p_start(lo[r][t]);
+            ph[r][t] = S::p_start(hi[r][t]);
+        }
+    }
+    for plane in 0..4 {
+        let mut w = [S::zero(); R];
+        for r in 0..R {
+            let src = if plane < 2 { x[r] } else { y[r] };
+            w[r] = S::and(src, if plane % 2 == 0 { m03 } else { m0c });
+        }
+        for t in 0..T {
+            let av = S::load(a[t].add(plane * S::W) as *const u8);
+            for r in 0..R {
+                if plane % 2 == 0 {
+                    pl[r][t] = S::p_dot(pl[r][t], w[r], av);
+                } else {
+                    ph[r][t] = S::p_dot(ph[r][t], w[r], av);
+                }
+            }
+        }
+    }
+    for r in 0..R {
+        for t in 0..T {
+            lo[r][t] = S::p_end(pl[r][t], lo[r][t]);
+            hi[r][t] = S::p_end(ph[r][t], hi[r][t]);
+        }
+    }
+}
+
+/// A block scale stored as f16 (F16C is part of every kernel's features).
+#[inline(always)]
+unsafe fn f16_at(p: *const u8) -> f32 {
+    let bits = u16::from_le_bytes([*p, *p.add(1)]);
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+}
+
+/// A TQ format's block layout and how its codes meet the prepared activations.
+pub(super) trait Tq {
+    const BLOCK_BYTES: usize;
+    /// Offset of the f16 scale in a block.
+    const SCALE_AT: usize;
+    /// Prepared activation bytes per block for `W`-byte vectors.
+    fn act_block(w: usize) -> usize;
+    /// Slot of element `e` (< 256) of a block in its prepared activations.
+    fn slot(e: usize, w: usize) -> usize;
+    unsafe fn block<S: Simd, const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        acc: &mut [[S::V; T]; R],
+    );
+}
+
+pub(super) struct Tq2;
+
+impl Tq for Tq2 {
+    const BLOCK_BYTES: usize = tq2_0::BLOCK_BYTES;
+    const SCALE_AT: usize = tq2_0::QS_BYTES;
+
+    fn act_block(_w: usize) -> usize {
+        256
+    }
+
+    fn slot(e: usize, w: usize) -> usize {
+        let (byte, plane) = prep::tq2_0_position(e);
+        prep::unpack_slot(byte, plane, w, 4)
+    }
+
+    #[inline(always)]
+    unsafe fn block<S: Simd, const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        acc: &mut [[S::V; T]; R],
+    ) {
+        for c in 0..tq2_0::QS_BYTES / S::W {
+            let mut x = [S::zero(); R];
+            for r in 0..R {
+                x[r] = S::load(w[r].add(c * S::W));
+            }
+            let mut ac = a;
+            for t in 0..T {
+                ac[t] = a[t].add(c * 4 * S::W);
+            }
+            dot_2bit::<S, R, T>(x, ac, acc);
+        }
+    }
+}
+
+pub(super) struct Tq1;
+
+/// TQ1_0 code bytes per block (`qs` and `qh`, which are contiguous).
+pub(super) const TQ1_CODE_BYTES: usize = tq1_0::QS_BYTES + tq1_0::QH_BYTES;
+
+/// Slot of TQ1_0 element `e` of a block when the 52 code bytes are loaded `w` at a time and
+/// each load is split into its five base-3 digits.
+pub(super) fn tq1_slot(e: usize, w: usize) -> usize {
+    let (byte, digit) = tq1_0::position(e);
+    prep::unpack_slot(byte, digit, w, 5)
+}
+
+impl Tq for Tq1 {
+    const BLOCK_BYTES: usize = tq1_0::BLOCK_BYTES;
+    const SCALE_AT: usize = TQ1_CODE_BYTES;
+
+    fn act_block(w: usize) -> usize {
+        TQ1_CODE_BYTES.div_ceil(w) * w * 5
+    }
+
+    fn slot(e: usize, w: usize) -> usize {
+        tq1_slot(e, w)
+    }
+
+    #[inline(always)]
+    unsafe fn block<S: Simd, const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        acc: &mut [[S::V; T]; R],
+    ) {
+        S::tq1_block::<R, T>(w, a, acc)
+    }
+}
+
+struct TqCtx<'a, S: Simd, L: Tq> {
+    w: &'a [u8],
+    blocks: usize,
+    act_block: usize,
+    act: Prepared,
+    _isa: std::marker::PhantomData<(S, L)>,
+}
+
+impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutRows, r0: usize, t0: usize) {
+        let row_bytes = self.blocks * L::BLOCK_BYTES;
+        // Bounds are checked here, once per tile; the block loop uses raw pointers.
+        let bytes = &self.w[r0 * row_bytes..(r0 + R) * row_bytes];
+        let act = &self.act.codes[t0 * self.act.stride..(t0 + T) * self.act.stride];
+        let mut f = [[S::fzero(); T]; R];
+        for b in 0..self.blocks {
+            let mut w = [bytes.as_ptr(); R];
+            for r in 0..R {
+                w[r] = bytes.as_ptr().add(r * row_bytes + b * L::BLOCK_BYTES);
+            }
+            let mut a = [act.as_ptr(); T];
+            let mut seeds = [S::zero(); T];
+            for t in 0..T {
+                a[t] = act.as_ptr().add(t * self.act.stride + b * self.act_block);
+                seeds[t] = S::seed(-self.act.sum(t0 + t, b));
+            }
+            let mut acc = [seeds; R];
+            L::block::<S, R, T>(w, a, &mut acc);
+            for r in 0..R {
+                let d = f16_at(w[r].add(L::SCALE_AT));
+                for t in 0..T {
+                    f[r][t] = S::fmadd(acc[r][t], d, f[r][t]);
+                }
+            }
+        }
+        for r in 0..R {
+            for t in 0..T {
+                out.set(t0 + t, r0 + r, self.act.scales[t0 + t] * S::fsum(f[r][t]));
+            }
+        }
+    }
+}
+
+/// TQ1_0 or TQ2_0 x I8_ABSMAX.
+///
+/// # Safety
+/// The CPU must have the features `S` is built on; operands checked as for any `KernelFn`.
+#[inline(always)]
+pub(super) unsafe fn tq<S: Simd, L: Tq, const R1: usize, const RB: usize, const TB: usize>(
+    w: &MatRef,
+    a: &MatRef,
+    out: &mut OutRows,
+) {
+    let blocks = w.cols / 256;
+    let act_block = L::act_block(S::W);
+    let act = Prepared::new(a, 256, blocks * act_block, |e| (e / 256) * act_block + L::slot(e % 256, S::W));
+    let c = TqCtx::<S, L> { w: w.bytes, blocks, act_block, act, _isa: std::marker::PhantomData };
+    run::<_, R1, RB, TB>(&c, out)
+}
+
+struct BitnetCtx<'a, S: Simd> {
+    w: &'a [u8],
+    /// Code bytes per row (`k / 4`).
+    row_bytes: usize,
+    scale: f32,
+    act: Prepared,
+    _isa: std::marker::PhantomData<S>,
+}
+
+impl<S: Simd> Tiles for BitnetCtx<'_, S> {
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutRows, r0: usize, t0: usize) {
+        let n = self.row_bytes;
+        // Bounds are checked here, once per tile; the chunk loop uses raw pointers.
+        let bytes = &self.w[r0 * n..(r0 + R) * n];
+        let act = &self.act.codes[t0 * self.act.stride..(t0 + T) * self.act.stride];
+        let mut seeds = [S::zero(); T];
+        for t in 0..T {
+            seeds[t] = S::seed(-self.act.sum(t0 + t, 0));
+        }
+        let mut lo = [seeds; R];
+        let mut hi = [[S::zero(); T]; R];
+        let full = n / S::W;
+        let tail = n - full * S::W;
+        for c in 0..full + (tail > 0) as usize {
+            let mut x = [S::zero(); R];
+            for r in 0..R {
+                let p = bytes.as_ptr().add(r * n + c * S::W);
+                // Lanes past the row's end load as code 0 and meet zero activations.
+                x[r] = if c < full { S::load(p) } else { S::load_partial(p, tail) };
+            }
+            let mut a = [act.as_ptr(); T];
+            for t in 0..T {
+                a[t] = act.as_ptr().add(t * self.act.stride + c * 4 * S::W);
+            }
+            dot_2bit_x4::<S, R, T>(x, a, &mut lo, &mut hi);
+        }
+        for r in 0..R {
+            for t in 0..T {
+                // Exact: every product in `hi` is a multiple of 4.
+                let dot = (S::hsum(lo[r][t]) + (S::hsum(hi[r][t]) >> 2)) as f32;
+                // The reference's order: one block, `a_scale * (d * dot)`.
+                out.set(t0 + t, r0 + r, self.act.scales[t0 + t] * (self.scale * dot));
+            }
+        }
+    }
+}
+
+/// BITNET_B1_58 x I8_ABSMAX.
+///
+/// # Safety
+/// As for [`tq`].
+#[inline(always)]
+pub(super) unsafe fn bitnet<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
+    w: &MatRef,
+    a: &MatRef,
+    out: &mut OutRows,
+) {
+    debug_assert_eq!(w.format, Format::BitnetB158);
+    let row_bytes = w.cols / 4;
+    let stride = row_bytes.div_ceil(S::W) * S::W * 4;
+    let act = Prepared::new(a, w.cols, stride, |e| {
+        let (byte, plane) = prep::bitnet_position(e);
+        prep::unpack_slot(byte, plane, S::W, 4)
+    });
+    let c = BitnetCtx::<S> { w: w.bytes, row_bytes, scale: bitnet::scale(w.bytes), act, _isa: std::marker::PhantomData };
+    run::<_, R1, RB, TB>(&c, out)
+}
