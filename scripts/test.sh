@@ -1,14 +1,51 @@
 #!/usr/bin/env bash
-# The project's test command: the Rust tests, then the C harness (CMake builds libtern with
-# cargo, ctest runs the C/C++ test programs, under valgrind too when it is installed).
-# Extra CMake configure options can be passed in TERN_CMAKE_ARGS, e.g.
-#   TERN_CMAKE_ARGS="-DTERN_FIXTURE_DIR=/path/to/fixtures" scripts/test.sh
+# Every test suite of tern, in the order a failure is cheapest to find:
+#   1. the Rust tests of the workspace (library, C API from Rust, CLI), and the panic probe;
+#   2. the C harness under ctest: C11 and C++17 programs, valgrind memcheck, consumers of
+#      the installed package (find_package, pkg-config, add_subdirectory), packaging checks;
+#   3. the same C harness built with ASAN+UBSAN (the asan-ubsan CMake preset);
+#   4. the Rust suite under AddressSanitizer, and the concurrency tests under ThreadSanitizer;
+#   5. a smoke run of every fuzz target;
+#   6. the aarch64 suite (Rust and C) under qemu, with and without dotprod.
+# Missing system tools are installed when running as root on Debian (scripts/setup.sh,
+# scripts/setup-aarch64.sh); otherwise the scripts say what to install.
+# TERN_SKIP="asan fuzz aarch64" skips legs (for quick local runs); CI runs them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/setup.sh
+. scripts/setup.sh
 
-cargo test
+skip() { [[ " ${TERN_SKIP:-} " == *" $1 "* ]]; }
+leg() { echo; echo "=== tern tests: $* ($(date +%T))"; }
 
-# shellcheck disable=SC2086 # TERN_CMAKE_ARGS is a list of options
-cmake -S . -B build/ctest ${TERN_CMAKE_ARGS:-}
+leg "Rust"
+cargo test --workspace
+cargo test --features panic-probe --test panic_probe
+
+leg "C harness (ctest)"
+cmake -S . -B build/ctest -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/ctest --parallel
 ctest --test-dir build/ctest --output-on-failure
+
+if ! skip asan; then
+    leg "C harness with ASAN+UBSAN"
+    cmake --preset asan-ubsan >/dev/null
+    cmake --build --preset asan-ubsan
+    ctest --preset asan-ubsan --output-on-failure
+
+    leg "Rust under AddressSanitizer and ThreadSanitizer"
+    bash scripts/test-sanitizers.sh
+fi
+
+if ! skip fuzz; then
+    leg "fuzz smoke"
+    bash scripts/fuzz-smoke.sh
+fi
+
+if ! skip aarch64; then
+    leg "aarch64 under qemu"
+    bash scripts/test-aarch64.sh
+fi
+
+echo
+echo "=== tern tests: all suites passed ($(date +%T))"
