@@ -23,9 +23,9 @@ cargo test --workspace
 cargo test --features panic-probe --test panic_probe
 
 leg "C harness (ctest)"
-cmake -S . -B build/ctest -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build/ctest --parallel
-ctest --test-dir build/ctest --output-on-failure
+cmake --preset release >/dev/null
+cmake --build --preset release --parallel
+ctest --preset release
 
 if ! skip asan; then
     leg "C harness with ASAN+UBSAN"
