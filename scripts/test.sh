@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo test
+# The panic guard, with the test-only fault injection of the `panic-probe` feature.
+cargo test --features panic-probe --test panic_probe
 
 # shellcheck disable=SC2086 # TERN_CMAKE_ARGS is a list of options
 cmake -S . -B build/ctest ${TERN_CMAKE_ARGS:-}
