@@ -6,7 +6,8 @@
 #      feature does nothing unless a test arms it).
 #   2. ThreadSanitizer: tests/concurrency.rs (one dispatcher, its pool, a sink and a weight
 #      shared by several threads).
-# Separate target dirs (target/asan, target/tsan): sanitized builds never mix with the
+# Separate target dirs (target/asan, target/tsan; TERN_SANITIZER_TARGET_DIR replaces
+# `target`): sanitized builds never mix with the
 # normal ones. First run: the nightly `rust-src` component is installed if missing, and
 # each sanitizer rebuilds std (a few minutes on 2 cores).
 #
@@ -31,12 +32,13 @@ run() {
         cargo +nightly test -Zbuild-std --target "$triple" --target-dir "$dir" "$@"
 }
 
+base=${TERN_SANITIZER_TARGET_DIR:-target}
 sanitizers=("$@")
 [ $# -gt 0 ] || sanitizers=(asan tsan)
 for s in "${sanitizers[@]}"; do
     case "$s" in
-        asan) ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} run address target/asan --tests --features panic-probe ;;
-        tsan) TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1} run thread target/tsan --test concurrency ;;
+        asan) ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} run address "$base/asan" --tests --features panic-probe ;;
+        tsan) TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1} run thread "$base/tsan" --test concurrency ;;
         *) echo "test-sanitizers: unknown sanitizer '$s' (asan, tsan)" >&2; exit 2 ;;
     esac
 done
