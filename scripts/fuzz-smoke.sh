@@ -17,11 +17,11 @@ trap 'rm -rf "$work"' EXIT
 for target in $(cargo +nightly fuzz list); do
     mkdir -p "$work/$target"
     echo "== $target (${seconds}s)"
-    cargo +nightly fuzz run -O "$target" "$work/$target" "fuzz/corpus/$target" -- \
-        -max_total_time="$seconds" -print_final_stats=1 2>&1 | grep -E '^(#[0-9]+ *DONE|stat::number_of_executed_units)|panicked|ERROR|SUMMARY|artifact' || true
-    # `cargo fuzz run` exits non-zero on a crash; pipefail would hide it behind grep.
-    if [ "${PIPESTATUS[0]}" -ne 0 ]; then
+    if ! cargo +nightly fuzz run -O "$target" "$work/$target" "fuzz/corpus/$target" -- \
+        -max_total_time="$seconds" >"$work/$target.log" 2>&1; then
+        tail -n 40 "$work/$target.log"
         echo "fuzz target $target crashed (artifact in fuzz/artifacts/$target/)" >&2
         exit 1
     fi
+    grep -E '^#[0-9]+ +DONE' "$work/$target.log"
 done

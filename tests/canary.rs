@@ -554,7 +554,7 @@ fn declared() -> BTreeSet<String> {
         .lines()
         .filter(|l| !l.starts_with("typedef") && !l.starts_with(' ') && l.trim_end().ends_with(");"))
         .filter_map(|l| {
-            let name = l[..l.find('(')?].rsplit(|c: char| c == ' ' || c == '*').next()?;
+            let name = l[..l.find('(')?].rsplit([' ', '*']).next()?;
             name.starts_with("tern_").then(|| name.to_owned())
         })
         .collect()

@@ -191,6 +191,12 @@ fn check_close(
     let w = decode(w_enc, w_bytes, n, k).expect("a wrapped weight decodes");
     let a = decode(a_enc, a_bytes, m, k).expect("a wrapped activation decodes");
     for (i, (g, r)) in got.iter().zip(reference).enumerate() {
+        if g == r || (g.is_nan() && r.is_nan()) {
+            // Equal, or both overflowed the same way: the definition's order, w_scale times
+            // the integer sum and then a_scale, overflows f32 for a huge weight scale met by
+            // a tiny activation scale even when the true result is finite.
+            continue;
+        }
         let (row, col) = (i / n, i % n);
         let terms: f64 = (0..k).map(|j| f64::from(a[row * k + j]).abs() * f64::from(w[col * k + j]).abs()).sum();
         if !(terms <= 1e37) {
