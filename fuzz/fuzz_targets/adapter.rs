@@ -24,7 +24,7 @@ unsafe extern "C" fn on_event(userdata: *mut c_void, event: *const tern_event) {
 
 fuzz_target!(|data: &[u8]| {
     let mut input = Input::new(data);
-    let act_format = if input.u8() % 4 == 0 { input.format_id() } else { TERN_FORMAT_F32 };
+    let act_format = if input.one_in(4) { input.format_id() } else { TERN_FORMAT_F32 };
     let (rows, cols) = (input.dim(), input.dim());
     let palette = input.bool();
     let (src_delta, codes_delta, scales_delta) = (input.u8(), input.u8(), input.u8());

@@ -35,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
         // The unchecked variant reads `rows * cols` floats, which `src` holds here.
         let mut dst = vec![CANARY_BYTE; dst_len + 8];
         // SAFETY: `src` holds rows * cols floats, `dst` at least `dst_len` bytes.
-        let status = unsafe { tern_encode(enc, src.as_ptr(), rows, cols, dst.as_mut_ptr().cast(), dst_len) };
+        let status = unsafe { tern_encode(enc.ptr(), src.as_ptr(), rows, cols, dst.as_mut_ptr().cast(), dst_len) };
         match &first {
             Ok(bytes) => assert_eq!(&dst[..bytes.len()], &bytes[..], "encode and encode_checked differ"),
             Err(status_checked) => {

@@ -36,6 +36,11 @@ impl<'a> Input<'a> {
         }
     }
 
+    /// True for one byte value in `n`.
+    pub fn one_in(&mut self, n: u8) -> bool {
+        self.u8().is_multiple_of(n)
+    }
+
     pub fn bool(&mut self) -> bool {
         self.u8() & 1 == 1
     }
@@ -132,8 +137,19 @@ pub fn i8_scale_overflows(bytes: &[u8], rows: usize, cols: usize) -> bool {
     bytes[rows * cols..].chunks_exact(4).any(|s| (f32::from_le_bytes([s[0], s[1], s[2], s[3]]) * 127.0).is_infinite())
 }
 
+/// An encoding handle from [`encoding`]: static, or NULL for an unknown format id, so the
+/// helpers below can pass it to the C API safely.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Enc(*const tern_encoding);
+
+impl Enc {
+    pub fn ptr(self) -> *const tern_encoding {
+        self.0
+    }
+}
+
 /// The static encoding of a format id, or NULL for an unknown one (asserting the status).
-pub fn encoding(format: u32) -> *const tern_encoding {
+pub fn encoding(format: u32) -> Enc {
     let mut enc = ptr::null();
     // SAFETY: `enc` is a valid out-parameter.
     let status = unsafe { tern_encoding_get(format, &mut enc) };
@@ -144,14 +160,14 @@ pub fn encoding(format: u32) -> *const tern_encoding {
         assert_eq!(status, TERN_ERR_UNKNOWN_FORMAT);
         assert!(enc.is_null(), "a refused call wrote its out-parameter");
     }
-    enc
+    Enc(enc)
 }
 
 /// `tern_encoding_bytes_for`, with the out-parameter checked to be untouched on error.
-pub fn bytes_for(enc: *const tern_encoding, rows: usize, cols: usize) -> Result<usize, tern_status> {
+pub fn bytes_for(enc: Enc, rows: usize, cols: usize) -> Result<usize, tern_status> {
     let mut len = usize::MAX - 1;
-    // SAFETY: `enc` is NULL or static, `len` a valid out-parameter.
-    let status = unsafe { tern_encoding_bytes_for(enc, rows, cols, &mut len) };
+    // SAFETY: `enc` is NULL or static (an `Enc`), `len` a valid out-parameter.
+    let status = unsafe { tern_encoding_bytes_for(enc.0, rows, cols, &mut len) };
     not_panic(status);
     if status == TERN_OK {
         Ok(len)
@@ -182,11 +198,11 @@ pub fn sentinel<T>() -> *mut T {
 
 /// `tern_decode` into a fresh buffer with one canary float past the end, checking that
 /// exactly `rows * cols` floats were written on success and none on error.
-pub fn decode(enc: *const tern_encoding, bytes: &[u8], rows: usize, cols: usize) -> Result<Vec<f32>, tern_status> {
+pub fn decode(enc: Enc, bytes: &[u8], rows: usize, cols: usize) -> Result<Vec<f32>, tern_status> {
     let n = small(rows, cols).expect("the caller checked the size");
     let mut dst = canary_f32(n + 1);
     // SAFETY: `bytes` and `dst` are live buffers of the lengths passed.
-    let status = unsafe { tern_decode(enc, bytes.as_ptr().cast(), bytes.len(), rows, cols, dst.as_mut_ptr(), n) };
+    let status = unsafe { tern_decode(enc.0, bytes.as_ptr().cast(), bytes.len(), rows, cols, dst.as_mut_ptr(), n) };
     not_panic(status);
     assert!(all_canary(&dst[n..]), "decode wrote past rows * cols");
     if status != TERN_OK {
@@ -199,10 +215,10 @@ pub fn decode(enc: *const tern_encoding, bytes: &[u8], rows: usize, cols: usize)
 
 /// `tern_encode_checked` into a buffer of `dst_len` bytes (plus a canary tail), checking
 /// that exactly `bytes_for` bytes are written on success and none on error.
-pub fn encode(enc: *const tern_encoding, src: &[f32], rows: usize, cols: usize, dst_len: usize) -> Result<Vec<u8>, tern_status> {
+pub fn encode(enc: Enc, src: &[f32], rows: usize, cols: usize, dst_len: usize) -> Result<Vec<u8>, tern_status> {
     let mut dst = vec![CANARY_BYTE; dst_len + 8];
     // SAFETY: `src` and `dst` are live buffers at least as long as the lengths passed.
-    let status = unsafe { tern_encode_checked(enc, src.as_ptr(), src.len(), rows, cols, dst.as_mut_ptr().cast(), dst_len) };
+    let status = unsafe { tern_encode_checked(enc.0, src.as_ptr(), src.len(), rows, cols, dst.as_mut_ptr().cast(), dst_len) };
     not_panic(status);
     if status != TERN_OK {
         assert!(dst.iter().all(|&b| b == CANARY_BYTE), "a refused encode ({status}) wrote its output");
@@ -216,18 +232,18 @@ pub fn encode(enc: *const tern_encoding, src: &[f32], rows: usize, cols: usize, 
 }
 
 /// `tern_validate`.
-pub fn validate(enc: *const tern_encoding, bytes: &[u8], rows: usize, cols: usize) -> tern_status {
+pub fn validate(enc: Enc, bytes: &[u8], rows: usize, cols: usize) -> tern_status {
     // SAFETY: `bytes` is a live buffer of the length passed.
-    let status = unsafe { tern_validate(enc, bytes.as_ptr().cast(), bytes.len(), rows, cols) };
+    let status = unsafe { tern_validate(enc.0, bytes.as_ptr().cast(), bytes.len(), rows, cols) };
     not_panic(status);
     status
 }
 
 /// Wraps `bytes` in a tensor handle (NULL on error, with the out-parameter checked).
-pub fn wrap(enc: *const tern_encoding, bytes: &[u8], rows: usize, cols: usize) -> Result<*mut tern_tensor, tern_status> {
+pub fn wrap(enc: Enc, bytes: &[u8], rows: usize, cols: usize) -> Result<*mut tern_tensor, tern_status> {
     let mut t = sentinel();
     // SAFETY: `bytes` outlives the handle (the caller frees it first); `t` is writable.
-    let status = unsafe { tern_tensor_wrap(enc, bytes.as_ptr().cast(), bytes.len(), rows, cols, &mut t) };
+    let status = unsafe { tern_tensor_wrap(enc.0, bytes.as_ptr().cast(), bytes.len(), rows, cols, &mut t) };
     not_panic(status);
     if status == TERN_OK {
         Ok(t)
