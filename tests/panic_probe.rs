@@ -64,7 +64,7 @@ fn panicking_exports_report_panic_and_write_nothing() {
     );
     assert!(out.iter().any(|&v| v != CANARY));
 
-    // The matmul: dispatcher, scope and activation, each probed on creation.
+    // The matmul, after probing the creation of its dispatcher and scope.
     let mut dispatcher = ptr::null_mut();
     let dispatcher_out = ptr::from_mut(&mut dispatcher);
     probe(
