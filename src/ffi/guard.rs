@@ -33,7 +33,36 @@ pub fn guard(body: impl FnOnce() -> FfiResult) -> tern_status {
 pub fn guard_value<T>(on_panic: T, body: impl FnOnce() -> T) -> T {
     // AssertUnwindSafe: after a panic nothing the body touched is looked at again, and
     // out-parameters are only written as a body's last step.
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or(on_panic)
+    catch_unwind(AssertUnwindSafe(|| {
+        #[cfg(any(test, feature = "panic-probe"))]
+        panic_probe::fire();
+        body()
+    }))
+    .unwrap_or(on_panic)
+}
+
+/// Test-only fault injection (cargo feature `panic-probe`, off by default and absent from
+/// the shipped library and header): proves that a panic inside a real export becomes
+/// `TERN_ERR_PANIC` (or the export's `on_panic` value) and that the process lives on.
+#[cfg(any(test, feature = "panic-probe"))]
+pub mod panic_probe {
+    use std::cell::Cell;
+
+    thread_local! {
+        static ARMED: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Makes the next guarded export called on this thread panic inside its guard, before
+    /// its body runs. One shot: the switch turns itself off when it fires.
+    pub fn arm() {
+        ARMED.with(|armed| armed.set(true));
+    }
+
+    pub(super) fn fire() {
+        if ARMED.with(|armed| armed.replace(false)) {
+            panic!("panic-probe: injected panic");
+        }
+    }
 }
 
 const NULL: Status = Status(TERN_ERR_NULL_POINTER);
@@ -141,6 +170,16 @@ mod tests {
         assert_eq!(guard(|| Err(NULL)), TERN_ERR_NULL_POINTER);
         assert_eq!(guard(|| panic!("bug")), TERN_ERR_PANIC);
         assert_eq!(guard_value(7u32, || panic!("bug")), 7);
+        assert_eq!(guard_value(7u32, || 3), 3);
+    }
+
+    #[test]
+    fn panic_probe_fires_once_inside_the_guard() {
+        panic_probe::arm();
+        assert_eq!(guard(|| Ok(())), TERN_ERR_PANIC);
+        assert_eq!(guard(|| Ok(())), TERN_OK, "the probe is one shot");
+        panic_probe::arm();
+        assert_eq!(guard_value(7u32, || 3), 7);
         assert_eq!(guard_value(7u32, || 3), 3);
     }
 

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora under fuzz/corpus/<target>/: a handful of inputs per target,
+laid out as the targets read them (see fuzz/src/lib.rs `Input`), so that the fuzzer
+starts from valid shapes in every format instead of having to find them.
+
+    python3 fuzz/gen_corpus.py
+
+Deterministic. The fuzzer adds what it finds to a working copy, not to these files
+(scripts/fuzz-smoke.sh runs on a temporary copy).
+"""
+
+import random
+import shutil
+import struct
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+FIXTURE = ROOT.parent / "tests" / "fixtures" / "gguf" / "tiny_bitnet.gguf"
+F32, TQ1_0, TQ2_0, BITNET, I8 = 1, 2, 3, 4, 5
+
+# Dimensions as `Input::dim` reads them: (tag, value).
+ONE, TWO = (1, 0), (1, 1)
+COLS_256, COLS_512 = (3, 0), (3, 1)
+COLS_8 = (2, 1)
+
+
+def cols_for(fmt):
+    return COLS_256 if fmt in (TQ1_0, TQ2_0) else COLS_8
+
+
+def floats(rng, n, scale=1.0):
+    return b"".join(struct.pack("<f", rng.gauss(0.0, scale)) for _ in range(n))
+
+
+def write(target, name, data):
+    d = ROOT / "corpus" / target
+    d.mkdir(parents=True, exist_ok=True)
+    (d / name).write_bytes(bytes(data))
+
+
+def main():
+    rng = random.Random(1)
+    shutil.rmtree(ROOT / "corpus", ignore_errors=True)
+    for fmt in (F32, TQ1_0, TQ2_0, BITNET, I8):
+        cols = cols_for(fmt)
+        # tensor: format, rows, cols, length delta, four probes, payload
+        probes = [*TWO, *ONE, 4, 3, 1, 200]
+        write("tensor", f"f{fmt}", [fmt, *TWO, *cols, 0, *probes] + list(rng.randbytes(96)))
+        # encode: format, rows, cols, palette?, src delta, dst delta, payload
+        write("encode", f"f{fmt}_floats", [fmt, *TWO, *cols, 0, 0, 0] + list(floats(rng, 32)))
+        write("encode", f"f{fmt}_palette", [fmt, *ONE, *cols, 1, 0, 0] + list(rng.randbytes(64)))
+    # adapter: F32 selector, rows, cols, palette?, src/codes/scales deltas, initial, payload
+    write("adapter", "rows2", [1, *TWO, *COLS_8, 0, 0, 0, 0, 1] + list(floats(rng, 16)))
+    write("adapter", "palette", [1, *(1, 3), *COLS_256, 1, 0, 0, 0, 0] + list(rng.randbytes(64)))
+    write("adapter", "zeros", [1, *ONE, *COLS_8, 0, 0, 0, 0, 0] + [0] * 32)
+    # matmul: weight format, n, k, activation selector (1: F32; 0 then a format),
+    # m selector and m, k selector, scope?, out delta, gemv rows, split, operand modes
+    for fmt in (TQ1_0, TQ2_0, BITNET):
+        k = cols_for(fmt)
+        head = [fmt, *(1, 7), *k, 1, 1, 1, 1, 1, 0, *ONE, *TWO, 128, 1, 2]
+        write("matmul", f"w{fmt}_f32", head + list(floats(rng, 64)))
+        head = [fmt, *(1, 7), *k, 0, I8, 1, 0, 1, 1, 0, *ONE, *(1, 5), 64, 0, 1]
+        write("matmul", f"w{fmt}_i8", head + list(rng.randbytes(160)))
+    write("matmul", "dense", [F32, *TWO, *COLS_8, 1, 1, 1, 1, 1, 0, *ONE, *ONE, 32, 2, 2] + list(floats(rng, 24)))
+    # gguf: the fixture model, a truncated copy and the smallest valid file
+    model = FIXTURE.read_bytes()
+    write("gguf", "tiny_bitnet", model)
+    write("gguf", "truncated", model[:2048])
+    write("gguf", "empty_v3", b"GGUF" + struct.pack("<IQQ", 3, 0, 0))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The Rust test suite under sanitizers (x86_64 Linux, nightly, std rebuilt with the same
+# instrumentation so that its allocations and threads are checked too):
+#   1. AddressSanitizer (+ LeakSanitizer): the lib and every integration test of the root
+#      package, with the `panic-probe` feature so that tests/panic_probe.rs runs too (the
+#      feature does nothing unless a test arms it).
+#   2. ThreadSanitizer: tests/concurrency.rs (one dispatcher, its pool, a sink and a weight
+#      shared by several threads).
+# Separate target dirs (target/asan, target/tsan; TERN_SANITIZER_TARGET_DIR replaces
+# `target`): sanitized builds never mix with the
+# normal ones. First run: the nightly `rust-src` component is installed if missing, and
+# each sanitizer rebuilds std (a few minutes on 2 cores).
+#
+# Usage: scripts/test-sanitizers.sh [asan|tsan]...   (default: both)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+triple=x86_64-unknown-linux-gnu
+if [ "$(uname -sm)" != "Linux x86_64" ]; then
+    echo "test-sanitizers: needs an x86_64 Linux host" >&2
+    exit 1
+fi
+rustup component list --toolchain nightly --installed | grep -q '^rust-src' ||
+    rustup component add rust-src --toolchain nightly
+
+# run <sanitizer> <target dir> <cargo test args...>
+run() {
+    local sanitizer=$1 dir=$2
+    shift 2
+    echo "== -Zsanitizer=$sanitizer: cargo test $*"
+    RUSTFLAGS="-Zsanitizer=$sanitizer" RUSTDOCFLAGS="-Zsanitizer=$sanitizer" \
+        cargo +nightly test -Zbuild-std --target "$triple" --target-dir "$dir" "$@"
+}
+
+base=${TERN_SANITIZER_TARGET_DIR:-target}
+sanitizers=("$@")
+[ $# -gt 0 ] || sanitizers=(asan tsan)
+for s in "${sanitizers[@]}"; do
+    case "$s" in
+        asan) ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} run address "$base/asan" --tests --features panic-probe ;;
+        tsan) TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1} run thread "$base/tsan" --test concurrency ;;
+        *) echo "test-sanitizers: unknown sanitizer '$s' (asan, tsan)" >&2; exit 2 ;;
+    esac
+done

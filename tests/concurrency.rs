@@ -1,0 +1,114 @@
+//! One dispatcher and one weight shared by several threads calling `matmul` at once, each
+//! with its own scope, F32 activations (so every call runs the adapter, then a kernel),
+//! for every ternary format, with and without the dispatcher's worker pool.
+//!
+//! Checks: every thread's output is bit-identical to the single-threaded run of the same
+//! inputs; the sink receives every thread's events on that thread, the adapter before its
+//! kernel. Under ThreadSanitizer (scripts/test-sanitizers.sh) this is also the data-race
+//! test of the dispatcher, its pool, the sink and shared tensors.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread::{self, ThreadId};
+use tern::{Dispatcher, DispatcherOptions, Event, EventKind, EventSink, Format, Scope, Tensor};
+
+const THREADS: usize = 4;
+const ROUNDS: usize = 3;
+/// n x k = 256 x 1024 elements: above the size from which the pool splits a matmul.
+const N: usize = 256;
+const K: usize = 1024;
+const M: usize = 2;
+
+/// Records which thread each event arrived on.
+#[derive(Default)]
+struct ThreadSink(Mutex<Vec<(ThreadId, EventKind, String)>>);
+
+impl EventSink for ThreadSink {
+    fn on_event(&self, event: &Event) {
+        self.0.lock().unwrap().push((thread::current().id(), event.kind, event.name().to_owned()));
+    }
+}
+
+fn weight(format: Format) -> Tensor<'static> {
+    let values: Vec<f32> = (0..N * K).map(|i| ((i * 7919 % 13) as f32 - 6.0) * 0.01).collect();
+    Tensor::encode(format, &values, N, K).unwrap()
+}
+
+/// A different activation per thread and round, so that mixed-up outputs show.
+fn activation(thread: usize, round: usize) -> Tensor<'static> {
+    let values: Vec<f32> = (0..M * K).map(|i| ((i * 31 + thread * 101 + round * 7) % 17) as f32 - 8.0).collect();
+    Tensor::encode(Format::F32, &values, M, K).unwrap()
+}
+
+fn run(dispatcher: &Dispatcher, act: &Tensor, weight: &Tensor, scope: &mut Scope) -> Vec<f32> {
+    let mut out = vec![0.0; M * N];
+    dispatcher.matmul(act, weight, Some(scope), &mut out).unwrap();
+    out
+}
+
+fn concurrent_matmuls_match_single_threaded(n_threads: usize) {
+    for format in [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158] {
+        let weight = weight(format);
+        let acts: Vec<Vec<Tensor>> = (0..THREADS).map(|t| (0..ROUNDS).map(|r| activation(t, r)).collect()).collect();
+        let single = Dispatcher::new(DispatcherOptions::default()).unwrap();
+        let mut scope = Scope::new(0).unwrap();
+        let want: Vec<Vec<Vec<f32>>> =
+            acts.iter().map(|rounds| rounds.iter().map(|act| run(&single, act, &weight, &mut scope)).collect()).collect();
+
+        let sink = Arc::new(ThreadSink::default());
+        let mut dispatcher = Dispatcher::new(DispatcherOptions { n_threads, kernel: None }).unwrap();
+        dispatcher.set_sink(Some(sink.clone()));
+        assert_eq!(dispatcher.threads(), n_threads.max(1));
+        let barrier = Barrier::new(THREADS);
+        let (dispatcher, weight) = (&dispatcher, &weight);
+        let (got, ids): (Vec<Vec<Vec<f32>>>, Vec<ThreadId>) = thread::scope(|s| {
+            let handles: Vec<_> = acts
+                .iter()
+                .map(|rounds| {
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        let mut scope = Scope::new(0).unwrap();
+                        barrier.wait();
+                        let outs = rounds.iter().map(|act| run(dispatcher, act, weight, &mut scope)).collect();
+                        (outs, thread::current().id())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).unzip()
+        });
+
+        for (t, (got, want)) in got.iter().zip(&want).enumerate() {
+            for (r, (g, w)) in got.iter().zip(want).enumerate() {
+                assert!(
+                    g.iter().zip(w).all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{format:?}, {n_threads} pool threads: thread {t} round {r} differs from the single-threaded run"
+                );
+            }
+        }
+
+        let mut by_thread: HashMap<ThreadId, Vec<(EventKind, String)>> = HashMap::new();
+        for (id, kind, name) in sink.0.lock().unwrap().drain(..) {
+            by_thread.entry(id).or_default().push((kind, name));
+        }
+        assert_eq!(by_thread.len(), THREADS, "events came from {} threads, not the {THREADS} callers", by_thread.len());
+        for id in &ids {
+            let events = by_thread.get(id).unwrap_or_else(|| panic!("no events from thread {id:?}"));
+            assert_eq!(events.len(), 2 * ROUNDS, "{format:?}: {events:?}");
+            for pair in events.chunks_exact(2) {
+                assert_eq!(pair[0], (EventKind::AdapterInserted, "requantize-i8-absmax".to_owned()));
+                assert_eq!(pair[1].0, EventKind::KernelSelected, "the adapter comes before its kernel: {events:?}");
+                assert!(pair[1].1.starts_with("bitnet_gemv/"), "{}", pair[1].1);
+            }
+        }
+    }
+}
+
+#[test]
+fn concurrent_matmuls_without_a_pool() {
+    concurrent_matmuls_match_single_threaded(1);
+}
+
+#[test]
+fn concurrent_matmuls_sharing_a_pool_of_two() {
+    concurrent_matmuls_match_single_threaded(2);
+}
