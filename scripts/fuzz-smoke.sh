@@ -23,5 +23,5 @@ for target in $(cargo +nightly fuzz list); do
         echo "fuzz target $target crashed (artifact in fuzz/artifacts/$target/)" >&2
         exit 1
     fi
-    grep -E '^#[0-9]+ +DONE' "$work/$target.log"
+    grep -E '^#[0-9]+[[:space:]]+DONE' "$work/$target.log" || true
 done
