@@ -334,7 +334,7 @@ typedef struct tern_scope_stats {
 #define TERN_ERR_NON_FINITE 6
 
 /**
- * A block's max |x| does not fit the format's f16 scale.
+ * A block's (TQ1_0/TQ2_0: f16) or row's (I8_ABSMAX) max |x| does not fit the format's scale.
  */
 #define TERN_ERR_SCALE_OVERFLOW 7
 
@@ -403,7 +403,8 @@ extern "C" {
  * bytes live in `scope`, and reports one TERN_EVENT_ADAPTER_INSERTED event to `callback`
  * (NULL: no event) before returning. The result goes stale when the scope is reset; free
  * the handle with `tern_tensor_free`. Errors: TERN_ERR_NULL_POINTER, TERN_ERR_UNSUPPORTED
- * (not F32), TERN_ERR_NON_FINITE (before anything is allocated or reported),
+ * (not F32), TERN_ERR_NON_FINITE and TERN_ERR_SCALE_OVERFLOW (a row max within rounding
+ * of FLT_MAX; both before anything is allocated or reported),
  * TERN_ERR_STALE_TENSOR, TERN_ERR_ALLOCATION_FAILED.
  */
 tern_status tern_requantize_i8_absmax(const struct tern_tensor *f32_tensor, struct tern_scope *scope, tern_event_fn callback, void *userdata, struct tern_tensor **out);

@@ -5,7 +5,7 @@
 
 use crate::error::{Error, Result};
 use crate::event::{emit, Event, EventKind, EventSink};
-use crate::format::Format;
+use crate::format::{i8_absmax, Format};
 use crate::kernel::requant_row;
 use crate::scope::Scope;
 use crate::tensor::Tensor;
@@ -28,6 +28,7 @@ pub fn requantize_i8_absmax(act: &Tensor, scope: &mut Scope, sink: Option<&dyn E
     let (rows, cols) = (act.rows(), act.cols());
     let src = f32_values(act)?;
     check_finite(&src)?;
+    i8_absmax::check_row_scales(&src, cols)?;
     let requant = requant_row();
     let out = Tensor::in_scope(scope, Format::I8Absmax, rows, cols, |bytes| {
         let (codes, scales) = bytes.split_at_mut(rows * cols);
@@ -65,6 +66,7 @@ pub fn requantize_i8_absmax_into(
         return Err(Error::LengthMismatch { want: rows, got: scales.len() });
     }
     check_finite(src)?;
+    i8_absmax::check_row_scales(src, cols)?;
     let requant = requant_row();
     for ((x, c), s) in src.chunks_exact(cols).zip(codes.chunks_exact_mut(cols)).zip(scales.iter_mut()) {
         *s = requant(x, c);

@@ -16,7 +16,7 @@ pub enum Error {
     LengthMismatch { want: usize, got: usize },
     #[error("input element {index} is not finite")]
     NonFinite { index: usize },
-    #[error("block {block}: max |x| = {amax} does not fit the f16 scale")]
+    #[error("block or row {block}: max |x| = {amax} does not fit the format's scale")]
     ScaleOverflow { block: usize, amax: f32 },
     #[error("corrupt code at element {index}")]
     CorruptCode { index: usize },

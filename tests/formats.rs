@@ -925,3 +925,22 @@ fn ggml_type_ids_map_to_formats() {
     assert_eq!(Format::BitnetB158.ggml_type(), None);
     assert_eq!(Format::I8Absmax.ggml_type(), None);
 }
+
+/// A row max within rounding of f32::MAX would make code 127 decode to +inf: refused.
+#[test]
+fn i8_absmax_refuses_a_scale_that_decodes_to_infinity() {
+    let mut x = vec![1.0f32; 8];
+    x[5] = -f32::MAX;
+    let mut dst = vec![0xA5u8; Format::I8Absmax.bytes_for(2, 4).unwrap()];
+    let err = Format::I8Absmax.encode(&x, 2, 4, &mut dst).unwrap_err();
+    assert!(matches!(err, tern::Error::ScaleOverflow { block: 1, .. }), "{err:?}");
+    assert!(dst.iter().all(|&b| b == 0xA5), "nothing written");
+    // Bytes carrying such a scale fail validation.
+    let mut bytes = vec![0u8; 4 + 4];
+    bytes[4..].copy_from_slice(&(f32::MAX / 100.0).to_le_bytes());
+    assert_eq!(Format::I8Absmax.validate(&bytes, 1, 4), Err(tern::Error::CorruptCode { index: 0 }));
+    let mut scope = tern::Scope::new(0).unwrap();
+    let act = Tensor::encode(Format::F32, &x, 2, 4).unwrap();
+    assert!(matches!(tern::adapter::requantize_i8_absmax(&act, &mut scope, None), Err(tern::Error::ScaleOverflow { .. })));
+    assert_eq!(scope.stats().allocations, 0);
+}

@@ -54,9 +54,6 @@ fuzz_target!(|data: &[u8]| {
         assert!(src.iter().zip(&decoded).all(|(a, b)| a.to_bits() == b.to_bits()), "F32 round trip");
         return;
     }
-    if format == Format::I8Absmax && i8_scale_overflows(&bytes, rows, cols) {
-        return;
-    }
     let again = encode(enc, &decoded, rows, cols, bytes.len()).expect("a decode re-encodes");
     match format {
         Format::Tq1_0 | Format::Tq2_0 => {

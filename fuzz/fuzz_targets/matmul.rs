@@ -203,8 +203,7 @@ fn check_close(
         let (row, col) = (i / n, i % n);
         let terms: f64 = (0..k).map(|j| f64::from(a[row * k + j]).abs() * f64::from(w[col * k + j]).abs()).sum();
         if !terms.is_finite() || terms > 1e37 {
-            // f32 accumulation may overflow differently; an I8_ABSMAX scale that decodes
-            // code 127 to infinity (see `i8_scale_overflows`) makes `terms` NaN.
+            // f32 accumulation may overflow differently from f64.
             continue;
         }
         let tol = 1e-4 * terms + 1e-30;

@@ -49,7 +49,7 @@ fuzz_target!(|data: &[u8]| {
         dst.truncate(n);
         let free = decode(enc, &bytes, rows, cols).expect("the free decode accepts what wrap accepted");
         assert!(dst.iter().zip(&free).all(|(a, b)| a.to_bits() == b.to_bits()), "tensor and free decode differ");
-        if valid == TERN_OK && !(format == TERN_FORMAT_I8_ABSMAX && i8_scale_overflows(&bytes, rows, cols)) {
+        if valid == TERN_OK {
             assert!(dst.iter().all(|x| x.is_finite()), "valid bytes decoded to a non-finite value");
         }
 

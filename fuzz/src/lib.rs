@@ -129,14 +129,6 @@ pub fn small(rows: usize, cols: usize) -> Option<usize> {
     rows.checked_mul(cols).filter(|&n| n <= MAX_ELEMS && rows <= MAX_ELEMS && cols <= MAX_ELEMS)
 }
 
-/// Whether an I8_ABSMAX row scale is so large that code 127 decodes to infinity. The
-/// encoder writes such a scale for a row whose max |x| is within rounding of `f32::MAX`
-/// (`fl(x / 127) * 127` rounds past it), and validation accepts it: a known limitation
-/// (docs/testing.md, "Findings"), excluded from the finiteness properties.
-pub fn i8_scale_overflows(bytes: &[u8], rows: usize, cols: usize) -> bool {
-    bytes[rows * cols..].chunks_exact(4).any(|s| (f32::from_le_bytes([s[0], s[1], s[2], s[3]]) * 127.0).is_infinite())
-}
-
 /// An encoding handle from [`encoding`]: static, or NULL for an unknown format id, so the
 /// helpers below can pass it to the C API safely.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

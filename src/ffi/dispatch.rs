@@ -94,7 +94,8 @@ unsafe fn opt_str<'a>(s: *const c_char) -> FfiResult<Option<&'a str>> {
 /// bytes live in `scope`, and reports one TERN_EVENT_ADAPTER_INSERTED event to `callback`
 /// (NULL: no event) before returning. The result goes stale when the scope is reset; free
 /// the handle with `tern_tensor_free`. Errors: TERN_ERR_NULL_POINTER, TERN_ERR_UNSUPPORTED
-/// (not F32), TERN_ERR_NON_FINITE (before anything is allocated or reported),
+/// (not F32), TERN_ERR_NON_FINITE and TERN_ERR_SCALE_OVERFLOW (a row max within rounding
+/// of FLT_MAX; both before anything is allocated or reported),
 /// TERN_ERR_STALE_TENSOR, TERN_ERR_ALLOCATION_FAILED.
 #[no_mangle]
 pub unsafe extern "C" fn tern_requantize_i8_absmax(

@@ -23,7 +23,7 @@ pub const TERN_ERR_SIZE_OVERFLOW: tern_status = 4;
 pub const TERN_ERR_LENGTH_MISMATCH: tern_status = 5;
 /// The input holds a NaN or an infinity.
 pub const TERN_ERR_NON_FINITE: tern_status = 6;
-/// A block's max |x| does not fit the format's f16 scale.
+/// A block's (TQ1_0/TQ2_0: f16) or row's (I8_ABSMAX) max |x| does not fit the format's scale.
 pub const TERN_ERR_SCALE_OVERFLOW: tern_status = 7;
 /// Encoded bytes hold a code (or scale) outside the format's alphabet.
 pub const TERN_ERR_CORRUPT_CODE: tern_status = 8;

@@ -3,6 +3,7 @@
 //! [-127, 127]; a row of zeros keeps scale 0 and codes 0.
 
 use super::ternary::absmax;
+use crate::error::{Error, Result};
 
 pub const MAX_CODE: f32 = 127.0;
 
@@ -27,6 +28,22 @@ pub fn encode_row(x: &[f32], codes: &mut [i8]) -> f32 {
         }
     }
     scale
+}
+
+/// Refuses a row whose max |x| is so close to `f32::MAX` that code 127 times its scale
+/// would decode to infinity; runs before anything is written.
+pub fn check_row_scales(src: &[f32], cols: usize) -> Result<()> {
+    for (row, x) in src.chunks_exact(cols).enumerate() {
+        let amax = absmax(x);
+        if scale_overflows(amax / MAX_CODE) {
+            return Err(Error::ScaleOverflow { block: row, amax });
+        }
+    }
+    Ok(())
+}
+
+fn scale_overflows(scale: f32) -> bool {
+    (scale * MAX_CODE).is_infinite()
 }
 
 pub fn encode(src: &[f32], cols: usize, dst: &mut [u8]) {
@@ -57,12 +74,13 @@ pub fn get(src: &[u8], rows: usize, cols: usize, row: usize, col: usize) -> f32 
     src[row * cols + col] as i8 as f32 * scale(src, rows, cols, row)
 }
 
-/// Code -128 is outside [-127, 127]; a scale must be finite and non-negative.
+/// Code -128 is outside [-127, 127]; a scale must be finite, non-negative, and small enough
+/// that code 127 decodes to a finite value.
 pub fn first_corrupt(src: &[u8], rows: usize, cols: usize) -> Option<usize> {
     (0..rows)
         .find(|&r| {
             let s = scale(src, rows, cols, r);
-            !(s.is_finite() && s >= 0.0)
+            !(s.is_finite() && s >= 0.0) || scale_overflows(s)
         })
         .map(|r| r * cols)
         .or_else(|| src[..rows * cols].iter().position(|&c| c as i8 == -128))

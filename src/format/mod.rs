@@ -203,7 +203,10 @@ impl Format {
                 tq2_0::encode(src, dst)
             }
             Format::BitnetB158 => bitnet::encode(src, dst),
-            Format::I8Absmax => i8_absmax::encode(src, cols, dst),
+            Format::I8Absmax => {
+                i8_absmax::check_row_scales(src, cols)?;
+                i8_absmax::encode(src, cols, dst)
+            }
         }
         Ok(need)
     }
