@@ -4,6 +4,9 @@
 //!
 //! `cargo bench --bench gemv -- avx512vnni` runs one kernel's cases.
 //!
+//! `threads/N` times the [`Dispatcher`] on TQ2_0 at m = 1 with N threads (the caller and
+//! N - 1 pool workers), in wall time: the 2-thread speedup includes the pool's wake-up.
+//!
 //! Time is the benchmark thread's CPU time (Linux `/proc/thread-self/schedstat`), so that
 //! a machine shared with other jobs reports what an idle one would; elsewhere it falls back
 //! to wall time.
@@ -12,7 +15,7 @@ use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use std::time::{Duration, Instant};
 use tern::kernel::{registry, requant_row, Kernel, MatRef, OutRows};
-use tern::Format;
+use tern::{Dispatcher, DispatcherOptions, Format, Tensor};
 
 const N: usize = 4096;
 const K: usize = 4096;
@@ -127,9 +130,25 @@ fn bench(c: &mut Criterion<CpuTime>) {
     group.finish();
 }
 
+fn threads(c: &mut Criterion) {
+    let mut group = c.benchmark_group("threads");
+    group.sample_size(20).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
+    let weight = Tensor::encode(Format::Tq2_0, &values(N * K, 0x9E37_79B9_7F4A_7C15), N, K).unwrap();
+    let act = Tensor::encode(Format::I8Absmax, &values(K, 0xA5A5_1235), 1, K).unwrap();
+    let mut out = vec![0f32; N];
+    for n_threads in [1, 2] {
+        let d = Dispatcher::new(DispatcherOptions { n_threads, kernel: None }).unwrap();
+        group.bench_function(BenchmarkId::from_parameter(n_threads), |b| {
+            b.iter(|| d.matmul(&act, &weight, None, &mut out).unwrap())
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().with_measurement(CpuTime { epoch: Instant::now() });
     targets = bench
 }
-criterion_main!(benches);
+criterion_group!(wall, threads);
+criterion_main!(benches, wall);
