@@ -2,8 +2,32 @@
 //! spawned once, when the dispatcher is made, and parked between calls.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long a thread polls for its wake-up before it parks on a condvar. Parking and
+/// waking through the kernel costs tens of microseconds, a large part of a GEMV split
+/// over threads (about 80 us per part at 4096x4096); matmuls of one forward pass follow
+/// each other closely, so a short spin usually sees the next job.
+const SPIN: Duration = Duration::from_micros(50);
+
+/// Polls `ready` for at most [`SPIN`]; true if it turned true.
+fn spin_until(ready: impl Fn() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        for _ in 0..64 {
+            if ready() {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        if start.elapsed() >= SPIN {
+            return false;
+        }
+    }
+}
 
 /// A job borrowed from the caller of [`Pool::run`], with its lifetime erased.
 #[derive(Clone, Copy)]
@@ -24,6 +48,11 @@ struct Shared {
     state: Mutex<State>,
     work: Condvar,
     done: Condvar,
+    /// Copies of `State::epoch` and `State::remaining`, written under the lock, so that
+    /// spinning threads poll them without it; the lock and the condvars stay the
+    /// authority, the copies only end a spin early.
+    epoch: AtomicU64,
+    remaining: AtomicUsize,
 }
 
 impl Shared {
@@ -47,6 +76,8 @@ impl Pool {
             state: Mutex::new(State { job: None, epoch: 0, remaining: 0, panicked: false, shutdown: false }),
             work: Condvar::new(),
             done: Condvar::new(),
+            epoch: AtomicU64::new(0),
+            remaining: AtomicUsize::new(0),
         });
         let workers = (1..threads.max(1))
             .map(|part| {
@@ -84,9 +115,12 @@ impl Pool {
             state.epoch += 1;
             state.remaining = self.workers.len();
             state.panicked = false;
+            self.shared.remaining.store(state.remaining, Ordering::Release);
+            self.shared.epoch.store(state.epoch, Ordering::Release);
         }
         self.shared.work.notify_all();
         let mine = catch_unwind(AssertUnwindSafe(|| job(0))).is_ok();
+        spin_until(|| self.shared.remaining.load(Ordering::Acquire) == 0);
         let mut state = self.shared.lock();
         while state.remaining > 0 {
             state = self.shared.done.wait(state).unwrap_or_else(PoisonError::into_inner);
@@ -99,6 +133,7 @@ impl Pool {
 fn worker(shared: &Shared, part: usize) {
     let mut seen = 0;
     loop {
+        spin_until(|| shared.epoch.load(Ordering::Acquire) != seen);
         let job = {
             let mut state = shared.lock();
             while state.epoch == seen && !state.shutdown {
@@ -115,6 +150,7 @@ fn worker(shared: &Shared, part: usize) {
         let mut state = shared.lock();
         state.panicked |= !ok;
         state.remaining -= 1;
+        shared.remaining.store(state.remaining, Ordering::Release);
         if state.remaining == 0 {
             shared.done.notify_all();
         }
