@@ -79,6 +79,12 @@ fn operand(input: &mut Input, format: u32, rows: usize, cols: usize, payload: &[
     (enc, cycle(payload, Input::new(&[delta]).near(len)))
 }
 
+/// Bit-identical, except that any NaN equals any NaN: corrupt raw scales can be NaN, and
+/// which NaN payload survives depends on the operand order the compiler picks for an FMA.
+fn same(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
 fn ternary(format: u32) -> bool {
     matches!(format, TERN_FORMAT_TQ1_0 | TERN_FORMAT_TQ2_0 | TERN_FORMAT_BITNET_B1_58)
 }
@@ -149,7 +155,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         let pool = &runs[1].1;
-        assert!(out[..mn].iter().zip(&pool[..mn]).all(|(a, b)| a.to_bits() == b.to_bits()), "the pool's output differs");
+        assert!(out[..mn].iter().zip(&pool[..mn]).all(|(a, b)| same(*a, *b)), "the pool's output differs");
         if validate(w_enc, &w_bytes, n, k) == TERN_OK && validate(a_enc, &a_bytes, m, k) == TERN_OK {
             check_close(&out[..mn], &runs[2].1[..mn], w_enc, &w_bytes, a_enc, &a_bytes, (m, n, k));
         }
@@ -164,7 +170,7 @@ fuzz_target!(|data: &[u8]| {
             assert!(row_begin <= row_end && row_end <= n);
             for (i, (g, o)) in gemv[..mn].iter().zip(&out[..mn]).enumerate() {
                 if (row_begin..row_end).contains(&(i % n)) {
-                    assert_eq!(g.to_bits(), o.to_bits(), "gemv and matmul differ at {i}");
+                    assert!(same(*g, *o), "gemv and matmul differ at {i}: {g} vs {o}");
                 } else {
                     assert_eq!(g.to_bits(), CANARY_F32, "gemv wrote column {} outside its range", i % n);
                 }
