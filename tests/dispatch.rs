@@ -1,5 +1,7 @@
 //! The adapter, scopes, events, the reference kernels and the dispatcher (DESIGN §2).
 
+mod common;
+use common::Rng;
 use std::sync::Arc;
 use tern::adapter::{requantize_i8_absmax, requantize_i8_absmax_into};
 use tern::dispatch::{available_kernels, bitnet_gemv};
@@ -7,26 +9,6 @@ use tern::{Dispatcher, DispatcherOptions, Error, EventKind, Format, RecordingSin
 
 const TERNARY: [Format; 3] = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
 const CANARY: f32 = -12345.5;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// Uniform in [-1, 1).
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-
-    fn vec(&mut self, n: usize, scale: f32) -> Vec<f32> {
-        (0..n).map(|_| self.unit() * scale).collect()
-    }
-}
 
 fn dispatcher(sink: &Arc<RecordingSink>) -> Dispatcher {
     let mut d = Dispatcher::new(DispatcherOptions::default()).unwrap();

@@ -2,6 +2,8 @@
 //! scripts/gen_fixtures.py with gguf's quantizer), round trips, per-format semantics,
 //! validation, and the "bad input writes nothing" contract.
 
+mod common;
+use common::Rng;
 use std::path::PathBuf;
 
 use tern::format::bitnet_import_trits;
@@ -10,40 +12,6 @@ use tern::{Error, Format, Tensor};
 const QK: usize = 256;
 const CANARY: u8 = 0xA5;
 const CANARY_F32: f32 = -1234.5;
-
-/// splitmix64: a tiny deterministic generator, so the tests need no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [-1, 1).
-    fn unit(&mut self) -> f32 {
-        (self.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-
-    /// `n` values in [-scale, scale), with a few exact zeros and a few spikes so block
-    /// maxima are not all alike.
-    fn weights(&mut self, n: usize, scale: f32) -> Vec<f32> {
-        (0..n)
-            .map(|_| match self.below(16) {
-                0 => 0.0,
-                1 => self.unit() * scale * 4.0,
-                _ => self.unit() * scale,
-            })
-            .collect()
-    }
-}
 
 fn bits(xs: &[f32]) -> Vec<u32> {
     xs.iter().map(|x| x.to_bits()).collect()

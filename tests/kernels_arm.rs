@@ -2,32 +2,13 @@
 //! requantizer against `encode_row`. Runs under qemu-user: `scripts/test-aarch64.sh`.
 #![cfg(target_arch = "aarch64")]
 
+mod common;
+use common::Rng;
 use tern::kernel::{reference, registry, requant_row, Kernel, KernelFn, MatRef, OutRows};
 use tern::Format;
 
 const TERNARY: [Format; 3] = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
 const PATHS: [&str; 2] = ["bitnet_gemv/neon-dotprod", "bitnet_gemv/neon"];
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*: deterministic and dependency-free.
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Uniform in [-1, 1).
-    fn f32(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-
-    fn vec(&mut self, len: usize, amp: f32) -> Vec<f32> {
-        (0..len).map(|_| self.f32() * amp).collect()
-    }
-}
 
 fn encode(format: Format, src: &[f32], rows: usize, cols: usize) -> Vec<u8> {
     let mut bytes = vec![0u8; format.bytes_for(rows, cols).unwrap()];
@@ -173,13 +154,13 @@ fn parity_on_corrupt_codes() {
                 };
                 let mut rng = Rng(11);
                 for _ in 0..w.len() / 3 {
-                    let i = (rng.next() % w.len() as u64) as usize;
+                    let i = (rng.next_u64() % w.len() as u64) as usize;
                     if !is_code(i) {
                         continue;
                     }
                     match format {
-                        Format::Tq1_0 => w[i] = rng.next() as u8,
-                        _ => w[i] |= 3 << (2 * (rng.next() % 4)),
+                        Format::Tq1_0 => w[i] = rng.next_u64() as u8,
+                        _ => w[i] |= 3 << (2 * (rng.next_u64() % 4)),
                     }
                 }
                 assert!(format.validate(&w, 37, k).is_err(), "the corruption did not take");

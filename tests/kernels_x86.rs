@@ -3,31 +3,13 @@
 //! lengths with tails, and corrupt codes.
 #![cfg(target_arch = "x86_64")]
 
+mod common;
+use common::Rng;
 use tern::kernel::{registry, ActI8, Kernel, MatRef, OutRows};
 use tern::Format;
 
 const SIMD: [&str; 2] = ["bitnet_gemv/avx512vnni", "bitnet_gemv/avx2"];
 const TERNARY: [Format; 3] = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// Uniform in [-1, 1).
-    fn f32(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
 
 fn kernel(name: &str, weight: Format) -> &'static Kernel {
     registry()
@@ -57,7 +39,7 @@ fn encode(format: Format, src: &[f32], rows: usize, cols: usize) -> Vec<u8> {
 }
 
 fn weights(rng: &mut Rng, format: Format, n: usize, k: usize) -> Vec<u8> {
-    let src: Vec<f32> = (0..n * k).map(|_| rng.f32()).collect();
+    let src: Vec<f32> = (0..n * k).map(|_| rng.unit()).collect();
     encode(format, &src, n, k)
 }
 
@@ -83,7 +65,7 @@ fn corrupt_weights(rng: &mut Rng, format: Format, n: usize, k: usize) -> Vec<u8>
 }
 
 fn activations(rng: &mut Rng, m: usize, k: usize) -> Vec<u8> {
-    let mut src: Vec<f32> = (0..m * k).map(|_| rng.f32() * 3.0).collect();
+    let mut src: Vec<f32> = (0..m * k).map(|_| rng.unit() * 3.0).collect();
     if m > 1 {
         // A zero row has scale 0: its outputs must be 0 too.
         src[k..2 * k].fill(0.0);
@@ -241,9 +223,9 @@ fn requant_is_bit_identical_to_the_definition() {
     let mut rng = Rng(0x5EED_1234_ABCD_0005);
     // Random rows of lengths around the 32-float step, and wide-range magnitudes.
     for len in (1..=70).chain([255, 256, 4096, 4097]) {
-        let x: Vec<f32> = (0..len).map(|_| rng.f32() * 10.0).collect();
+        let x: Vec<f32> = (0..len).map(|_| rng.unit() * 10.0).collect();
         requant_matches(&x);
-        let x: Vec<f32> = (0..len).map(|_| rng.f32() * f32::powi(2.0, (rng.next() % 60) as i32 - 30)).collect();
+        let x: Vec<f32> = (0..len).map(|_| rng.unit() * f32::powi(2.0, (rng.next_u64() % 60) as i32 - 30)).collect();
         requant_matches(&x);
     }
     // Exact ties: absmax 127 gives scale 1, so k + 0.5 divides to itself; absmax 254 gives
