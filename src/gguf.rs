@@ -422,7 +422,8 @@ impl<'a> Gguf<'a> {
 
     /// The bytes of a tensor of a known type (ranges were checked by `parse`).
     pub fn tensor_data(&self, info: &TensorInfo) -> Result<&'a [u8]> {
-        let size = info.size.ok_or_else(|| GgufError::UnknownType { name: info.name.to_owned(), ty: info.ggml_type.0 })?;
+        let size =
+            info.size.ok_or_else(|| GgufError::UnknownType { name: info.name.to_owned(), ty: info.ggml_type.0 })?;
         let (start, end) = data_range(info, self.data_start, size, self.bytes.len())?;
         Ok(&self.bytes[start as usize..end as usize])
     }

@@ -159,7 +159,8 @@ impl Scope {
         self.generation.store(self.stats.generation, Ordering::Release);
         // Keep the largest chunk nobody else holds, so a steady-state pass reuses it.
         let used: usize = self.chunks.iter().map(|c| c.len()).sum();
-        let mut reusable: Vec<Arc<Chunk>> = self.chunks.drain(..).filter_map(|mut c| Arc::get_mut(&mut c).is_some().then_some(c)).collect();
+        let mut reusable: Vec<Arc<Chunk>> =
+            self.chunks.drain(..).filter_map(|mut c| Arc::get_mut(&mut c).is_some().then_some(c)).collect();
         reusable.sort_by_key(|c| c.len());
         self.chunks = reusable.pop().into_iter().collect();
         // If last pass spilled over several chunks, start the next with one that fits it.

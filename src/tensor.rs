@@ -21,7 +21,11 @@ pub struct Tensor<'a> {
 
 impl std::fmt::Debug for Tensor<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tensor").field("format", &self.format).field("rows", &self.rows).field("cols", &self.cols).finish()
+        f.debug_struct("Tensor")
+            .field("format", &self.format)
+            .field("rows", &self.rows)
+            .field("cols", &self.cols)
+            .finish()
     }
 }
 

@@ -83,9 +83,15 @@ fn requantize_i8_absmax() {
         let mut out = sentinel();
         let cb = Some(count_event as unsafe extern "C" fn(*mut c_void, *const tern_event));
         assert_eq!(tern_requantize_i8_absmax(ptr::null(), scope, cb, ptr::null_mut(), &mut out), TERN_ERR_NULL_POINTER);
-        assert_eq!(tern_requantize_i8_absmax(f32_t, ptr::null_mut(), cb, ptr::null_mut(), &mut out), TERN_ERR_NULL_POINTER);
+        assert_eq!(
+            tern_requantize_i8_absmax(f32_t, ptr::null_mut(), cb, ptr::null_mut(), &mut out),
+            TERN_ERR_NULL_POINTER
+        );
         assert_eq!(tern_requantize_i8_absmax(tq2, scope, cb, ptr::null_mut(), &mut out), TERN_ERR_UNSUPPORTED);
-        assert_eq!(tern_requantize_i8_absmax(f32_t, scope, cb, ptr::null_mut(), ptr::null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!(
+            tern_requantize_i8_absmax(f32_t, scope, cb, ptr::null_mut(), ptr::null_mut()),
+            TERN_ERR_NULL_POINTER
+        );
         assert_eq!(out, sentinel());
         assert_eq!(EVENTS.load(Ordering::SeqCst), 0, "a refused adapter reported an event");
         let mut stats = tern_scope_stats { bytes_in_use: 1, high_water: 1, allocations: 1, capacity: 1, generation: 1 };
@@ -104,14 +110,36 @@ fn requantize_i8_absmax_into() {
     EVENTS.store(0, Ordering::SeqCst);
     unsafe {
         let mut call = |src: *const f32, codes_len, scales_len| {
-            tern_requantize_i8_absmax_into(src, 4, 1, 4, codes.as_mut_ptr(), codes_len, scales.as_mut_ptr(), scales_len, cb, ptr::null_mut())
+            tern_requantize_i8_absmax_into(
+                src,
+                4,
+                1,
+                4,
+                codes.as_mut_ptr(),
+                codes_len,
+                scales.as_mut_ptr(),
+                scales_len,
+                cb,
+                ptr::null_mut(),
+            )
         };
         assert_eq!(call(ptr::null(), 4, 1), TERN_ERR_NULL_POINTER);
         assert_eq!(call(src.as_ptr(), 3, 1), TERN_ERR_LENGTH_MISMATCH);
         assert_eq!(call(src.as_ptr(), 4, 0), TERN_ERR_LENGTH_MISMATCH);
         assert_eq!(call(src.as_ptr(), 4, 1), TERN_ERR_NON_FINITE);
         assert_eq!(
-            tern_requantize_i8_absmax_into(src.as_ptr(), 4, 0, 4, codes.as_mut_ptr(), 4, scales.as_mut_ptr(), 1, cb, ptr::null_mut()),
+            tern_requantize_i8_absmax_into(
+                src.as_ptr(),
+                4,
+                0,
+                4,
+                codes.as_mut_ptr(),
+                4,
+                scales.as_mut_ptr(),
+                1,
+                cb,
+                ptr::null_mut()
+            ),
             TERN_ERR_INVALID_SHAPE
         );
     }
@@ -515,7 +543,11 @@ const TABLE: &[Entry] = &[
     Entry { name: "tern_dispatcher_free", kind: Kind::CannotFail(FREE), check: dispatcher_free },
     Entry { name: "tern_matmul", kind: Kind::Refused, check: matmul },
     Entry { name: "tern_bitnet_gemv", kind: Kind::Refused, check: bitnet_gemv },
-    Entry { name: "tern_kernel_count", kind: Kind::CannotFail("takes no argument; a constant of the build"), check: kernel_count },
+    Entry {
+        name: "tern_kernel_count",
+        kind: Kind::CannotFail("takes no argument; a constant of the build"),
+        check: kernel_count,
+    },
     Entry { name: "tern_kernel_info_get", kind: Kind::Refused, check: kernel_info_get },
     Entry { name: "tern_encoding_get", kind: Kind::Refused, check: encoding_get },
     Entry { name: "tern_format_from_ggml_type", kind: Kind::Refused, check: format_from_ggml_type },
@@ -532,7 +564,11 @@ const TABLE: &[Entry] = &[
     Entry { name: "tern_scope_reset", kind: Kind::Refused, check: scope_reset },
     Entry { name: "tern_scope_get_stats", kind: Kind::Refused, check: scope_get_stats },
     Entry { name: "tern_scope_free", kind: Kind::CannotFail(FREE), check: scope_free },
-    Entry { name: "tern_status_str", kind: Kind::CannotFail("any value has a string, unknown ones a generic one"), check: status_str },
+    Entry {
+        name: "tern_status_str",
+        kind: Kind::CannotFail("any value has a string, unknown ones a generic one"),
+        check: status_str,
+    },
     Entry { name: "tern_tensor_wrap", kind: Kind::Refused, check: tensor_wrap },
     Entry { name: "tern_tensor_encode", kind: Kind::Refused, check: tensor_encode },
     Entry { name: "tern_tensor_get", kind: Kind::Refused, check: tensor_get },
@@ -543,8 +579,16 @@ const TABLE: &[Entry] = &[
     Entry { name: "tern_tensor_rows", kind: Kind::CannotFail(NO_STATUS), check: tensor_rows },
     Entry { name: "tern_tensor_cols", kind: Kind::CannotFail(NO_STATUS), check: tensor_cols },
     Entry { name: "tern_tensor_free", kind: Kind::CannotFail(FREE), check: tensor_free },
-    Entry { name: "tern_version", kind: Kind::CannotFail("takes no argument; a constant of the build"), check: version },
-    Entry { name: "tern_version_string", kind: Kind::CannotFail("takes no argument; a static string"), check: version_string },
+    Entry {
+        name: "tern_version",
+        kind: Kind::CannotFail("takes no argument; a constant of the build"),
+        check: version,
+    },
+    Entry {
+        name: "tern_version_string",
+        kind: Kind::CannotFail("takes no argument; a static string"),
+        check: version_string,
+    },
 ];
 
 /// The functions `include/tern.h` declares: `<type> tern_name(...);` lines.

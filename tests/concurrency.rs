@@ -52,8 +52,10 @@ fn concurrent_matmuls_match_single_threaded(n_threads: usize) {
         let acts: Vec<Vec<Tensor>> = (0..THREADS).map(|t| (0..ROUNDS).map(|r| activation(t, r)).collect()).collect();
         let single = Dispatcher::new(DispatcherOptions::default()).unwrap();
         let mut scope = Scope::new(0).unwrap();
-        let want: Vec<Vec<Vec<f32>>> =
-            acts.iter().map(|rounds| rounds.iter().map(|act| run(&single, act, &weight, &mut scope)).collect()).collect();
+        let want: Vec<Vec<Vec<f32>>> = acts
+            .iter()
+            .map(|rounds| rounds.iter().map(|act| run(&single, act, &weight, &mut scope)).collect())
+            .collect();
 
         let sink = Arc::new(ThreadSink::default());
         let mut dispatcher = Dispatcher::new(DispatcherOptions { n_threads, kernel: None }).unwrap();

@@ -275,22 +275,42 @@ fn bad_input_writes_nothing_and_reports_nothing() {
     let untouched = |out: &[f32]| out.iter().all(|&v| v == CANARY);
 
     let cases: Vec<(&str, Error, Box<dyn Fn(&mut [f32]) -> Result<(), Error>>)> = vec![
-        ("mismatched k", Error::ShapeMismatch("activation cols differ from weight cols"),
-            Box::new(|o| bitnet_gemv(None, &wrong_k, &weight, 0..n, o).map(|_| ()))),
-        ("short output", Error::LengthMismatch { want: m * n, got: m * n - 1 },
-            Box::new(|o| bitnet_gemv(None, &act_i8, &weight, 0..n, &mut o[1..]).map(|_| ()))),
-        ("range past n", Error::InvalidRowRange { begin: 0, end: n + 1, rows: n },
-            Box::new(|o| bitnet_gemv(None, &act_i8, &weight, 0..n + 1, o).map(|_| ()))),
-        ("unknown kernel", Error::UnknownKernel("bitnet_gemv/nope".into()),
-            Box::new(|o| bitnet_gemv(Some("bitnet_gemv/nope"), &act_i8, &weight, 0..n, o).map(|_| ()))),
-        ("f32 activation to bitnet_gemv", Error::Unsupported { weight: Format::Tq2_0, act: Format::F32 },
-            Box::new(|o| bitnet_gemv(None, &act_f32, &weight, 0..n, o).map(|_| ()))),
-        ("no scope for the adapter", Error::ScopeRequired,
-            Box::new(|o| d.matmul(&act_f32, &weight, None, o))),
-        ("matmul mismatched k", Error::ShapeMismatch("activation cols differ from weight cols"),
-            Box::new(|o| d.matmul(&wrong_k, &weight, None, o))),
-        ("matmul short output", Error::LengthMismatch { want: m * n, got: 3 },
-            Box::new(|o| d.matmul(&act_i8, &weight, None, &mut o[..3]))),
+        (
+            "mismatched k",
+            Error::ShapeMismatch("activation cols differ from weight cols"),
+            Box::new(|o| bitnet_gemv(None, &wrong_k, &weight, 0..n, o).map(|_| ())),
+        ),
+        (
+            "short output",
+            Error::LengthMismatch { want: m * n, got: m * n - 1 },
+            Box::new(|o| bitnet_gemv(None, &act_i8, &weight, 0..n, &mut o[1..]).map(|_| ())),
+        ),
+        (
+            "range past n",
+            Error::InvalidRowRange { begin: 0, end: n + 1, rows: n },
+            Box::new(|o| bitnet_gemv(None, &act_i8, &weight, 0..n + 1, o).map(|_| ())),
+        ),
+        (
+            "unknown kernel",
+            Error::UnknownKernel("bitnet_gemv/nope".into()),
+            Box::new(|o| bitnet_gemv(Some("bitnet_gemv/nope"), &act_i8, &weight, 0..n, o).map(|_| ())),
+        ),
+        (
+            "f32 activation to bitnet_gemv",
+            Error::Unsupported { weight: Format::Tq2_0, act: Format::F32 },
+            Box::new(|o| bitnet_gemv(None, &act_f32, &weight, 0..n, o).map(|_| ())),
+        ),
+        ("no scope for the adapter", Error::ScopeRequired, Box::new(|o| d.matmul(&act_f32, &weight, None, o))),
+        (
+            "matmul mismatched k",
+            Error::ShapeMismatch("activation cols differ from weight cols"),
+            Box::new(|o| d.matmul(&wrong_k, &weight, None, o)),
+        ),
+        (
+            "matmul short output",
+            Error::LengthMismatch { want: m * n, got: 3 },
+            Box::new(|o| d.matmul(&act_i8, &weight, None, &mut o[..3])),
+        ),
     ];
     for (what, want, call) in cases {
         assert_eq!(call(&mut out).unwrap_err(), want, "{what}");
@@ -312,7 +332,9 @@ fn forcing_kernels() {
         Err(Error::UnknownKernel(_))
     ));
     let sink = Arc::new(RecordingSink::default());
-    let mut d = Dispatcher::new(DispatcherOptions { kernel: Some("bitnet_gemv/reference".into()), ..Default::default() }).unwrap();
+    let mut d =
+        Dispatcher::new(DispatcherOptions { kernel: Some("bitnet_gemv/reference".into()), ..Default::default() })
+            .unwrap();
     d.set_sink(Some(sink.clone()));
     let mut rng = Rng(31);
     let weight = Tensor::encode(Format::BitnetB158, &rng.vec(4 * 64, 1.0), 4, 64).unwrap();

@@ -174,7 +174,9 @@ fn encode_errors_write_nothing() {
     for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
         let mut x = src.clone();
         x[300] = bad;
-        for format in [TERN_FORMAT_F32, TERN_FORMAT_TQ1_0, TERN_FORMAT_TQ2_0, TERN_FORMAT_BITNET_B1_58, TERN_FORMAT_I8_ABSMAX] {
+        for format in
+            [TERN_FORMAT_F32, TERN_FORMAT_TQ1_0, TERN_FORMAT_TQ2_0, TERN_FORMAT_BITNET_B1_58, TERN_FORMAT_I8_ABSMAX]
+        {
             assert_eq!(encode_status(format, &x, 2, 256, 4096), TERN_ERR_NON_FINITE, "format {format}");
         }
     }
@@ -233,7 +235,10 @@ fn decode_and_validate_errors() {
     // SAFETY (all calls): NULLs are refused; the rest are live buffers.
     unsafe {
         let mut dst = [CANARY_F; 512];
-        assert_eq!(tern_decode(null(), bytes.as_ptr().cast(), 132, 2, 256, dst.as_mut_ptr(), 512), TERN_ERR_NULL_POINTER);
+        assert_eq!(
+            tern_decode(null(), bytes.as_ptr().cast(), 132, 2, 256, dst.as_mut_ptr(), 512),
+            TERN_ERR_NULL_POINTER
+        );
         assert_eq!(tern_decode(e, null(), 132, 2, 256, dst.as_mut_ptr(), 512), TERN_ERR_NULL_POINTER);
         assert_eq!(tern_decode(e, bytes.as_ptr().cast(), 132, 2, 256, null_mut(), 512), TERN_ERR_NULL_POINTER);
         assert!(dst.iter().all(|&x| x == CANARY_F));
@@ -332,9 +337,15 @@ fn tensors_wrap_encode_get_decode_and_free() {
         assert_eq!((tern_tensor_format(null()), tern_tensor_rows(null()), tern_tensor_cols(null())), (0, 0, 0));
 
         let mut untouched = 0x1 as *mut tern_tensor;
-        assert_eq!(tern_tensor_wrap(e, bytes.as_ptr().cast(), len - 1, rows, cols, &mut untouched), TERN_ERR_LENGTH_MISMATCH);
+        assert_eq!(
+            tern_tensor_wrap(e, bytes.as_ptr().cast(), len - 1, rows, cols, &mut untouched),
+            TERN_ERR_LENGTH_MISMATCH
+        );
         assert_eq!(tern_tensor_wrap(e, null(), len, rows, cols, &mut untouched), TERN_ERR_NULL_POINTER);
-        assert_eq!(tern_tensor_wrap(null(), bytes.as_ptr().cast(), len, rows, cols, &mut untouched), TERN_ERR_NULL_POINTER);
+        assert_eq!(
+            tern_tensor_wrap(null(), bytes.as_ptr().cast(), len, rows, cols, &mut untouched),
+            TERN_ERR_NULL_POINTER
+        );
         let mut nan = src.clone();
         nan[0] = f32::NAN;
         assert_eq!(tern_tensor_encode(e, nan.as_ptr(), nan.len(), rows, cols, &mut untouched), TERN_ERR_NON_FINITE);
@@ -446,9 +457,8 @@ fn random_arguments_never_panic_and_errors_never_write() {
         };
         let mut dst = vec![CANARY_B; dst_len];
         // SAFETY: src_len <= floats.len() and dst is dst_len bytes.
-        let st = unsafe {
-            tern_encode_checked(e, floats.as_ptr(), src_len, rows, cols, dst.as_mut_ptr().cast(), dst_len)
-        };
+        let st =
+            unsafe { tern_encode_checked(e, floats.as_ptr(), src_len, rows, cols, dst.as_mut_ptr().cast(), dst_len) };
         assert_ne!(st, TERN_ERR_PANIC);
         if st != TERN_OK {
             assert!(dst.iter().all(|&b| b == CANARY_B), "encode error {st} wrote");
@@ -462,9 +472,7 @@ fn random_arguments_never_panic_and_errors_never_write() {
         let out_len = if next(2) == 0 { n } else { next(4096) };
         let mut out = vec![CANARY_F; out_len];
         // SAFETY: live buffers with their true lengths.
-        let st = unsafe {
-            tern_decode(e, bytes.as_ptr().cast(), bytes.len(), rows, cols, out.as_mut_ptr(), out_len)
-        };
+        let st = unsafe { tern_decode(e, bytes.as_ptr().cast(), bytes.len(), rows, cols, out.as_mut_ptr(), out_len) };
         assert_ne!(st, TERN_ERR_PANIC);
         if st != TERN_OK {
             assert!(out.iter().all(|&x| x.to_bits() == CANARY_F.to_bits()), "decode error {st} wrote");

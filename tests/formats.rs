@@ -30,10 +30,7 @@ fn decode(format: Format, src: &[u8], rows: usize, cols: usize) -> Vec<f32> {
 }
 
 fn read_f32s(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
+    bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
 }
 
 fn f32_at(bytes: &[u8], at: usize) -> f32 {
@@ -85,11 +82,7 @@ fn fixtures() -> Vec<Fixture> {
 fn fixtures_cover_both_formats_and_every_case() {
     let all = fixtures();
     for format in [Format::Tq1_0, Format::Tq2_0] {
-        let names: Vec<&str> = all
-            .iter()
-            .filter(|f| f.format == format)
-            .map(|f| &f.name[6..])
-            .collect();
+        let names: Vec<&str> = all.iter().filter(|f| f.format == format).map(|f| &f.name[6..]).collect();
         for case in [
             "rand_1e-3",
             "rand_1e-1",
@@ -109,12 +102,7 @@ fn fixtures_cover_both_formats_and_every_case() {
     for f in &all {
         assert_eq!(f.input.len(), f.rows * f.cols, "{}", f.name);
         assert_eq!(f.deq.len(), f.rows * f.cols, "{}", f.name);
-        assert_eq!(
-            f.q.len(),
-            f.format.bytes_for(f.rows, f.cols).unwrap(),
-            "{}",
-            f.name
-        );
+        assert_eq!(f.q.len(), f.format.bytes_for(f.rows, f.cols).unwrap(), "{}", f.name);
     }
 }
 
@@ -123,10 +111,7 @@ fn encode_is_byte_identical_to_ggml() {
     for f in fixtures() {
         let ours = encode(f.format, &f.input, f.rows, f.cols);
         if let Some(i) = ours.iter().zip(&f.q).position(|(a, b)| a != b) {
-            panic!(
-                "{}: byte {i} is {:#04x}, ggml has {:#04x}",
-                f.name, ours[i], f.q[i]
-            );
+            panic!("{}: byte {i} is {:#04x}, ggml has {:#04x}", f.name, ours[i], f.q[i]);
         }
     }
 }
@@ -135,28 +120,14 @@ fn encode_is_byte_identical_to_ggml() {
 fn decode_is_bit_identical_to_ggml() {
     for f in fixtures() {
         let ours = decode(f.format, &f.q, f.rows, f.cols);
-        if let Some(i) = bits(&ours)
-            .iter()
-            .zip(bits(&f.deq))
-            .position(|(a, b)| *a != b)
-        {
-            panic!(
-                "{}: element {i} decodes to {}, ggml gives {}",
-                f.name, ours[i], f.deq[i]
-            );
+        if let Some(i) = bits(&ours).iter().zip(bits(&f.deq)).position(|(a, b)| *a != b) {
+            panic!("{}: element {i} decodes to {}, ggml gives {}", f.name, ours[i], f.deq[i]);
         }
         let t = Tensor::wrap(f.format, &f.q, f.rows, f.cols).unwrap();
         assert_eq!(t.validate(), Ok(()), "{}", f.name);
         for (i, want) in f.deq.iter().enumerate() {
             let got = t.get(i / f.cols, i % f.cols).unwrap();
-            assert_eq!(
-                got.to_bits(),
-                want.to_bits(),
-                "{} get({}, {})",
-                f.name,
-                i / f.cols,
-                i % f.cols
-            );
+            assert_eq!(got.to_bits(), want.to_bits(), "{} get({}, {})", f.name, i / f.cols, i % f.cols);
         }
     }
 }
@@ -174,16 +145,8 @@ fn reencoding_a_decode_gives_the_same_bytes() {
         let x = rng.weights(RT_ROWS * RT_COLS, scale);
         for format in [Format::F32, Format::Tq1_0, Format::Tq2_0, Format::I8Absmax] {
             let once = encode(format, &x, RT_ROWS, RT_COLS);
-            let twice = encode(
-                format,
-                &decode(format, &once, RT_ROWS, RT_COLS),
-                RT_ROWS,
-                RT_COLS,
-            );
-            assert!(
-                once == twice,
-                "{format:?} at scale {scale}: encode(decode(encode(x))) != encode(x)"
-            );
+            let twice = encode(format, &decode(format, &once, RT_ROWS, RT_COLS), RT_ROWS, RT_COLS);
+            assert!(once == twice, "{format:?} at scale {scale}: encode(decode(encode(x))) != encode(x)");
         }
     }
 }
@@ -201,17 +164,10 @@ fn bitnet_reencode_keeps_codes_and_takes_the_decoded_absmean() {
         let once = encode(Format::BitnetB158, &x, rows, cols);
         let y = decode(Format::BitnetB158, &once, rows, cols);
         let twice = encode(Format::BitnetB158, &y, rows, cols);
-        assert_eq!(
-            once[..codes],
-            twice[..codes],
-            "codes changed at scale {scale}"
-        );
+        assert_eq!(once[..codes], twice[..codes], "codes changed at scale {scale}");
         let mean = (y.iter().map(|w| w.abs() as f64).sum::<f64>() / y.len() as f64) as f32;
         assert_eq!(f32_at(&twice, codes).to_bits(), mean.to_bits());
-        assert!(
-            y.contains(&0.0),
-            "the case must have zero trits to mean anything"
-        );
+        assert!(y.contains(&0.0), "the case must have zero trits to mean anything");
     }
 }
 
@@ -220,12 +176,7 @@ fn bitnet_reencode_keeps_codes_and_takes_the_decoded_absmean() {
 #[test]
 fn bitnet_import_round_trips_exactly() {
     let mut rng = Rng(3);
-    for (rows, cols, scale) in [
-        (4, 8, 0.0123f32),
-        (1, 4, 1.0),
-        (7, 36, 3.5e-5),
-        (2, 12, 0.0),
-    ] {
+    for (rows, cols, scale) in [(4, 8, 0.0123f32), (1, 4, 1.0), (7, 36, 3.5e-5), (2, 12, 0.0)] {
         let n = rows * cols;
         let trits: Vec<i8> = (0..n).map(|_| rng.below(3) as i8 - 1).collect();
         let mut bytes = vec![CANARY; Format::BitnetB158.bytes_for(rows, cols).unwrap()];
@@ -266,28 +217,16 @@ fn bitnet_import_refuses_bad_input_without_writing() {
     let good = [1i8, 0, -1, 0, 1, 1, 0, -1];
     let mut bad = good;
     bad[5] = 2;
-    assert_eq!(
-        bitnet_import_trits(&bad, 1.0, &mut dst),
-        Err(Error::CorruptCode { index: 5 })
-    );
+    assert_eq!(bitnet_import_trits(&bad, 1.0, &mut dst), Err(Error::CorruptCode { index: 5 }));
     bad[5] = -2;
-    assert_eq!(
-        bitnet_import_trits(&bad, 1.0, &mut dst),
-        Err(Error::CorruptCode { index: 5 })
-    );
+    assert_eq!(bitnet_import_trits(&bad, 1.0, &mut dst), Err(Error::CorruptCode { index: 5 }));
     for s in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
-        assert_eq!(
-            bitnet_import_trits(&good, s, &mut dst),
-            Err(Error::NonFinite { index: 0 })
-        );
+        assert_eq!(bitnet_import_trits(&good, s, &mut dst), Err(Error::NonFinite { index: 0 }));
     }
     assert_untouched(&dst);
     for len in [5, 7, 0] {
         let mut d = vec![CANARY; len];
-        assert_eq!(
-            bitnet_import_trits(&good, 1.0, &mut d),
-            Err(Error::LengthMismatch { want: 6, got: len })
-        );
+        assert_eq!(bitnet_import_trits(&good, 1.0, &mut d), Err(Error::LengthMismatch { want: 6, got: len }));
         assert_untouched(&d);
     }
 }
@@ -301,9 +240,7 @@ fn round_away(v: f64) -> i64 {
 fn bitnet_encode_uses_the_absmean_scale() {
     // mean |w| = 16 / 16 = 1 exactly, so every quotient below is exact: ties at +-0.5
     // round away from zero, +-1.5 and +-2 clamp to +-1.
-    let x = [
-        2.0, 0.0, -1.0, 1.0, 0.5, -0.5, 1.5, -1.5, 0.25, -0.25, 0.75, -0.75, 2.0, -2.0, 0.5, 1.5f32,
-    ];
+    let x = [2.0, 0.0, -1.0, 1.0, 0.5, -0.5, 1.5, -1.5, 0.25, -0.25, 0.75, -0.75, 2.0, -2.0, 0.5, 1.5f32];
     let want_trits = [1, 0, -1, 1, 1, -1, 1, -1, 0, 0, 1, -1, 1, -1, 1, 1];
     let bytes = encode(Format::BitnetB158, &x, 4, 4);
     assert_eq!(f32_at(&bytes, 4), 1.0);
@@ -350,29 +287,16 @@ fn i8_absmax_scales_rows_by_their_absmax() {
         let amax = row.iter().fold(0f32, |m, v| m.max(v.abs()));
         assert_eq!(scale.to_bits(), (amax / 127.0).to_bits(), "row {r}");
         if amax == 0.0 {
-            assert!(
-                codes.iter().all(|&c| c == 0),
-                "zero row {r} must keep codes 0"
-            );
+            assert!(codes.iter().all(|&c| c == 0), "zero row {r} must keep codes 0");
             continue;
         }
-        assert!(
-            codes.iter().any(|&c| (c as i8).unsigned_abs() == 127),
-            "row {r}: the max must map to +-127"
-        );
+        assert!(codes.iter().any(|&c| (c as i8).unsigned_abs() == 127), "row {r}: the max must map to +-127");
         for (c, (&v, &d)) in codes.iter().zip(row.iter().zip(&y[r * cols..])) {
             let c = *c as i8;
             assert!(c != -128);
-            assert_eq!(
-                c as i64,
-                round_away((v / scale) as f64).clamp(-127, 127),
-                "row {r}: x = {v}"
-            );
+            assert_eq!(c as i64, round_away((v / scale) as f64).clamp(-127, 127), "row {r}: x = {v}");
             assert_eq!(d, c as f32 * scale);
-            assert!(
-                (v - d).abs() <= scale,
-                "row {r}: {v} decodes to {d}, step {scale}"
-            );
+            assert!((v - d).abs() <= scale, "row {r}: {v} decodes to {d}, step {scale}");
         }
     }
 }
@@ -400,26 +324,11 @@ fn get_matches_decode_everywhere_and_refuses_out_of_bounds() {
         let y = t.decode().unwrap();
         for r in 0..rows {
             for c in 0..cols {
-                assert_eq!(
-                    t.get(r, c).unwrap().to_bits(),
-                    y[r * cols + c].to_bits(),
-                    "{format:?} ({r}, {c})"
-                );
+                assert_eq!(t.get(r, c).unwrap().to_bits(), y[r * cols + c].to_bits(), "{format:?} ({r}, {c})");
             }
         }
-        for (r, c) in [
-            (rows, 0),
-            (0, cols),
-            (rows, cols),
-            (usize::MAX, 0),
-            (0, usize::MAX),
-        ] {
-            let want = Err(Error::OutOfBounds {
-                row: r,
-                col: c,
-                rows,
-                cols,
-            });
+        for (r, c) in [(rows, 0), (0, cols), (rows, cols), (usize::MAX, 0), (0, usize::MAX)] {
+            let want = Err(Error::OutOfBounds { row: r, col: c, rows, cols });
             assert_eq!(t.get(r, c), want, "{format:?}");
             assert_eq!(format.get(t.bytes().unwrap(), rows, cols, r, c), want);
         }
@@ -430,10 +339,7 @@ fn get_matches_decode_everywhere_and_refuses_out_of_bounds() {
 
 fn corrupt(format: Format, bytes: &[u8], rows: usize, cols: usize) -> Result<(), Error> {
     let v = format.validate(bytes, rows, cols);
-    assert_eq!(
-        Tensor::wrap(format, bytes, rows, cols).unwrap().validate(),
-        v
-    );
+    assert_eq!(Tensor::wrap(format, bytes, rows, cols).unwrap().validate(), v);
     v
 }
 
@@ -442,27 +348,9 @@ fn valid_encodings_validate() {
     let mut rng = Rng(7);
     for format in Format::ALL {
         let x = rng.weights(RT_ROWS * RT_COLS, 2.0);
-        assert_eq!(
-            corrupt(
-                format,
-                &encode(format, &x, RT_ROWS, RT_COLS),
-                RT_ROWS,
-                RT_COLS
-            ),
-            Ok(()),
-            "{format:?}"
-        );
+        assert_eq!(corrupt(format, &encode(format, &x, RT_ROWS, RT_COLS), RT_ROWS, RT_COLS), Ok(()), "{format:?}");
         let zeros = vec![0.0; RT_ROWS * RT_COLS];
-        assert_eq!(
-            corrupt(
-                format,
-                &encode(format, &zeros, RT_ROWS, RT_COLS),
-                RT_ROWS,
-                RT_COLS
-            ),
-            Ok(()),
-            "{format:?}"
-        );
+        assert_eq!(corrupt(format, &encode(format, &zeros, RT_ROWS, RT_COLS), RT_ROWS, RT_COLS), Ok(()), "{format:?}");
     }
 }
 
@@ -473,12 +361,7 @@ fn tq2_0_code_3_is_corrupt() {
     // Element 200 of block 3 (row 1, col 456): byte 32 * 1 + 200 % 32 = 40, shift 2 * 2 = 4.
     let mut bad = good.clone();
     bad[3 * 66 + 40] |= 3 << 4;
-    assert_eq!(
-        corrupt(Format::Tq2_0, &bad, rows, cols),
-        Err(Error::CorruptCode {
-            index: 3 * QK + 200
-        })
-    );
+    assert_eq!(corrupt(Format::Tq2_0, &bad, rows, cols), Err(Error::CorruptCode { index: 3 * QK + 200 }));
     // ggml decodes code 3 as +2 * d; so does tern (validation is the place that objects).
     let d = half::f16::from_le_bytes([bad[3 * 66 + 64], bad[3 * 66 + 65]]).to_f32();
     assert_eq!(Format::Tq2_0.get(&bad, rows, cols, 1, 456), Ok(2.0 * d));
@@ -492,9 +375,7 @@ fn tq1_pack(digits: [u32; 5]) -> u8 {
 
 #[test]
 fn tq1_0_non_canonical_bytes_are_corrupt() {
-    let canonical: Vec<u8> = (0..243u32)
-        .map(|v| tq1_pack([v / 81, v / 27 % 3, v / 9 % 3, v / 3 % 3, v % 3]))
-        .collect();
+    let canonical: Vec<u8> = (0..243u32).map(|v| tq1_pack([v / 81, v / 27 % 3, v / 9 % 3, v / 3 % 3, v % 3])).collect();
     let non_canonical: Vec<u8> = (0..=255u8).filter(|b| !canonical.contains(b)).collect();
     assert_eq!(non_canonical.len(), 256 - 243);
     let (rows, cols) = (2, 512);
@@ -507,44 +388,24 @@ fn tq1_0_non_canonical_bytes_are_corrupt() {
             bad[block + byte] = b;
             assert_eq!(
                 corrupt(Format::Tq1_0, &bad, rows, cols),
-                Err(Error::CorruptCode {
-                    index: 2 * QK + first
-                }),
+                Err(Error::CorruptCode { index: 2 * QK + first }),
                 "byte {b:#04x} at qs[{byte}]"
             );
         }
     }
     // qh holds four digits and a fifth, zero one: a canonical byte with a non-zero fifth
     // digit is corrupt there (255 = all twos, valid in qs).
-    for (digits, ok) in [
-        ([2, 2, 2, 2, 2], false),
-        ([0, 0, 0, 0, 1], false),
-        ([1, 2, 0, 1, 0], true),
-    ] {
+    for (digits, ok) in [([2, 2, 2, 2, 2], false), ([0, 0, 0, 0, 1], false), ([1, 2, 0, 1, 0], true)] {
         let b = tq1_pack(digits);
         for qs_byte in [0, 47] {
             let mut bad = good.clone();
             bad[block + qs_byte] = b;
-            assert_eq!(
-                corrupt(Format::Tq1_0, &bad, rows, cols),
-                Ok(()),
-                "{b:#04x} in qs[{qs_byte}]"
-            );
+            assert_eq!(corrupt(Format::Tq1_0, &bad, rows, cols), Ok(()), "{b:#04x} in qs[{qs_byte}]");
         }
         let mut bad = good.clone();
         bad[block + 48 + 3] = b; // qh[3] holds elements 243, 247, 251, 255
-        let want = if ok {
-            Ok(())
-        } else {
-            Err(Error::CorruptCode {
-                index: 2 * QK + 243,
-            })
-        };
-        assert_eq!(
-            corrupt(Format::Tq1_0, &bad, rows, cols),
-            want,
-            "{b:#04x} in qh[3]"
-        );
+        let want = if ok { Ok(()) } else { Err(Error::CorruptCode { index: 2 * QK + 243 }) };
+        assert_eq!(corrupt(Format::Tq1_0, &bad, rows, cols), want, "{b:#04x} in qh[3]");
     }
 }
 
@@ -568,43 +429,24 @@ fn non_finite_tq_scales_are_corrupt() {
 #[test]
 fn bitnet_code_3_and_non_finite_scale_are_corrupt() {
     let (rows, cols) = (3, 8);
-    let good = encode(
-        Format::BitnetB158,
-        &Rng(11).weights(rows * cols, 1.0),
-        rows,
-        cols,
-    );
+    let good = encode(Format::BitnetB158, &Rng(11).weights(rows * cols, 1.0), rows, cols);
     let mut bad = good.clone();
     bad[4] |= 3 << 6; // element 19
-    assert_eq!(
-        corrupt(Format::BitnetB158, &bad, rows, cols),
-        Err(Error::CorruptCode { index: 19 })
-    );
+    assert_eq!(corrupt(Format::BitnetB158, &bad, rows, cols), Err(Error::CorruptCode { index: 19 }));
     for s in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
         let mut bad = good.clone();
         bad[6..].copy_from_slice(&s.to_le_bytes());
-        assert_eq!(
-            corrupt(Format::BitnetB158, &bad, rows, cols),
-            Err(Error::CorruptCode { index: 0 })
-        );
+        assert_eq!(corrupt(Format::BitnetB158, &bad, rows, cols), Err(Error::CorruptCode { index: 0 }));
     }
 }
 
 #[test]
 fn i8_code_minus_128_and_bad_scales_are_corrupt() {
     let (rows, cols) = (3, 10);
-    let good = encode(
-        Format::I8Absmax,
-        &Rng(12).weights(rows * cols, 1.0),
-        rows,
-        cols,
-    );
+    let good = encode(Format::I8Absmax, &Rng(12).weights(rows * cols, 1.0), rows, cols);
     let mut bad = good.clone();
     bad[17] = 0x80;
-    assert_eq!(
-        corrupt(Format::I8Absmax, &bad, rows, cols),
-        Err(Error::CorruptCode { index: 17 })
-    );
+    assert_eq!(corrupt(Format::I8Absmax, &bad, rows, cols), Err(Error::CorruptCode { index: 17 }));
     for s in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -1.0] {
         let mut bad = good.clone();
         bad[30 + 4 * 2..30 + 4 * 3].copy_from_slice(&s.to_le_bytes());
@@ -621,53 +463,30 @@ fn f32_validation_reports_non_finite_values() {
     let mut bytes = encode(Format::F32, &[1.0, 2.0, 3.0, 4.0], 2, 2);
     assert_eq!(corrupt(Format::F32, &bytes, 2, 2), Ok(()));
     bytes[12..].copy_from_slice(&f32::NAN.to_le_bytes());
-    assert_eq!(
-        corrupt(Format::F32, &bytes, 2, 2),
-        Err(Error::NonFinite { index: 3 })
-    );
+    assert_eq!(corrupt(Format::F32, &bytes, 2, 2), Err(Error::NonFinite { index: 3 }));
 }
 
 // ---------------------------------------------------------------- bad input writes nothing
 
 #[track_caller]
 fn assert_untouched(buf: &[u8]) {
-    assert!(
-        buf.iter().all(|&b| b == CANARY),
-        "a failed call wrote to its output"
-    );
+    assert!(buf.iter().all(|&b| b == CANARY), "a failed call wrote to its output");
 }
 
 #[track_caller]
 fn assert_untouched_f32(buf: &[f32]) {
-    assert!(
-        buf.iter().all(|v| v.to_bits() == CANARY_F32.to_bits()),
-        "a failed call wrote to its output"
-    );
+    assert!(buf.iter().all(|v| v.to_bits() == CANARY_F32.to_bits()), "a failed call wrote to its output");
 }
 
 /// Runs encode into a canary-filled buffer of `dst_len` bytes, checks the error and that
 /// nothing was written.
 #[track_caller]
-fn encode_fails(
-    format: Format,
-    src: &[f32],
-    rows: usize,
-    cols: usize,
-    dst_len: usize,
-    want: Error,
-) {
+fn encode_fails(format: Format, src: &[f32], rows: usize, cols: usize, dst_len: usize, want: Error) {
     let mut dst = vec![CANARY; dst_len];
-    assert_eq!(
-        format.encode(src, rows, cols, &mut dst),
-        Err(want.clone()),
-        "{format:?} encode {rows}x{cols}"
-    );
+    assert_eq!(format.encode(src, rows, cols, &mut dst), Err(want.clone()), "{format:?} encode {rows}x{cols}");
     assert_untouched(&dst);
     if dst_len == format.bytes_for(rows, cols).unwrap_or(usize::MAX) {
-        assert_eq!(
-            Tensor::encode(format, src, rows, cols).map(|_| ()),
-            Err(want)
-        );
+        assert_eq!(Tensor::encode(format, src, rows, cols).map(|_| ()), Err(want));
     }
 }
 
@@ -679,31 +498,11 @@ fn encode_refuses_short_dst_and_wrong_src_length() {
         let need = format.bytes_for(rows, cols).unwrap();
         let x = rng.weights(rows * cols, 1.0);
         for short in [0, 1, need - 1] {
-            encode_fails(
-                format,
-                &x,
-                rows,
-                cols,
-                short,
-                Error::LengthMismatch {
-                    want: need,
-                    got: short,
-                },
-            );
+            encode_fails(format, &x, rows, cols, short, Error::LengthMismatch { want: need, got: short });
         }
         for n in [0, rows * cols - 1, rows * cols + 1] {
             let src = rng.weights(n, 1.0);
-            encode_fails(
-                format,
-                &src,
-                rows,
-                cols,
-                need,
-                Error::LengthMismatch {
-                    want: rows * cols,
-                    got: n,
-                },
-            );
+            encode_fails(format, &src, rows, cols, need, Error::LengthMismatch { want: rows * cols, got: n });
         }
         // A longer dst is fine: exactly `need` bytes are written, the rest stays.
         let mut dst = vec![CANARY; need + 9];
@@ -726,11 +525,7 @@ fn encode_refuses_shapes_that_do_not_fit() {
         (Format::BitnetB158, 3, 10),
     ]
     .into_iter()
-    .chain(
-        Format::ALL
-            .into_iter()
-            .flat_map(|f| [(f, 0, 256), (f, 1, 0), (f, 0, 0)]),
-    )
+    .chain(Format::ALL.into_iter().flat_map(|f| [(f, 0, 256), (f, 1, 0), (f, 0, 0)]))
     .collect();
     for (format, rows, cols) in cases {
         let got = format.bytes_for(rows, cols);
@@ -740,16 +535,10 @@ fn encode_refuses_shapes_that_do_not_fit() {
         );
         let mut dst = vec![CANARY; 8192];
         let got = format.encode(&x[..rows * cols], rows, cols, &mut dst);
-        assert!(
-            matches!(got, Err(Error::InvalidShape { .. })),
-            "{format:?} {rows}x{cols}: {got:?}"
-        );
+        assert!(matches!(got, Err(Error::InvalidShape { .. })), "{format:?} {rows}x{cols}: {got:?}");
         assert_untouched(&dst);
         let mut out = vec![CANARY_F32; 4096];
-        assert!(matches!(
-            format.decode(&dst[..0], rows, cols, &mut out),
-            Err(Error::InvalidShape { .. })
-        ));
+        assert!(matches!(format.decode(&dst[..0], rows, cols, &mut out), Err(Error::InvalidShape { .. })));
         assert_untouched_f32(&out);
     }
 }
@@ -783,17 +572,7 @@ fn tq_block_max_above_the_f16_limit_is_a_scale_overflow() {
         for (index, amax) in [(600, -65520.0f32), (1023, 1e30), (0, f32::MAX)] {
             let mut x = x.clone();
             x[index] = amax;
-            encode_fails(
-                format,
-                &x,
-                rows,
-                cols,
-                need,
-                Error::ScaleOverflow {
-                    block: index / QK,
-                    amax: amax.abs(),
-                },
-            );
+            encode_fails(format, &x, rows, cols, need, Error::ScaleOverflow { block: index / QK, amax: amax.abs() });
         }
     }
 }
@@ -808,10 +587,7 @@ fn decode_refuses_wrong_lengths_without_writing() {
         long.push(0);
         for src in [&bytes[..need - 1], &long[..], &bytes[..0]] {
             let mut out = vec![CANARY_F32; rows * cols];
-            let want = Err(Error::LengthMismatch {
-                want: need,
-                got: src.len(),
-            });
+            let want = Err(Error::LengthMismatch { want: need, got: src.len() });
             assert_eq!(format.decode(src, rows, cols, &mut out), want, "{format:?}");
             assert_untouched_f32(&out);
             assert_eq!(Tensor::wrap(format, src, rows, cols).map(|_| ()), want);
@@ -822,10 +598,7 @@ fn decode_refuses_wrong_lengths_without_writing() {
             let mut out = vec![CANARY_F32; short];
             assert_eq!(
                 format.decode(&bytes, rows, cols, &mut out),
-                Err(Error::LengthMismatch {
-                    want: rows * cols,
-                    got: short
-                })
+                Err(Error::LengthMismatch { want: rows * cols, got: short })
             );
             assert_untouched_f32(&out);
         }
@@ -845,16 +618,9 @@ fn sizes_that_overflow_usize_are_refused() {
     ];
     for (format, rows, cols) in huge {
         let want = Err(Error::SizeOverflow { rows, cols });
-        assert_eq!(
-            format.bytes_for(rows, cols).map(|_| ()),
-            want,
-            "{format:?} {rows}x{cols}"
-        );
+        assert_eq!(format.bytes_for(rows, cols).map(|_| ()), want, "{format:?} {rows}x{cols}");
         let mut dst = [CANARY; 64];
-        assert_eq!(
-            format.encode(&[1.0; 4], rows, cols, &mut dst).map(|_| ()),
-            want
-        );
+        assert_eq!(format.encode(&[1.0; 4], rows, cols, &mut dst).map(|_| ()), want);
         assert_untouched(&dst);
         let mut out = [CANARY_F32; 4];
         assert_eq!(format.decode(&dst, rows, cols, &mut out), want);
@@ -866,13 +632,9 @@ fn sizes_that_overflow_usize_are_refused() {
 
 #[test]
 fn format_ids_are_stable() {
-    for (id, format) in [
-        (1, Format::F32),
-        (2, Format::Tq1_0),
-        (3, Format::Tq2_0),
-        (4, Format::BitnetB158),
-        (5, Format::I8Absmax),
-    ] {
+    for (id, format) in
+        [(1, Format::F32), (2, Format::Tq1_0), (3, Format::Tq2_0), (4, Format::BitnetB158), (5, Format::I8Absmax)]
+    {
         assert_eq!(Format::from_id(id), Ok(format));
         assert_eq!(format.id(), id);
     }
@@ -909,6 +671,9 @@ fn i8_absmax_refuses_a_scale_that_decodes_to_infinity() {
     assert_eq!(Format::I8Absmax.validate(&bytes, 1, 4), Err(tern::Error::CorruptCode { index: 0 }));
     let mut scope = tern::Scope::new(0).unwrap();
     let act = Tensor::encode(Format::F32, &x, 2, 4).unwrap();
-    assert!(matches!(tern::adapter::requantize_i8_absmax(&act, &mut scope, None), Err(tern::Error::ScaleOverflow { .. })));
+    assert!(matches!(
+        tern::adapter::requantize_i8_absmax(&act, &mut scope, None),
+        Err(tern::Error::ScaleOverflow { .. })
+    ));
     assert_eq!(scope.stats().allocations, 0);
 }

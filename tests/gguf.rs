@@ -51,7 +51,8 @@ fn array(elem_ty: u32, len: u64, payload: &[u8]) -> Vec<u8> {
 }
 
 fn ternary_data(format: Format, rows: usize, cols: usize, seed: u32) -> Vec<u8> {
-    let src: Vec<f32> = (0..rows * cols).map(|i| (((i as u32).wrapping_mul(2654435761) ^ seed) % 7) as f32 - 3.0).collect();
+    let src: Vec<f32> =
+        (0..rows * cols).map(|i| (((i as u32).wrapping_mul(2654435761) ^ seed) % 7) as f32 - 3.0).collect();
     Tensor::encode(format, &src, rows, cols).unwrap().bytes().unwrap().to_vec()
 }
 
@@ -80,9 +81,21 @@ impl Builder {
         ];
         let f32_data: Vec<u8> = (0..12).flat_map(|i| (i as f32).to_le_bytes()).collect();
         let tensors = vec![
-            TensorSpec { name: "w2".into(), dims: vec![256, 2], ty: TQ2_0, data: ternary_data(Format::Tq2_0, 2, 256, 1), offset: None },
+            TensorSpec {
+                name: "w2".into(),
+                dims: vec![256, 2],
+                ty: TQ2_0,
+                data: ternary_data(Format::Tq2_0, 2, 256, 1),
+                offset: None,
+            },
             TensorSpec { name: "f".into(), dims: vec![4, 3], ty: F32, data: f32_data, offset: None },
-            TensorSpec { name: "w1".into(), dims: vec![256], ty: TQ1_0, data: ternary_data(Format::Tq1_0, 1, 256, 2), offset: None },
+            TensorSpec {
+                name: "w1".into(),
+                dims: vec![256],
+                ty: TQ1_0,
+                data: ternary_data(Format::Tq1_0, 1, 256, 2),
+                offset: None,
+            },
         ];
         Builder { magic: *b"GGUF", version: 3, kvs, kv_count: None, tensors, tensor_count: None, alignment: 32 }
     }
@@ -197,7 +210,10 @@ fn every_truncation_is_an_error() {
     for len in 0..bytes.len() {
         let err = Gguf::parse(&bytes[..len]).expect_err("a truncated file must not parse");
         assert!(
-            matches!(err, GgufError::Truncated { .. } | GgufError::AbsurdCount { .. } | GgufError::OffsetPastEnd { .. }),
+            matches!(
+                err,
+                GgufError::Truncated { .. } | GgufError::AbsurdCount { .. } | GgufError::OffsetPastEnd { .. }
+            ),
             "prefix of {len} bytes: {err}"
         );
     }
@@ -370,7 +386,12 @@ fn files_written_by_the_gguf_package_parse_and_decode_like_gguf() {
         w.validate().unwrap();
         let oracle = e.tensor(t.name).unwrap();
         assert_eq!(oracle.shape(), t.shape());
-        let want: Vec<f32> = e.tensor_data(oracle).unwrap().chunks_exact(2).map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32()).collect();
+        let want: Vec<f32> = e
+            .tensor_data(oracle)
+            .unwrap()
+            .chunks_exact(2)
+            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect();
         assert_eq!(w.decode().unwrap(), want, "{}", t.name);
         checked += 1;
     }

@@ -125,7 +125,11 @@ fn header_version_string() -> String {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("header-version");
     std::fs::create_dir_all(&dir).unwrap();
     let (source, exe) = (dir.join("version.c"), dir.join("version"));
-    std::fs::write(&source, "#include <stdio.h>\n#include \"tern.h\"\nint main(void) { return puts(TERN_VERSION_STRING) < 0; }\n").unwrap();
+    std::fs::write(
+        &source,
+        "#include <stdio.h>\n#include \"tern.h\"\nint main(void) { return puts(TERN_VERSION_STRING) < 0; }\n",
+    )
+    .unwrap();
     let status = Command::new(find_compiler(&["cc", "gcc", "clang"]))
         .args(["-std=c11", "-Wall", "-Werror", "-I"])
         .arg(root().join("include"))

@@ -95,7 +95,9 @@ fn magnitudes(w: &MatRef, a: &MatRef) -> Vec<f64> {
                 .chunks_exact(block)
                 .zip(act.row(t).chunks_exact(block))
                 .zip(&scales)
-                .map(|((w, x), &d)| (d as f64 * w.iter().zip(x).map(|(&w, &x)| w as i64 * x as i64).sum::<i64>() as f64).abs())
+                .map(|((w, x), &d)| {
+                    (d as f64 * w.iter().zip(x).map(|(&w, &x)| w as i64 * x as i64).sum::<i64>() as f64).abs()
+                })
                 .sum();
             mag[t * n + r] = act.scales[t] as f64 * sum;
         }
@@ -119,7 +121,8 @@ fn check(format: Format, wbytes: &[u8], n: usize, k: usize, m: usize, rows: std:
         for t in 0..m {
             for r in 0..n {
                 let (g, x) = (got[t * n + r], want[t * n + r]);
-                let ctx = format!("{} {} n={n} k={k} m={m} rows={rows:?} token {t} row {r}", kern.name(), format.name());
+                let ctx =
+                    format!("{} {} n={n} k={k} m={m} rows={rows:?} token {t} row {r}", kern.name(), format.name());
                 if rows.contains(&r) {
                     let order = 2.0 * blocks * f32::EPSILON as f64 * mag[t * n + r];
                     let tol = 1e-5 * x.abs().max(1.0) as f64 + order;

@@ -102,7 +102,11 @@ pub fn run(args: Args) -> Result<(), String> {
         .iter()
         .map(|&f| {
             // The reference (last in the registry) first, as the baseline of the table.
-            let names = gemv_kernels(f).into_iter().rev().map(|k| k.name()).filter(|name| args.kernel.as_deref().map_or(true, |want| want == *name));
+            let names = gemv_kernels(f)
+                .into_iter()
+                .rev()
+                .map(|k| k.name())
+                .filter(|name| args.kernel.as_deref().map_or(true, |want| want == *name));
             (f, names.collect::<Vec<_>>())
         })
         .filter(|(_, names)| !names.is_empty())
@@ -156,7 +160,12 @@ pub fn run(args: Args) -> Result<(), String> {
         print_table(&args, &rows, requant, threads);
     }
     match rows.iter().find(|r| r.max_rel_err > TOLERANCE) {
-        Some(r) => Err(format!("{} on {} differs from {REFERENCE} by {:e} (tolerance {TOLERANCE:e})", r.kernel, r.format.name(), r.max_rel_err)),
+        Some(r) => Err(format!(
+            "{} on {} differs from {REFERENCE} by {:e} (tolerance {TOLERANCE:e})",
+            r.kernel,
+            r.format.name(),
+            r.max_rel_err
+        )),
         None => Ok(()),
     }
 }
@@ -188,7 +197,14 @@ fn print_table(args: &Args, rows: &[Row], requant: Timing, threads: usize) {
     outln!("tern bench: weight {n}x{k} (n x k), {} token(s), {threads} thread(s)", args.tokens);
     outln!(
         "  {:<14}{:<26}{:>12}{:>12}{:>7}{:>10}{:>10}{:>13}",
-        "format", "kernel", "median", "min", "runs", "GB/s", "speedup", "max rel err"
+        "format",
+        "kernel",
+        "median",
+        "min",
+        "runs",
+        "GB/s",
+        "speedup",
+        "max rel err"
     );
     for r in rows {
         let speedup = speedup(rows, r).map_or("-".to_owned(), |s| format!("{s:.2}x"));

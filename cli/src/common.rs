@@ -74,7 +74,11 @@ pub fn cpu_line() -> String {
     let list = if features.is_empty() {
         "no SIMD kernels for this architecture".to_owned()
     } else {
-        features.iter().map(|(name, has)| format!("{name} {}", if *has { "yes" } else { "no" })).collect::<Vec<_>>().join(", ")
+        features
+            .iter()
+            .map(|(name, has)| format!("{name} {}", if *has { "yes" } else { "no" }))
+            .collect::<Vec<_>>()
+            .join(", ")
     };
     format!("CPU ({}): {list}", std::env::consts::ARCH)
 }
@@ -129,7 +133,8 @@ pub fn parse_ternary_format(s: &str) -> Result<Format, String> {
 
 /// A single-threaded dispatcher forced to `kernel`.
 pub fn dispatcher(kernel: &str, threads: usize) -> Result<Dispatcher, String> {
-    Dispatcher::new(DispatcherOptions { n_threads: threads, kernel: Some(kernel.to_owned()) }).map_err(|e| e.to_string())
+    Dispatcher::new(DispatcherOptions { n_threads: threads, kernel: Some(kernel.to_owned()) })
+        .map_err(|e| e.to_string())
 }
 
 /// Median, min and max of timed runs.
@@ -143,11 +148,19 @@ pub struct Timing {
 
 /// Runs `f` once to warm up and to size the count, then `runs` times (or as many as fit
 /// `budget`, within `[min_runs, max_runs]`), and reports the median.
-pub fn time_runs(runs: Option<usize>, budget: Duration, min_runs: usize, max_runs: usize, mut f: impl FnMut()) -> Timing {
+pub fn time_runs(
+    runs: Option<usize>,
+    budget: Duration,
+    min_runs: usize,
+    max_runs: usize,
+    mut f: impl FnMut(),
+) -> Timing {
     let start = Instant::now();
     f();
     let first = start.elapsed().max(Duration::from_nanos(1));
-    let n = runs.unwrap_or_else(|| ((budget.as_secs_f64() / first.as_secs_f64()) as usize).clamp(min_runs, max_runs)).max(1);
+    let n = runs
+        .unwrap_or_else(|| ((budget.as_secs_f64() / first.as_secs_f64()) as usize).clamp(min_runs, max_runs))
+        .max(1);
     let mut times: Vec<Duration> = (0..n)
         .map(|_| {
             let t = Instant::now();
@@ -197,26 +210,19 @@ pub fn group(n: usize) -> String {
 
 pub fn event_line(e: &Event) -> String {
     let took = fmt_duration(Duration::from_nanos(e.nanos));
-    match e.kind {
-        EventKind::AdapterInserted => format!(
-            "ADAPTER_INSERTED  {:<26} {} -> {}, {}x{}, price {} bytes, {took}",
-            e.name(),
-            e.from.name(),
-            e.to.name(),
-            e.rows,
-            e.cols,
-            group(e.bytes)
-        ),
-        EventKind::KernelSelected => format!(
-            "KERNEL_SELECTED   {:<26} {} x {}, out {}x{}, {} weight bytes, {took}",
-            e.name(),
-            e.from.name(),
-            e.to.name(),
-            e.rows,
-            e.cols,
-            group(e.bytes)
-        ),
-    }
+    let (kind, pair, shape, bytes_before, bytes_after) = match e.kind {
+        EventKind::AdapterInserted => ("ADAPTER_INSERTED", "->", "", "price ", " bytes"),
+        EventKind::KernelSelected => ("KERNEL_SELECTED", "x", "out ", "", " weight bytes"),
+    };
+    format!(
+        "{kind:<17} {:<26} {} {pair} {}, {shape}{}x{}, {bytes_before}{}{bytes_after}, {took}",
+        e.name(),
+        e.from.name(),
+        e.to.name(),
+        e.rows,
+        e.cols,
+        group(e.bytes)
+    )
 }
 
 /// Progress on stderr, shown only once a run has lasted more than a second: short runs

@@ -185,7 +185,13 @@ fn print_parity(measured: &[Measured]) -> bool {
     for m in others {
         let pass = m.max_rel_err <= TOLERANCE;
         ok &= pass;
-        outln!("  {:<14}{:<26}{:>10.2e}  {}", m.format.name(), m.kernel, m.max_rel_err, if pass { "ok" } else { "FAIL" });
+        outln!(
+            "  {:<14}{:<26}{:>10.2e}  {}",
+            m.format.name(),
+            m.kernel,
+            m.max_rel_err,
+            if pass { "ok" } else { "FAIL" }
+        );
     }
     ok
 }

@@ -145,7 +145,11 @@ fn run_tensor(gguf: &Gguf, t: &TensorInfo, runs: usize) -> Result<(), String> {
         gemv(&kd, &act_i8, &weight, &mut got)?;
         let err = max_rel_err(&got, &want);
         if kernel.name() != REFERENCE {
-            outln!("    parity {:<26} max rel err {err:.2e} {}", kernel.name(), if err <= TOLERANCE { "ok" } else { "FAIL" });
+            outln!(
+                "    parity {:<26} max rel err {err:.2e} {}",
+                kernel.name(),
+                if err <= TOLERANCE { "ok" } else { "FAIL" }
+            );
             if err > TOLERANCE && worst.is_none() {
                 worst = Some(format!("{} differs from {REFERENCE} by {err:e}", kernel.name()));
             }
@@ -162,4 +166,3 @@ fn run_tensor(gguf: &Gguf, t: &TensorInfo, runs: usize) -> Result<(), String> {
     outln!("    time per GEMV: {}", times.join(", "));
     worst.map_or(Ok(()), Err)
 }
-

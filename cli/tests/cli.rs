@@ -69,7 +69,8 @@ fn info_at(bytes: &[u8], name: &str) -> InfoAt {
 
 #[test]
 fn every_subcommand_has_help() {
-    for args in [&["--help"][..], &["demo", "--help"], &["bench", "--help"], &["inspect", "--help"], &["help", "bench"]] {
+    for args in [&["--help"][..], &["demo", "--help"], &["bench", "--help"], &["inspect", "--help"], &["help", "bench"]]
+    {
         let o = tern(args);
         assert!(o.status.success(), "{args:?}: {}", stderr(&o));
         assert!(stdout(&o).contains("Usage: tern"), "{args:?}: {}", stdout(&o));
@@ -101,7 +102,10 @@ fn demo_prints_kernels_formats_events_parity_and_times() {
     }
     // Each format's encoding row, its two events, and one timing row per kernel it has.
     for (format, bytes) in [("TQ1_0", "1,382,400"), ("TQ2_0", "1,689,600"), ("BITNET_B1_58", "1,638,404")] {
-        assert!(out.lines().any(|l| l.contains(format) && l.contains("2560x2560") && l.contains(bytes)), "{format}:\n{out}");
+        assert!(
+            out.lines().any(|l| l.contains(format) && l.contains("2560x2560") && l.contains(bytes)),
+            "{format}:\n{out}"
+        );
         assert!(out.contains(&format!("{format} x I8_ABSMAX, out 1x2560, {bytes} weight bytes")), "{format}:\n{out}");
         let timed = out.lines().filter(|l| l.trim_start().starts_with(format) && l.trim_end().ends_with('x')).count();
         assert!(timed >= 1, "{format} has no timing row:\n{out}");
@@ -114,7 +118,10 @@ fn bench_json_is_one_document_with_every_field() {
     let o = tern(&["bench", "--json", "--shape", "64x512", "--tokens", "2", "--runs", "3"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
-    assert_eq!((doc["n"].as_u64(), doc["k"].as_u64(), doc["tokens"].as_u64(), doc["threads"].as_u64()), (Some(64), Some(512), Some(2), Some(1)));
+    assert_eq!(
+        (doc["n"].as_u64(), doc["k"].as_u64(), doc["tokens"].as_u64(), doc["threads"].as_u64()),
+        (Some(64), Some(512), Some(2), Some(1))
+    );
     assert_eq!(doc["reference_kernel"], "bitnet_gemv/reference");
     assert!(doc["cpu_features"].is_object() && doc["arch"].is_string() && doc["tern_version"].is_string());
     assert_eq!(doc["adapter"]["name"], "requantize-i8-absmax");
@@ -143,14 +150,29 @@ fn bench_json_is_one_document_with_every_field() {
 
 #[test]
 fn bench_prints_a_table_and_honours_kernel_and_threads() {
-    let o = tern(&["bench", "--format", "tq2_0", "--shape", "128x256", "--threads", "2", "--kernel", "bitnet_gemv/reference", "--runs", "2"]);
+    let o = tern(&[
+        "bench",
+        "--format",
+        "tq2_0",
+        "--shape",
+        "128x256",
+        "--threads",
+        "2",
+        "--kernel",
+        "bitnet_gemv/reference",
+        "--runs",
+        "2",
+    ]);
     let out = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(out.contains("weight 128x256 (n x k), 1 token(s), 2 thread(s)"), "{out}");
     assert!(out.contains("median") && out.contains("speedup") && out.contains("max rel err"), "{out}");
     let rows: Vec<_> = out.lines().filter(|l| l.trim_start().starts_with("TQ")).collect();
     assert_eq!(rows.len(), 1, "{out}");
-    assert!(rows[0].contains("TQ2_0") && rows[0].contains("bitnet_gemv/reference") && rows[0].contains("1.00x"), "{out}");
+    assert!(
+        rows[0].contains("TQ2_0") && rows[0].contains("bitnet_gemv/reference") && rows[0].contains("1.00x"),
+        "{out}"
+    );
     assert!(out.contains("adapter requantize-i8-absmax 1x256"), "{out}");
 }
 
@@ -162,7 +184,11 @@ fn bench_errors_say_what_to_do() {
     assert_usage_error(&tern(&["bench", "--tokens", "0"]), "--tokens");
     assert_fails_cleanly(&tern(&["bench", "--shape", "16x100"]), "bad k", "pick K as a multiple of 256");
     assert_fails_cleanly(&tern(&["bench", "--shape", "100000x100000"]), "huge", "too large to benchmark here");
-    assert_fails_cleanly(&tern(&["bench", "--shape", "8x1048576", "--tokens", "1024"]), "huge act", "the activation 1024x1048576");
+    assert_fails_cleanly(
+        &tern(&["bench", "--shape", "8x1048576", "--tokens", "1024"]),
+        "huge act",
+        "the activation 1024x1048576",
+    );
     let o = tern(&["bench", "--kernel", "bitnet_gemv/nope"]);
     assert_fails_cleanly(&o, "unknown kernel", "unknown kernel \"bitnet_gemv/nope\"; kernels this CPU can run: ");
     assert!(stderr(&o).contains("bitnet_gemv/reference"), "{}", stderr(&o));
@@ -176,7 +202,10 @@ fn inspect_lists_a_gguf_package_file_and_runs_its_ternary_tensors() {
     let out = stdout(&o);
     assert!(o.status.success(), "{}\n{out}", stderr(&o));
     assert!(out.contains("GGUF v3, 26,656 bytes, 7 metadata keys, 5 tensors, alignment 32"), "{out}");
-    assert!(out.contains("tokenizer.ggml.tokens (array of 4 string) = [\"<s>\", \"</s>\", \"hello\", \"world\"]"), "{out}");
+    assert!(
+        out.contains("tokenizer.ggml.tokens (array of 4 string) = [\"<s>\", \"</s>\", \"hello\", \"world\"]"),
+        "{out}"
+    );
     for (name, ty, shape) in [
         ("token_embd.weight", "F32", "[256, 8]"),
         ("blk.0.attn_q.weight", "TQ2_0", "[512, 64]"),
@@ -190,11 +219,18 @@ fn inspect_lists_a_gguf_package_file_and_runs_its_ternary_tensors() {
         });
         assert!(listed, "{name} {ty} {shape} not listed:\n{out}");
     }
-    for run in ["blk.0.attn_q.weight TQ2_0 64x512 (n x k):", "blk.0.ffn_down.weight TQ1_0 32x768 (n x k):", "blk.0.ffn_up.weight TQ2_0 48x256 (n x k):"] {
+    for run in [
+        "blk.0.attn_q.weight TQ2_0 64x512 (n x k):",
+        "blk.0.ffn_down.weight TQ1_0 32x768 (n x k):",
+        "blk.0.ffn_up.weight TQ2_0 48x256 (n x k):",
+    ] {
         assert!(out.contains(run), "{run}\n{out}");
     }
     assert_eq!(out.matches("codes and scales valid").count(), 3, "{out}");
-    assert!(out.contains("ADAPTER_INSERTED  requantize-i8-absmax       F32 -> I8_ABSMAX, 1x768, price 772 bytes"), "{out}");
+    assert!(
+        out.contains("ADAPTER_INSERTED  requantize-i8-absmax       F32 -> I8_ABSMAX, 1x768, price 772 bytes"),
+        "{out}"
+    );
     assert!(out.contains("TQ1_0 x I8_ABSMAX, out 1x32, 5,184 weight bytes"), "{out}");
     assert_eq!(out.matches("time per GEMV: ").count(), 3, "{out}");
     assert!(out.contains("3 of 3 ternary tensors ok"), "{out}");
@@ -259,7 +295,11 @@ fn inspect_refuses_corrupted_files_cleanly() {
     // An unknown type is listed without a size, and nothing else is affected.
     let o = inspect_bytes("unknown-type.gguf", &patch(info_at(&bytes, "token_embd.weight").ty, &200u32.to_le_bytes()));
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).lines().any(|l| l.contains("token_embd.weight") && l.contains("unknown(200)") && l.contains('?')), "{}", stdout(&o));
+    assert!(
+        stdout(&o).lines().any(|l| l.contains("token_embd.weight") && l.contains("unknown(200)") && l.contains('?')),
+        "{}",
+        stdout(&o)
+    );
 
     // Any single corrupted header byte: exit 0 or 1, never a panic.
     for i in 0..g.data_start as usize {

@@ -95,7 +95,11 @@ fuzz_target!(|data: &[u8]| {
             let want = want.as_ref().expect("the adapter accepted what the encoder refused");
             let (mut p, mut len) = (ptr::null(), 0);
             assert_eq!(tern_tensor_data(out, &mut p, &mut len), TERN_OK);
-            assert_eq!(std::slice::from_raw_parts(p.cast::<u8>(), len), &want[..], "scope adapter differs from the encoder");
+            assert_eq!(
+                std::slice::from_raw_parts(p.cast::<u8>(), len),
+                &want[..],
+                "scope adapter differs from the encoder"
+            );
             assert_eq!(p.align_offset(64), 0, "scope allocations are 64-byte aligned");
             check_event(&events, rows, cols);
             assert_eq!(tern_scope_reset(scope), TERN_OK);

@@ -72,7 +72,9 @@ fuzz_target!(|data: &[u8]| {
         Format::I8Absmax => {
             // A row whose scale is subnormal loses code precision when decoded; the others
             // must keep their codes.
-            let scales = |b: &[u8]| -> Vec<f32> { b[rows * cols..].chunks_exact(4).map(|s| f32::from_le_bytes(s.try_into().unwrap())).collect() };
+            let scales = |b: &[u8]| -> Vec<f32> {
+                b[rows * cols..].chunks_exact(4).map(|s| f32::from_le_bytes(s.try_into().unwrap())).collect()
+            };
             for (r, scale) in scales(&bytes).into_iter().enumerate() {
                 let row = r * cols..(r + 1) * cols;
                 if scale.is_normal() {

@@ -31,7 +31,9 @@ fuzz_target!(|data: &[u8]| {
         assert!(start as u64 >= file.data_start && start + bytes.len() <= data.len());
         assert_eq!(Some(bytes.len() as u64), info.size);
         let (rows, cols) = info.matrix();
-        let (Some(format), Ok(rows), Ok(cols)) = (info.ggml_type.format(), usize::try_from(rows), usize::try_from(cols)) else {
+        let (Some(format), Ok(rows), Ok(cols)) =
+            (info.ggml_type.format(), usize::try_from(rows), usize::try_from(cols))
+        else {
             continue;
         };
         if let Ok(tensor) = Tensor::wrap(format, bytes, rows, cols) {

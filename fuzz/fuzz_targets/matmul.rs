@@ -149,7 +149,10 @@ fuzz_target!(|data: &[u8]| {
             let consumed = if adapter { TERN_FORMAT_I8_ABSMAX } else { a_format };
             let kernel = (TERN_EVENT_KERNEL_SELECTED, w_format, consumed, m, n);
             if adapter {
-                assert_eq!(events[..], [(TERN_EVENT_ADAPTER_INSERTED, TERN_FORMAT_F32, TERN_FORMAT_I8_ABSMAX, m, k), kernel]);
+                assert_eq!(
+                    events[..],
+                    [(TERN_EVENT_ADAPTER_INSERTED, TERN_FORMAT_F32, TERN_FORMAT_I8_ABSMAX, m, k), kernel]
+                );
             } else {
                 assert_eq!(events[..], [kernel]);
             }

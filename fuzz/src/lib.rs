@@ -210,7 +210,8 @@ pub fn decode(enc: Enc, bytes: &[u8], rows: usize, cols: usize) -> Result<Vec<f3
 pub fn encode(enc: Enc, src: &[f32], rows: usize, cols: usize, dst_len: usize) -> Result<Vec<u8>, tern_status> {
     let mut dst = vec![CANARY_BYTE; dst_len + 8];
     // SAFETY: `src` and `dst` are live buffers at least as long as the lengths passed.
-    let status = unsafe { tern_encode_checked(enc.0, src.as_ptr(), src.len(), rows, cols, dst.as_mut_ptr().cast(), dst_len) };
+    let status =
+        unsafe { tern_encode_checked(enc.0, src.as_ptr(), src.len(), rows, cols, dst.as_mut_ptr().cast(), dst_len) };
     not_panic(status);
     if status != TERN_OK {
         assert!(dst.iter().all(|&b| b == CANARY_BYTE), "a refused encode ({status}) wrote its output");

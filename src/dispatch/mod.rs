@@ -62,7 +62,9 @@ impl Dispatcher {
     pub fn new(options: DispatcherOptions) -> Result<Dispatcher> {
         let name = options.kernel.or_else(|| std::env::var(KERNEL_ENV).ok().filter(|s| !s.is_empty()));
         let forced = name
-            .map(|name| registry().iter().find(|k| k.name() == name).map(|k| k.name()).ok_or(Error::UnknownKernel(name)))
+            .map(|name| {
+                registry().iter().find(|k| k.name() == name).map(|k| k.name()).ok_or(Error::UnknownKernel(name))
+            })
             .transpose()?;
         let pool = match options.n_threads {
             0 | 1 => None,
@@ -96,7 +98,11 @@ impl Dispatcher {
         let mut serving = registry().iter().filter(|k| k.weight == weight && k.act == act);
         if let Some(name) = self.forced {
             if let Some(kernel) = serving.clone().find(|k| k.name() == name) {
-                return if (kernel.available)() { Ok(Some(kernel)) } else { Err(Error::KernelUnavailable(kernel.name())) };
+                return if (kernel.available)() {
+                    Ok(Some(kernel))
+                } else {
+                    Err(Error::KernelUnavailable(kernel.name()))
+                };
             }
         }
         Ok(serving.find(|k| (k.available)()))
@@ -134,7 +140,8 @@ impl Dispatcher {
         let (m, n) = (a.rows, w.rows);
         match &self.pool {
             Some(pool) if w.rows * w.cols >= PARALLEL_MIN_ELEMS => {
-                let parts: Vec<_> = out.split(pool.threads(), ROW_ALIGN).into_iter().map(std::sync::Mutex::new).collect();
+                let parts: Vec<_> =
+                    out.split(pool.threads(), ROW_ALIGN).into_iter().map(std::sync::Mutex::new).collect();
                 let ok = pool.run(&|part| {
                     if let Some(view) = parts.get(part) {
                         (kernel.run)(w, a, &mut view.lock().unwrap_or_else(|e| e.into_inner()));
@@ -168,7 +175,13 @@ fn adapter_exists(from: Format, to: Format) -> bool {
 /// CPU has), for engines that split work over their own threads. `act` must already be
 /// I8_ABSMAX; `out` is the whole `m x n` output, of which only the columns in `rows` are
 /// written. Returns the kernel that ran.
-pub fn bitnet_gemv(kernel: Option<&str>, act: &Tensor, weight: &Tensor, rows: Range<usize>, out: &mut [f32]) -> Result<&'static Kernel> {
+pub fn bitnet_gemv(
+    kernel: Option<&str>,
+    act: &Tensor,
+    weight: &Tensor,
+    rows: Range<usize>,
+    out: &mut [f32],
+) -> Result<&'static Kernel> {
     bitnet_gemv_with(kernel, act, weight, |m, n| OutRows::new(out, m, n, rows))
 }
 
@@ -207,9 +220,7 @@ pub fn gemv_kernel(name: Option<&str>, weight: Format) -> Result<&'static Kernel
     match name {
         None => serving.find(|k| (k.available)()).ok_or(Error::Unsupported { weight, act: Format::I8Absmax }),
         Some(name) => {
-            let kernel = serving
-                .find(|k| k.name() == name)
-                .ok_or_else(|| Error::UnknownKernel(name.to_owned()))?;
+            let kernel = serving.find(|k| k.name() == name).ok_or_else(|| Error::UnknownKernel(name.to_owned()))?;
             if (kernel.available)() {
                 Ok(kernel)
             } else {

@@ -336,7 +336,8 @@ pub unsafe extern "C" fn tern_kernel_info_get(index: usize, out: *mut tern_kerne
     guard(|| {
         // SAFETY: the caller passes a writable out-parameter.
         let out = unsafe { Out::new(out)? };
-        let k = registry().get(index).ok_or(Error::OutOfBounds { row: index, col: 0, rows: registry().len(), cols: 1 })?;
+        let k =
+            registry().get(index).ok_or(Error::OutOfBounds { row: index, col: 0, rows: registry().len(), cols: 1 })?;
         out.write(tern_kernel_info {
             name: k.name.as_ptr(),
             weight: k.weight.id(),

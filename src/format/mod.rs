@@ -67,8 +67,7 @@ pub struct BlockSpec {
 const GGML_TYPES: [(u32, Format); 3] = [(0, Format::F32), (34, Format::Tq1_0), (35, Format::Tq2_0)];
 
 impl Format {
-    pub const ALL: [Format; 5] =
-        [Format::F32, Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I8Absmax];
+    pub const ALL: [Format; 5] = [Format::F32, Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I8Absmax];
 
     pub fn from_id(id: u32) -> Result<Format> {
         Format::ALL.into_iter().find(|f| f.id() == id).ok_or(Error::UnknownFormat(id))

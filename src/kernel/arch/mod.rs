@@ -1,9 +1,9 @@
 //! SIMD kernels, one folder per architecture, each registering its kernels best first.
 
-#[cfg(target_arch = "x86_64")]
-pub mod x86_64;
 #[cfg(target_arch = "aarch64")]
 pub mod aarch64;
+#[cfg(target_arch = "x86_64")]
+pub mod x86_64;
 
 use super::Kernel;
 

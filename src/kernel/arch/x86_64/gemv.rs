@@ -173,11 +173,7 @@ unsafe fn run<C: Tiles, const R1: usize, const RB: usize, const TB: usize>(c: &C
 /// Adds the dot products of 2-bit codes (one load `x[r]` per row, `W` bytes, four planes)
 /// with the activations at `a[t]` (`4 W` bytes, one vector per plane) to `acc[r][t]`.
 #[inline(always)]
-unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(
-    x: [S::V; R],
-    a: [*const i8; T],
-    acc: &mut [[S::V; T]; R],
-) {
+unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(x: [S::V; R], a: [*const i8; T], acc: &mut [[S::V; T]; R]) {
     let mask3 = S::splat8(3);
     let mut p = [[S::p_start(S::zero()); T]; R];
     for r in 0..R {
@@ -509,6 +505,7 @@ pub(super) unsafe fn bitnet<S: Simd, const R1: usize, const RB: usize, const TB:
         let (byte, plane) = prep::bitnet_position(e);
         prep::unpack_slot(byte, plane, S::W, 4)
     });
-    let c = BitnetCtx::<S> { w: w.bytes, row_bytes, scale: bitnet::scale(w.bytes), act, _isa: std::marker::PhantomData };
+    let c =
+        BitnetCtx::<S> { w: w.bytes, row_bytes, scale: bitnet::scale(w.bytes), act, _isa: std::marker::PhantomData };
     run::<_, R1, RB, TB>(&c, out)
 }
