@@ -8,14 +8,7 @@
 # the pkg-config check), CHECK (scripts/check-packaging.sh; empty: skip the checks of the
 # installed shared library's names, soname and symlinks), VERSION (the project version).
 
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-  if(NOT rc EQUAL 0)
-    string(REPLACE ";" " " cmd "${ARGN}")
-    message(FATAL_ERROR "failed (${rc}): ${cmd}\n${out}")
-  endif()
-  message(STATUS "ok: ${ARGV0} ${ARGV1} ${ARGV2}")
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/TernScriptRun.cmake")
 
 file(REMOVE_RECURSE "${SCRATCH}")
 set(prefix "${SCRATCH}/prefix")

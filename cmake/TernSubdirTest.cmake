@@ -7,14 +7,7 @@
 # CARGO_TARGET_DIR, CHECK (scripts/check-packaging.sh; empty: skip the soname checks),
 # SONAME (libtern.so.MAJOR, with CHECK).
 
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-  if(NOT rc EQUAL 0)
-    string(REPLACE ";" " " cmd "${ARGN}")
-    message(FATAL_ERROR "failed (${rc}): ${cmd}\n${out}")
-  endif()
-  message(STATUS "ok: ${ARGV0} ${ARGV1} ${ARGV2}")
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/TernScriptRun.cmake")
 
 file(REMOVE_RECURSE "${SCRATCH}")
 foreach(shared OFF ON)
