@@ -201,6 +201,52 @@ fn corrupt_codes_count_as_plus_two() {
     check(Format::BitnetB158, &w, 7, 100, 3, 0..7, &mut rng);
 }
 
+/// Products that are all zero sum to exactly 0.0, however large the codes and scales
+/// around them (a fuzz finding: with the activation-sum correction in one lane, each lane
+/// held a large biased partial sum, and scaling the lanes by a block scale with a full
+/// mantissa left a rounding residue of a few ulps of those partials).
+#[test]
+fn all_zero_products_give_exactly_zero() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0006);
+    let (n, m) = (5, 3);
+    for format in TERNARY {
+        for k in [256, 1536, 4096] {
+            // Weights only at odd columns, with a block scale of 255.875 (11 significant bits).
+            let wsrc: Vec<f32> = (0..n * k)
+                .map(|i| {
+                    if i % 2 == 1 {
+                        if rng.below(2) == 0 {
+                            255.875
+                        } else {
+                            -255.875
+                        }
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let wbytes = encode(format, &wsrc, n, k);
+            let w = MatRef::new(format, n, k, &wbytes).unwrap();
+            // Activations only at even columns: every product is zero.
+            for pattern in [2, 6] {
+                let asrc: Vec<f32> =
+                    (0..m * k).map(|i| if i % pattern == 0 { -0.00390625 + rng.unit() * 1e-4 } else { 0.0 }).collect();
+                let abytes = encode(Format::I8Absmax, &asrc, m, k);
+                let a = MatRef::new(Format::I8Absmax, m, k, &abytes).unwrap();
+                for kern in simd_kernels(format).into_iter().chain([kernel("bitnet_gemv/reference", format)]) {
+                    let out = run(kern, &w, &a, 0..n);
+                    assert!(
+                        out.iter().all(|&x| x == 0.0),
+                        "{} {} k={k} pattern {pattern}: {out:?}",
+                        kern.name(),
+                        format.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Runs the SIMD requantizer and `Format::I8Absmax.encode` (the definition) on one row and
 /// demands the same scale bits and codes.
 fn requant_matches(x: &[f32]) {

@@ -1,13 +1,28 @@
 //! Per-call activation preparation that SIMD kernels share, whatever the architecture.
 //!
-//! Weight codes stay packed; instead, the activation row is summed per block (for the
-//! biased-code correction `sum a*t = sum a*code - sum a`) and reordered once per call so
+//! Weight codes stay packed; instead, the activation row is reordered once per call so
 //! that a kernel's natural unpack order of the weight codes meets its activations in the
-//! same lanes.
+//! same lanes, and summed per block and lane (for the biased-code correction
+//! `sum a*t = sum a*code - sum a`).
 
-/// Sum of the codes of each `block`-element block of `codes` (`codes.len() / block` sums).
-pub fn block_sums(codes: &[i8], block: usize) -> impl Iterator<Item = i32> + '_ {
-    codes.chunks_exact(block).map(|b| b.iter().map(|&c| c as i32).sum())
+/// Sums of a block's prepared codes `region` per int32 lane of a register of
+/// `4 * sums.len()` bytes, into `sums`: a dot-product instruction adds bytes `4i..4i + 4` of
+/// every vector to lane `i`, so lane `i` must subtract exactly those activations for the
+/// biased-code correction. Keeping the correction per lane, not all in one lane, keeps each
+/// lane's partial sum the trit dot product of its own elements: small, and exactly zero
+/// when its products are. Registers up to 64 bytes wide (AVX-512).
+pub fn lane_sums(region: &[i8], sums: &mut [i32]) {
+    // Column sums first, lanes last: the element-wise adds vectorize, a quad at a time not.
+    let mut columns = [0i32; 64];
+    let columns = &mut columns[..4 * sums.len()];
+    for v in region.chunks_exact(columns.len()) {
+        for (sum, &c) in columns.iter_mut().zip(v) {
+            *sum += c as i32;
+        }
+    }
+    for (sum, quad) in sums.iter_mut().zip(columns.chunks_exact(4)) {
+        *sum = quad.iter().sum();
+    }
 }
 
 /// Where a weight code lands after unpacking: the kernel loads the packed bytes `lanes` at
@@ -48,9 +63,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sums_per_block() {
-        let codes: Vec<i8> = (0..8).map(|i| i - 3).collect();
-        assert_eq!(block_sums(&codes, 4).collect::<Vec<_>>(), vec![-6, 10]);
+    fn sums_per_lane() {
+        // Two 8-byte vectors, two lanes: lane 0 = bytes 0..4 of each, lane 1 = bytes 4..8.
+        let codes: Vec<i8> = (0..16).map(|i| i - 3).collect();
+        let mut sums = [7; 2];
+        lane_sums(&codes, &mut sums);
+        assert_eq!(sums, [(-3 + -2 + -1 + 0) + (5 + 6 + 7 + 8), (1 + 2 + 3 + 4) + (9 + 10 + 11 + 12)]);
     }
 
     #[test]

@@ -67,11 +67,6 @@ impl Simd for Avx2 {
     }
 
     #[inline(always)]
-    unsafe fn seed(x: i32) -> __m256i {
-        _mm256_zextsi128_si256(_mm_cvtsi32_si128(x))
-    }
-
-    #[inline(always)]
     unsafe fn p_start(_acc: __m256i) -> __m256i {
         _mm256_setzero_si256()
     }

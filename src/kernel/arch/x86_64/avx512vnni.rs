@@ -67,11 +67,6 @@ impl Simd for Avx512 {
     }
 
     #[inline(always)]
-    unsafe fn seed(x: i32) -> __m512i {
-        _mm512_zextsi128_si512(_mm_cvtsi32_si128(x))
-    }
-
-    #[inline(always)]
     unsafe fn p_start(acc: __m512i) -> __m512i {
         acc
     }

@@ -6,8 +6,10 @@
 //! ISA's `#[target_feature]` entry point, with that ISA's instructions.
 //!
 //! Arithmetic: weight codes stay biased in {0, 1, 2} (a corrupt 3 counts as +2), so
-//! `sum a*t = sum a*code - sum a`. The block sum of the activations is subtracted by
-//! seeding each block accumulator with `-sum a` in lane 0. Per TQ block, the int32
+//! `sum a*t = sum a*code - sum a`. Each block accumulator starts from `-sum a` per lane
+//! (the activations that meet that lane), so every lane holds the exact trit dot product
+//! of its own elements and the float scaling below rounds nothing but real terms. Per TQ
+//! block, the int32
 //! accumulator is converted and multiplied by the block scale into a float accumulator;
 //! one horizontal reduction per (row, token) ends the tile. BitNet has one scale per
 //! tensor, so its accumulator stays int32 over the whole row, which also lets its odd
@@ -46,8 +48,6 @@ pub(super) trait Simd {
     unsafe fn and(a: Self::V, b: Self::V) -> Self::V;
     /// Shifts every 16-bit lane right by 4 bits.
     unsafe fn srl4(x: Self::V) -> Self::V;
-    /// A vector of int32 lanes with `x` in lane 0 and zeros elsewhere.
-    unsafe fn seed(x: i32) -> Self::V;
     /// Starts the partial dot products of one weight load on top of `acc`.
     unsafe fn p_start(acc: Self::V) -> Self::P;
     /// `p += sum of u8 u * i8 s` over groups of adjacent bytes.
@@ -69,12 +69,15 @@ pub(super) trait Simd {
 }
 
 /// Activations of every token, permuted into a kernel's unpack order (`stride` bytes per
-/// token, zero in padding lanes), with their block sums and row scales.
+/// token, zero in padding lanes), with the negated lane sums of every block (the
+/// accumulators' starting values) and the row scales.
 pub(super) struct Prepared {
     codes: Vec<i8>,
     stride: usize,
-    sums: Vec<i32>,
+    /// `W / 4` int32 lanes per (token, block), one vector's worth: see [`prep::lane_sums`].
+    seeds: Vec<i32>,
     blocks: usize,
+    lanes: usize,
     scales: Vec<f32>,
 }
 
@@ -82,11 +85,13 @@ impl Prepared {
     /// The unpack order repeats every `period` elements, `period_slots` slots further on;
     /// `slot(e)` places element `e < period` of a period. The slots of one period are
     /// computed once into a table: evaluating the layout's index arithmetic per element
-    /// cost several microseconds per call at k = 4096, a tenth of a small GEMV.
+    /// cost several microseconds per call at k = 4096, a tenth of a small GEMV. A block of
+    /// `block` elements fills `stride * block / k` prepared bytes, read `vector` at a time.
     fn new(
         a: &MatRef,
         block: usize,
         stride: usize,
+        vector: usize,
         period: usize,
         period_slots: usize,
         slot: impl Fn(usize) -> usize,
@@ -95,22 +100,33 @@ impl Prepared {
         let blocks = act.k / block;
         let table: Vec<usize> = (0..period).map(slot).collect();
         let mut codes = vec![0i8; act.m * stride];
-        let mut sums = Vec::with_capacity(act.m * blocks);
-        for (t, out) in codes.chunks_exact_mut(stride).enumerate() {
+        let lanes = vector / 4;
+        let mut seeds = vec![0i32; act.m * blocks * lanes];
+        let token_seeds = seeds.chunks_exact_mut(blocks * lanes);
+        for ((t, out), token_seeds) in codes.chunks_exact_mut(stride).enumerate().zip(token_seeds) {
             for (p, src) in act.row(t).chunks(period).enumerate() {
                 let dst = &mut out[p * period_slots..];
                 for (&c, &s) in src.iter().zip(&table) {
                     dst[s] = c;
                 }
             }
-            sums.extend(prep::block_sums(act.row(t), block));
+            for (region, sums) in out.chunks_exact(stride / blocks).zip(token_seeds.chunks_exact_mut(lanes)) {
+                prep::lane_sums(region, sums);
+            }
         }
-        Prepared { codes, stride, sums, blocks, scales: act.scales }
+        seeds.iter_mut().for_each(|s| *s = -*s);
+        Prepared { codes, stride, seeds, blocks, lanes, scales: act.scales }
     }
 
+    /// The accumulator seed of `block` for `token`.
+    ///
+    /// # Safety
+    /// `S::W` must be the `vector` the activations were prepared for, `token` and `block`
+    /// in range: the tiles check their bounds once, not per block.
     #[inline(always)]
-    fn sum(&self, token: usize, block: usize) -> i32 {
-        self.sums[token * self.blocks + block]
+    unsafe fn seed<S: Simd>(&self, token: usize, block: usize) -> S::V {
+        debug_assert!(S::W == 4 * self.lanes && (token * self.blocks + block + 1) * self.lanes <= self.seeds.len());
+        S::load(self.seeds.as_ptr().add((token * self.blocks + block) * self.lanes) as *const u8)
     }
 }
 
@@ -400,7 +416,7 @@ impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
             let mut seeds = [S::zero(); T];
             for t in 0..T {
                 a[t] = act.as_ptr().add(t * self.act.stride + b * self.act_block);
-                seeds[t] = S::seed(-self.act.sum(t0 + t, b));
+                seeds[t] = self.act.seed::<S>(t0 + t, b);
             }
             let mut acc = [seeds; R];
             L::block::<S, R, T>(w, a, &mut acc);
@@ -431,7 +447,7 @@ pub(super) unsafe fn tq<S: Simd, L: Tq, const R1: usize, const RB: usize, const 
 ) {
     let blocks = w.cols / 256;
     let act_block = L::act_block(S::W);
-    let act = Prepared::new(a, 256, blocks * act_block, 256, act_block, |e| L::slot(e, S::W));
+    let act = Prepared::new(a, 256, blocks * act_block, S::W, 256, act_block, |e| L::slot(e, S::W));
     let c = TqCtx::<S, L> { w: w.bytes, blocks, act_block, act, _isa: std::marker::PhantomData };
     run::<_, R1, RB, TB>(&c, out)
 }
@@ -454,7 +470,7 @@ impl<S: Simd> Tiles for BitnetCtx<'_, S> {
         let act = &self.act.codes[t0 * self.act.stride..(t0 + T) * self.act.stride];
         let mut seeds = [S::zero(); T];
         for t in 0..T {
-            seeds[t] = S::seed(-self.act.sum(t0 + t, 0));
+            seeds[t] = self.act.seed::<S>(t0 + t, 0);
         }
         let mut lo = [seeds; R];
         let mut hi = [[S::zero(); T]; R];
@@ -501,7 +517,7 @@ pub(super) unsafe fn bitnet<S: Simd, const R1: usize, const RB: usize, const TB:
     debug_assert_eq!(w.format, Format::BitnetB158);
     let row_bytes = w.cols / 4;
     let stride = row_bytes.div_ceil(S::W) * S::W * 4;
-    let act = Prepared::new(a, w.cols, stride, 4 * S::W, 4 * S::W, |e| {
+    let act = Prepared::new(a, w.cols, stride, S::W, 4 * S::W, 4 * S::W, |e| {
         let (byte, plane) = prep::bitnet_position(e);
         prep::unpack_slot(byte, plane, S::W, 4)
     });
