@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Every test suite of tern, in the order a failure is cheapest to find:
+#   0. style: rustfmt (rustfmt.toml) and clippy with warnings as errors;
 #   1. the Rust tests of the workspace (library, C API from Rust, CLI), and the panic probe;
 #   2. the C harness under ctest: C11 and C++17 programs, valgrind memcheck, consumers of
 #      the installed package (find_package, pkg-config, add_subdirectory), packaging checks;
@@ -17,6 +18,13 @@ cd "$(dirname "$0")/.."
 
 skip() { [[ " ${TERN_SKIP:-} " == *" $1 "* ]]; }
 leg() { echo; echo "=== tern tests: $* ($(date +%T))"; }
+
+# rustfmt and clippy come with rustup's default profile; a minimal toolchain gets them here.
+tool() { cargo "$1" --version >/dev/null 2>&1 || rustup component add "$2"; }
+
+leg "style"
+tool fmt rustfmt && cargo fmt --all --check
+tool clippy clippy && cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 leg "Rust"
 cargo test --workspace

@@ -274,7 +274,8 @@ fn bad_input_writes_nothing_and_reports_nothing() {
     let mut out = vec![CANARY; m * n];
     let untouched = |out: &[f32]| out.iter().all(|&v| v == CANARY);
 
-    let cases: Vec<(&str, Error, Box<dyn Fn(&mut [f32]) -> Result<(), Error>>)> = vec![
+    type Call<'a> = Box<dyn Fn(&mut [f32]) -> Result<(), Error> + 'a>;
+    let cases: Vec<(&str, Error, Call)> = vec![
         (
             "mismatched k",
             Error::ShapeMismatch("activation cols differ from weight cols"),

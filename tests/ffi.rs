@@ -336,7 +336,7 @@ fn tensors_wrap_encode_get_decode_and_free() {
         assert_eq!(tern_tensor_validate(null()), TERN_ERR_NULL_POINTER);
         assert_eq!((tern_tensor_format(null()), tern_tensor_rows(null()), tern_tensor_cols(null())), (0, 0, 0));
 
-        let mut untouched = 0x1 as *mut tern_tensor;
+        let mut untouched = std::ptr::dangling_mut::<tern_tensor>();
         assert_eq!(
             tern_tensor_wrap(e, bytes.as_ptr().cast(), len - 1, rows, cols, &mut untouched),
             TERN_ERR_LENGTH_MISMATCH
@@ -350,7 +350,7 @@ fn tensors_wrap_encode_get_decode_and_free() {
         nan[0] = f32::NAN;
         assert_eq!(tern_tensor_encode(e, nan.as_ptr(), nan.len(), rows, cols, &mut untouched), TERN_ERR_NON_FINITE);
         assert_eq!(tern_tensor_encode(e, src.as_ptr(), src.len(), 1, 256, &mut untouched), TERN_ERR_LENGTH_MISMATCH);
-        assert_eq!(untouched, 0x1 as *mut tern_tensor);
+        assert_eq!(untouched, std::ptr::dangling_mut::<tern_tensor>());
         assert_eq!(tern_tensor_wrap(e, bytes.as_ptr().cast(), len, rows, cols, null_mut()), TERN_ERR_NULL_POINTER);
 
         tern_tensor_free(wrapped);

@@ -153,7 +153,7 @@ impl Format {
             return invalid("rows and cols must be non-zero");
         }
         let multiple = self.spec().cols_multiple;
-        if cols % multiple != 0 {
+        if !cols.is_multiple_of(multiple) {
             return invalid(match multiple {
                 4 => "cols must be a multiple of 4 so that rows start on a byte",
                 _ => "cols must be a multiple of the 256-element block",

@@ -32,7 +32,7 @@ pub fn digit(b: u8, n: usize) -> u8 {
 #[inline(always)]
 fn pack(codes: [u8; 5]) -> u8 {
     let v = codes.iter().fold(0u16, |v, &c| v * 3 + c as u16);
-    ((v * 256 + 242) / 243) as u8
+    (v * 256).div_ceil(243) as u8
 }
 
 pub fn encode(src: &[f32], dst: &mut [u8]) {

@@ -68,7 +68,8 @@ mod tests {
         let codes: Vec<i8> = (0..16).map(|i| i - 3).collect();
         let mut sums = [7; 2];
         lane_sums(&codes, &mut sums);
-        assert_eq!(sums, [(-3 + -2 + -1 + 0) + (5 + 6 + 7 + 8), (1 + 2 + 3 + 4) + (9 + 10 + 11 + 12)]);
+        // Lane 0: (-3 - 2 - 1 + 0) + (5 + 6 + 7 + 8); lane 1: (1 + 2 + 3 + 4) + (9 + 10 + 11 + 12).
+        assert_eq!(sums, [20, 52]);
     }
 
     #[test]
