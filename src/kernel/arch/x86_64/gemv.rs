@@ -9,9 +9,8 @@
 //! `sum a*t = sum a*code - sum a`. Each block accumulator starts from `-sum a` per lane
 //! (the activations that meet that lane), so every lane holds the exact trit dot product
 //! of its own elements and the float scaling below rounds nothing but real terms. Per TQ
-//! block, the int32
-//! accumulator is converted and multiplied by the block scale into a float accumulator;
-//! one horizontal reduction per (row, token) ends the tile. BitNet has one scale per
+//! block, the int32 accumulator is converted and multiplied by the block scale into a
+//! float accumulator; one horizontal reduction per (row, token) ends the tile. BitNet has one scale per
 //! tensor, so its accumulator stays int32 over the whole row, which also lets its odd
 //! 2-bit planes skip their shift (see [`dot_2bit_x4`]).
 //!
@@ -121,8 +120,9 @@ impl Prepared {
     /// The accumulator seed of `block` for `token`.
     ///
     /// # Safety
-    /// `S::W` must be the `vector` the activations were prepared for, `token` and `block`
-    /// in range: the tiles check their bounds once, not per block.
+    /// `S::W` must be the `vector` the activations were prepared for, and `token` and
+    /// `block` in range (the tiles take them from their checked token and block ranges;
+    /// no check per block).
     #[inline(always)]
     unsafe fn seed<S: Simd>(&self, token: usize, block: usize) -> S::V {
         debug_assert!(S::W == 4 * self.lanes && (token * self.blocks + block + 1) * self.lanes <= self.seeds.len());
