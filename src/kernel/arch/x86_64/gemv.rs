@@ -10,9 +10,9 @@
 //! (the activations that meet that lane), so every lane holds the exact trit dot product
 //! of its own elements and the float scaling below rounds nothing but real terms. Per TQ
 //! block, the int32 accumulator is converted and multiplied by the block scale into a
-//! float accumulator; one horizontal reduction per (row, token) ends the tile. BitNet has one scale per
-//! tensor, so its accumulator stays int32 over the whole row, which also lets its odd
-//! 2-bit planes skip their shift (see [`dot_2bit_x4`]).
+//! float accumulator; one horizontal reduction per (row, token) ends the tile. BitNet has
+//! one scale per tensor, so its accumulator stays int32 over the whole row, which also
+//! lets its odd 2-bit planes skip their shift (see [`dot_2bit_x4`]).
 //!
 //! Batches (m > 1) run tiles of several tokens, so each unpacked weight vector feeds
 //! several `vpdpbusd`/`vpmaddubsw`, over panels of rows that keep the working set in cache.
