@@ -208,8 +208,9 @@ fn corrupt_codes_count_as_plus_two() {
 #[test]
 fn all_zero_products_give_exactly_zero() {
     let mut rng = Rng(0x5EED_1234_ABCD_0006);
-    let (n, m) = (5, 3);
-    for format in TERNARY {
+    let n = 5;
+    // One token (single-token tiles) and nine (batched tiles plus a leftover token).
+    for (format, m) in TERNARY.into_iter().flat_map(|f| [(f, 1), (f, 9)]) {
         for k in [256, 1536, 4096] {
             // Weights only at odd columns, with a block scale of 255.875 (11 significant bits).
             let wsrc: Vec<f32> = (0..n * k)
@@ -237,7 +238,7 @@ fn all_zero_products_give_exactly_zero() {
                     let out = run(kern, &w, &a, 0..n);
                     assert!(
                         out.iter().all(|&x| x == 0.0),
-                        "{} {} k={k} pattern {pattern}: {out:?}",
+                        "{} {} k={k} m={m} pattern {pattern}: {out:?}",
                         kern.name(),
                         format.name()
                     );
