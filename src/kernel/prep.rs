@@ -34,20 +34,53 @@ pub fn unpack_slot(byte: usize, plane: usize, lanes: usize, planes: usize) -> us
     (byte / lanes) * planes * lanes + plane * lanes + byte % lanes
 }
 
-/// Writes `codes[e]` to `out[slot(e)]` for every element `e`; slots no element maps to
-/// stay zero, so padding lanes contribute nothing to a dot product.
-pub fn scatter(codes: &[i8], out: &mut [i8], slot: impl Fn(usize) -> usize) {
-    out.fill(0);
-    for (e, &c) in codes.iter().enumerate() {
-        out[slot(e)] = c;
-    }
+/// Where the elements of one period of an activation row go in a kernel's unpack order.
+pub enum Placement {
+    /// Runs of consecutive elements that land in consecutive slots: (first element, its
+    /// slot, length), in element order. TQ2_0 keeps 32 neighbours together and TQ1_0 32, 16
+    /// or 4, so copying runs beats placing bytes one at a time.
+    Runs(Vec<(usize, usize, usize)>),
+    /// Element `4j + s` to slot `s * lanes + j`: the four 2-bit planes of `lanes` packed
+    /// bytes (BITNET_B1_58, whose byte `j` holds elements `4j..4j + 4`). Every element
+    /// moves alone, so this is a de-interleave, not runs.
+    Planes4 { lanes: usize },
 }
 
-/// (byte, plane) of element `e` of a BITNET_B1_58 row: four consecutive elements per byte,
-/// element `4j + s` at bit shift `2s` of byte `j`.
-#[inline]
-pub fn bitnet_position(e: usize) -> (usize, usize) {
-    (e / 4, e % 4)
+impl Placement {
+    /// The runs of `slot` over `period` elements.
+    pub fn runs(period: usize, slot: impl Fn(usize) -> usize) -> Placement {
+        let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+        for e in 0..period {
+            let s = slot(e);
+            match runs.last_mut() {
+                Some((e0, s0, len)) if *e0 + *len == e && *s0 + *len == s => *len += 1,
+                _ => runs.push((e, s, 1)),
+            }
+        }
+        Placement::Runs(runs)
+    }
+
+    /// Writes every element of `codes` (at most one period; whole groups of four for
+    /// `Planes4`) to its slot in `out`. Slots no element maps to are left as they are: zero
+    /// in a fresh buffer, so padding lanes contribute nothing to a dot product.
+    pub fn scatter(&self, codes: &[i8], out: &mut [i8]) {
+        match *self {
+            Placement::Runs(ref runs) => {
+                for &(e, s, len) in runs.iter().take_while(|&&(e, _, _)| e < codes.len()) {
+                    let len = len.min(codes.len() - e);
+                    out[s..s + len].copy_from_slice(&codes[e..e + len]);
+                }
+            }
+            Placement::Planes4 { lanes } => {
+                let (p0, rest) = out.split_at_mut(lanes);
+                let (p1, rest) = rest.split_at_mut(lanes);
+                let (p2, p3) = rest.split_at_mut(lanes);
+                for (j, quad) in codes.chunks_exact(4).enumerate() {
+                    (p0[j], p1[j], p2[j], p3[j]) = (quad[0], quad[1], quad[2], quad[3]);
+                }
+            }
+        }
+    }
 }
 
 /// (byte, plane) of element `e` of a TQ2_0 row, counting only the 64 code bytes of each
@@ -72,19 +105,42 @@ mod tests {
         assert_eq!(sums, [20, 52]);
     }
 
+    /// Element by element: what each placement must write.
+    fn place(codes: &[i8], out: &mut [i8], slot: impl Fn(usize) -> usize) {
+        for (e, &c) in codes.iter().enumerate() {
+            out[slot(e)] = c;
+        }
+    }
+
     #[test]
-    fn scatter_is_a_permutation_with_zero_padding() {
-        // 2-bit codes, 10 elements = 3 bytes (last partial), unpacked 2 bytes at a time.
-        let codes: Vec<i8> = (1..=10).collect();
-        let mut out = vec![-1i8; 16];
-        scatter(&codes, &mut out, |e| {
-            let (b, p) = bitnet_position(e);
-            unpack_slot(b, p, 2, 4)
-        });
-        // load 0: bytes 0,1 -> planes of elements (0,4), (1,5), (2,6), (3,7)
-        assert_eq!(&out[..8], &[1, 5, 2, 6, 3, 7, 4, 8]);
-        // load 1: byte 2 holds elements 8, 9; its second lane is padding
-        assert_eq!(&out[8..], &[9, 0, 10, 0, 0, 0, 0, 0]);
+    fn planes4_is_the_bitnet_unpack_order() {
+        // BITNET_B1_58: element 4j + s sits at bit shift 2s of byte j; loads of 64 bytes.
+        let slot = |e: usize| unpack_slot(e / 4, e % 4, 64, 4);
+        for n in [256, 100, 4] {
+            let codes: Vec<i8> = (0..n).map(|i| (i % 200 - 100) as i8).collect();
+            let (mut got, mut want) = (vec![0i8; 256], vec![0i8; 256]);
+            Placement::Planes4 { lanes: 64 }.scatter(&codes, &mut got);
+            place(&codes, &mut want, slot);
+            assert_eq!(got, want, "{n} elements");
+        }
+    }
+
+    #[test]
+    fn runs_copy_what_element_by_element_placement_writes() {
+        // TQ2_0 in 64-byte loads: runs of 32; a partial last period is cut short.
+        let slot = |e: usize| {
+            let (b, p) = tq2_0_position(e);
+            unpack_slot(b, p, 64, 4)
+        };
+        let runs = Placement::runs(256, slot);
+        assert!(matches!(&runs, Placement::Runs(r) if r.iter().all(|&(_, _, len)| len == 32)));
+        for n in [256, 200, 33, 1] {
+            let codes: Vec<i8> = (0..n).map(|i| (i % 200 - 100) as i8).collect();
+            let (mut got, mut want) = (vec![0i8; 256], vec![0i8; 256]);
+            runs.scatter(&codes, &mut got);
+            place(&codes, &mut want, slot);
+            assert_eq!(got, want, "{n} elements");
+        }
     }
 
     #[test]

@@ -82,10 +82,8 @@ pub(super) struct Prepared {
 
 impl Prepared {
     /// The unpack order repeats every `period` elements, `period_slots` slots further on;
-    /// `slot(e)` places element `e < period` of a period. The slots of one period are
-    /// computed once into a table: evaluating the layout's index arithmetic per element
-    /// cost several microseconds per call at k = 4096, a tenth of a small GEMV. A block of
-    /// `block` elements fills `stride * block / k` prepared bytes, read `vector` at a time.
+    /// `placement` places the elements of one period. A block of `block` elements fills
+    /// `stride * block / k` prepared bytes, read `vector` at a time.
     fn new(
         a: &MatRef,
         block: usize,
@@ -93,21 +91,17 @@ impl Prepared {
         vector: usize,
         period: usize,
         period_slots: usize,
-        slot: impl Fn(usize) -> usize,
+        placement: &prep::Placement,
     ) -> Prepared {
         let act = ActI8::parse(a);
         let blocks = act.k / block;
-        let table: Vec<usize> = (0..period).map(slot).collect();
         let mut codes = vec![0i8; act.m * stride];
         let lanes = vector / 4;
         let mut seeds = vec![0i32; act.m * blocks * lanes];
         let token_seeds = seeds.chunks_exact_mut(blocks * lanes);
         for ((t, out), token_seeds) in codes.chunks_exact_mut(stride).enumerate().zip(token_seeds) {
             for (p, src) in act.row(t).chunks(period).enumerate() {
-                let dst = &mut out[p * period_slots..];
-                for (&c, &s) in src.iter().zip(&table) {
-                    dst[s] = c;
-                }
+                placement.scatter(src, &mut out[p * period_slots..]);
             }
             for (region, sums) in out.chunks_exact(stride / blocks).zip(token_seeds.chunks_exact_mut(lanes)) {
                 prep::lane_sums(region, sums);
@@ -447,7 +441,10 @@ pub(super) unsafe fn tq<S: Simd, L: Tq, const R1: usize, const RB: usize, const 
 ) {
     let blocks = w.cols / 256;
     let act_block = L::act_block(S::W);
-    let act = Prepared::new(a, 256, blocks * act_block, S::W, 256, act_block, |e| L::slot(e, S::W));
+    // The runs of one block's layout: computing them per call costs well under a
+    // microsecond, and evaluating the layout per element several (a tenth of a small GEMV).
+    let placement = prep::Placement::runs(256, |e| L::slot(e, S::W));
+    let act = Prepared::new(a, 256, blocks * act_block, S::W, 256, act_block, &placement);
     let c = TqCtx::<S, L> { w: w.bytes, blocks, act_block, act, _isa: std::marker::PhantomData };
     run::<_, R1, RB, TB>(&c, out)
 }
@@ -517,10 +514,8 @@ pub(super) unsafe fn bitnet<S: Simd, const R1: usize, const RB: usize, const TB:
     debug_assert_eq!(w.format, Format::BitnetB158);
     let row_bytes = w.cols / 4;
     let stride = row_bytes.div_ceil(S::W) * S::W * 4;
-    let act = Prepared::new(a, w.cols, stride, S::W, 4 * S::W, 4 * S::W, |e| {
-        let (byte, plane) = prep::bitnet_position(e);
-        prep::unpack_slot(byte, plane, S::W, 4)
-    });
+    let placement = prep::Placement::Planes4 { lanes: S::W };
+    let act = Prepared::new(a, w.cols, stride, S::W, 4 * S::W, 4 * S::W, &placement);
     let c =
         BitnetCtx::<S> { w: w.bytes, row_bytes, scale: bitnet::scale(w.bytes), act, _isa: std::marker::PhantomData };
     run::<_, R1, RB, TB>(&c, out)
