@@ -5,7 +5,7 @@
 
 use crate::error::{Error, Result};
 use crate::event::{emit, Event, EventKind, EventSink};
-use crate::format::{i8_absmax, Format};
+use crate::format::{check_finite, i8_absmax, Format};
 use crate::kernel::requant_row;
 use crate::scope::Scope;
 use crate::tensor::Tensor;
@@ -98,11 +98,4 @@ fn f32_values<'t>(act: &'t Tensor) -> Result<Cow<'t, [f32]>> {
         Ok(values) => Cow::Borrowed(values),
         Err(_) => Cow::Owned(bytes.chunks_exact(4).map(|s| f32::from_le_bytes([s[0], s[1], s[2], s[3]])).collect()),
     })
-}
-
-fn check_finite(src: &[f32]) -> Result<()> {
-    match src.iter().position(|x| !x.is_finite()) {
-        Some(index) => Err(Error::NonFinite { index }),
-        None => Ok(()),
-    }
 }

@@ -31,10 +31,11 @@ pub fn encode_row(x: &[f32], codes: &mut [i8]) -> f32 {
 }
 
 /// Refuses a row whose max |x| is so close to `f32::MAX` that code 127 times its scale
-/// would decode to infinity; runs before anything is written.
+/// would decode to infinity; runs before anything is written. `src` must be finite
+/// ([`super::check_finite`]).
 pub fn check_row_scales(src: &[f32], cols: usize) -> Result<()> {
     for (row, x) in src.chunks_exact(cols).enumerate() {
-        let amax = absmax(x);
+        let amax = f32::from_bits(super::abs_max_bits(x));
         if scale_overflows(amax / MAX_CODE) {
             return Err(Error::ScaleOverflow { block: row, amax });
         }
