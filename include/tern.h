@@ -195,7 +195,8 @@ typedef void (*tern_event_fn)(void *userdata, const struct tern_event *event);
 typedef struct tern_dispatcher_options {
     /**
      * Threads per matmul, counting the caller; 0 and 1 both mean the caller alone. The
-     * workers are started once and kept alive until `tern_dispatcher_free`.
+     * workers are started once and kept alive until `tern_dispatcher_free`. WebAssembly
+     * builds have no threads and refuse more than 1 (`TERN_ERR_INVALID_ARGUMENT`).
      */
     uint32_t n_threads;
     /**

@@ -389,6 +389,7 @@ impl Shared {
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "wasm32 has no threads")]
 fn one_tensor_is_read_from_many_threads() {
     let (rows, cols) = (4, 256);
     let src = values(rows * cols, 9, 1.0);

@@ -28,12 +28,18 @@ pub const KERNEL_ENV: &str = "TERN_KERNEL";
 /// costs more than it saves.
 const PARALLEL_MIN_ELEMS: usize = 1 << 18;
 
+/// Whether this target can start threads. wasm32 cannot (no `std::thread::spawn` on
+/// wasip1 or in a browser without shared memory), so there a dispatcher runs every matmul
+/// on the calling thread and refuses `n_threads > 1` rather than quietly running one.
+const HAS_THREADS: bool = cfg!(not(target_family = "wasm"));
+
 /// Output rows per thread are a multiple of this, so SIMD row tiles stay whole.
 const ROW_ALIGN: usize = 16;
 
 #[derive(Debug, Clone, Default)]
 pub struct DispatcherOptions {
-    /// Threads per matmul, counting the caller (0 and 1 both mean the caller alone).
+    /// Threads per matmul, counting the caller (0 and 1 both mean the caller alone). On
+    /// wasm32, which has no threads, more than 1 is refused (`Error::InvalidArgument`).
     pub n_threads: usize,
     /// Force this kernel for the pairs it serves (others are chosen as usual). `None`
     /// reads [`KERNEL_ENV`].
@@ -68,6 +74,11 @@ impl Dispatcher {
             .transpose()?;
         let pool = match options.n_threads {
             0 | 1 => None,
+            _ if !HAS_THREADS => {
+                return Err(Error::InvalidArgument(
+                    "n_threads > 1, but this build (wasm32) has no threads: pass 0 or 1",
+                ))
+            }
             n => Some(Pool::new(n).map_err(|_| Error::AllocationFailed(0))?),
         };
         Ok(Dispatcher { forced, sink: None, pool })

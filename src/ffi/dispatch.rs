@@ -152,7 +152,8 @@ pub unsafe extern "C" fn tern_requantize_i8_absmax_into(
 #[derive(Debug, Clone, Copy)]
 pub struct tern_dispatcher_options {
     /// Threads per matmul, counting the caller; 0 and 1 both mean the caller alone. The
-    /// workers are started once and kept alive until `tern_dispatcher_free`.
+    /// workers are started once and kept alive until `tern_dispatcher_free`. WebAssembly
+    /// builds have no threads and refuse more than 1 (`TERN_ERR_INVALID_ARGUMENT`).
     pub n_threads: u32,
     /// NULL, or the name of a kernel to force for the pairs it serves (others are chosen as
     /// usual). NULL reads the `TERN_KERNEL` environment variable.
