@@ -27,6 +27,12 @@ features() {
         *) echo "test-wasm: unknown build '$1' (simd128, relaxed)" >&2 && exit 2 ;;
     esac
 }
+js_file() {
+    case "$1" in
+        simd128) echo "tern-simd128.wasm" ;;
+        relaxed) echo "tern-relaxed-simd128.wasm" ;;
+    esac
+}
 expected_kernel() {
     case "$1" in
         simd128) echo "bitnet_gemv/wasm-simd128" ;;
@@ -62,5 +68,20 @@ for build in "${builds[@]}"; do
         TERN_EXPECT_KERNEL="$(expected_kernel "$build")" \
             $CARGO_TARGET_WASM32_WASIP1_RUNNER "$dir/test_$t.wasm" "$PWD/tests/fixtures"
     done
+
+    echo "test-wasm: $build build: the JS package's module (js/dist)"
+    # No debug info in the shipped module (the release profile keeps it for native profiling).
+    CARGO_PROFILE_RELEASE_DEBUG=0 cargo build -q --release --target wasm32-wasip1 --target-dir "$dir" -p tern-js
+    mkdir -p js/dist
+    cp "$dir/wasm32-wasip1/release/tern_js.wasm" "js/dist/$(js_file "$build")"
 done
+
+if [ ${#builds[@]} = 2 ]; then
+    echo "test-wasm: lints of the wasm code (clippy, relaxed build: it compiles both kernel families)"
+    RUSTFLAGS="-C target-feature=$(features relaxed)" cargo clippy -q --target wasm32-wasip1 \
+        --target-dir target/wasm-relaxed -p tern -p tern-js -- -D warnings
+    echo "test-wasm: the JS package (node --test), as load() picks it, then the simd128 build"
+    (cd js && $TERN_NODE --test --test-reporter=spec test/*.test.js)
+    (cd js && TERN_JS_VARIANT=simd128 $TERN_NODE --test --test-reporter=spec test/*.test.js)
+fi
 echo "test-wasm: all passed"

@@ -1,0 +1,68 @@
+// The few WASI preview1 calls tern_js.wasm imports (the Rust std on wasm32-wasip1 uses them
+// for Instant, HashMap seeds, environment variables and panic messages), the same in node
+// and in the browser, so the package needs neither node:wasi nor a WASI polyfill.
+
+const ESUCCESS = 0;
+const EBADF = 8;
+
+/**
+ * @param {() => WebAssembly.Memory} memory the instance's memory, once it exists
+ * @param {Record<string, string>} env environment variables the module sees (e.g. TERN_KERNEL)
+ */
+export function wasiImports(memory, env) {
+    const encoder = new TextEncoder();
+    const vars = Object.entries(env).map(([k, v]) => encoder.encode(`${k}=${v}\0`));
+    const decoder = new TextDecoder();
+    let stderr = '';
+    const view = () => new DataView(memory().buffer);
+    return {
+        random_get(ptr, len) {
+            // getRandomValues fills at most 65,536 bytes per call.
+            for (let off = 0; off < len; off += 65536) {
+                crypto.getRandomValues(new Uint8Array(memory().buffer, ptr + off, Math.min(65536, len - off)));
+            }
+            return ESUCCESS;
+        },
+        environ_sizes_get(countPtr, sizePtr) {
+            view().setUint32(countPtr, vars.length, true);
+            view().setUint32(sizePtr, vars.reduce((n, v) => n + v.length, 0), true);
+            return ESUCCESS;
+        },
+        environ_get(ptrsPtr, bufPtr) {
+            const bytes = new Uint8Array(memory().buffer);
+            for (const [i, v] of vars.entries()) {
+                view().setUint32(ptrsPtr + 4 * i, bufPtr, true);
+                bytes.set(v, bufPtr);
+                bufPtr += v.length;
+            }
+            return ESUCCESS;
+        },
+        clock_time_get(_id, _precision, outPtr) {
+            // Monotonic and realtime alike: tern only measures durations (event timings).
+            const nanos = BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
+            view().setBigUint64(outPtr, nanos, true);
+            return ESUCCESS;
+        },
+        fd_write(fd, iovs, iovsLen, nwrittenPtr) {
+            if (fd !== 1 && fd !== 2) return EBADF;
+            let written = 0;
+            for (let i = 0; i < iovsLen; i++) {
+                const ptr = view().getUint32(iovs + 8 * i, true);
+                const len = view().getUint32(iovs + 8 * i + 4, true);
+                stderr += decoder.decode(new Uint8Array(memory().buffer, ptr, len));
+                written += len;
+            }
+            // Whole lines to the console (a panic message before the trap that follows it).
+            const end = stderr.lastIndexOf('\n');
+            if (end >= 0) {
+                console.error(stderr.slice(0, end));
+                stderr = stderr.slice(end + 1);
+            }
+            view().setUint32(nwrittenPtr, written, true);
+            return ESUCCESS;
+        },
+        proc_exit(code) {
+            throw new Error(`tern_js.wasm called proc_exit(${code})`);
+        },
+    };
+}
