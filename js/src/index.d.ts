@@ -19,7 +19,8 @@ export declare class TernError extends Error {
 }
 
 export interface LoadOptions {
-    /** Force a build; default: relaxed-simd128 if the engine validates it, else simd128. */
+    /** Force a build; default: relaxed-simd128 if the engine validates it and passes a
+     *  known-answer check against the reference kernel, else simd128. */
     variant?: Variant;
     /** Where the .wasm files are; default: ../dist/ next to src/index.js. */
     baseUrl?: URL | string;
@@ -59,6 +60,8 @@ export interface DispatcherOptions {
 export declare class Tern {
     /** The build that was loaded. */
     readonly variant: Variant;
+    /** Better builds `load()` passed over, and why (not validated, or failed its known-answer check). */
+    readonly skipped: { variant: Variant; reason: string }[];
     /** Bytes of wasm memory (grows, never shrinks). */
     readonly memoryBytes: number;
     static instantiate(module: WebAssembly.Module, variant: Variant, env?: Record<string, string>): Promise<Tern>;

@@ -71,24 +71,35 @@ async function fetchBytes(url) {
 }
 
 /**
- * Loads tern: the relaxed-SIMD build if this engine validates it, else the SIMD128 one.
- * `options.variant` forces one; `options.baseUrl` is where the .wasm files are (default:
- * ../dist/ next to this file); `options.env` the environment tern sees (e.g. TERN_KERNEL).
+ * Loads tern: the relaxed-SIMD build if this engine validates it and computes it as
+ * specified (a known-answer check against tern's reference kernel, in the module), else the
+ * SIMD128 one. `options.variant` forces one; `options.baseUrl` is where the .wasm files are
+ * (default: ../dist/ next to this file); `options.env` the environment tern sees (e.g.
+ * TERN_KERNEL). The builds passed over are in the result's `skipped`, with the reason.
  */
 export async function load(options = {}) {
     const base = options.baseUrl ?? new URL('../dist/', import.meta.url);
     const names = options.variant ? [options.variant] : Object.keys(VARIANTS);
+    const skipped = [];
     for (const variant of names) {
         const file = VARIANTS[variant];
         if (!file) throw new TypeError(`unknown variant ${variant}: ${Object.keys(VARIANTS).join(' or ')}`);
         const bytes = await fetchBytes(new URL(file, base));
-        if (!WebAssembly.validate(bytes)) {
-            if (options.variant) throw new Error(`this engine does not validate ${file} (${variant})`);
-            continue;
+        let reason = null;
+        if (WebAssembly.validate(bytes)) {
+            const tern = await Tern.instantiate(await WebAssembly.compile(bytes), variant, options.env ?? {});
+            reason = tern._knownAnswerCheck();
+            if (reason === null) {
+                tern.skipped = skipped;
+                return tern;
+            }
+        } else {
+            reason = 'this engine does not validate it';
         }
-        return Tern.instantiate(await WebAssembly.compile(bytes), variant, options.env ?? {});
+        if (options.variant) throw new Error(`the ${variant} build (${file}) cannot be used: ${reason}`);
+        skipped.push({ variant, reason });
     }
-    throw new Error('this engine validates neither tern build (it lacks WebAssembly SIMD128)');
+    throw new Error(`no tern build works here: ${skipped.map((s) => `${s.variant}: ${s.reason}`).join('; ')}`);
 }
 
 export class Tern {
@@ -236,6 +247,36 @@ export class Tern {
             this.#withCopy(name, (ptr) => this.#handle((out) => x.tjs_dispatcher_new(ptr, name.length, threads, out))),
         );
         return new Dispatcher(this, h, onEvent);
+    }
+
+    /**
+     * null if this instance's best kernels agree with tern's reference kernel on a small
+     * known case (every ternary format, activations of both signs), else why not. Engines
+     * have shipped relaxed SIMD that validates but computes otherwise: node 20's
+     * --experimental-wasm-relaxed-simd gets `i32x4.relaxed_dot_i8x16_i7x16_add` wrong.
+     */
+    _knownAnswerCheck() {
+        const [n, k] = [4, 256];
+        const w = Float32Array.from({ length: n * k }, (_, i) => (((i * 7919) % 201) - 100) / 100);
+        const x = Float32Array.from({ length: k }, (_, i) => (((i * 104729) % 255) - 127) / 127);
+        const best = this.dispatcher();
+        const reference = this.dispatcher({ kernel: 'bitnet_gemv/reference' });
+        const act = this.encode(Format.F32, x, 1, k);
+        try {
+            for (const format of [Format.TQ1_0, Format.TQ2_0, Format.BITNET_B1_58]) {
+                const weight = this.encode(format, w, n, k);
+                const [got, want] = [best.matmul(act, weight), reference.matmul(act, weight)];
+                weight.close();
+                for (let i = 0; i < n; i++) {
+                    if (!(Math.abs(got[i] - want[i]) <= 1e-5 * Math.max(1, Math.abs(want[i])))) {
+                        return `its kernel gives ${got[i]} where the reference kernel gives ${want[i]} (${FORMAT_NAMES[format]}, row ${i}): the engine computes an instruction otherwise than specified`;
+                    }
+                }
+            }
+            return null;
+        } finally {
+            for (const h of [act, best, reference]) h.close();
+        }
     }
 
     // Internal, for Tensor, GgufFile and Dispatcher.

@@ -8,10 +8,16 @@ const tern = await loadTern();
 const TERNARY = [Format.TQ1_0, Format.TQ2_0, Format.BITNET_B1_58];
 const fixture = (name) => readFile(new URL(`../../tests/fixtures/gguf/${name}`, import.meta.url));
 
-test('load picks the relaxed build when the engine validates it', async () => {
-    // scripts/test-wasm.sh runs node with --experimental-wasm-relaxed-simd and both builds.
-    if (!process.env.TERN_JS_VARIANT) assert.equal(tern.variant, 'relaxed-simd128');
+test('load picks the best build this engine runs as specified', async () => {
+    // scripts/test-wasm.sh says what to expect of each engine it runs these tests on.
+    const want = process.env.TERN_JS_EXPECT_VARIANT;
+    if (want) assert.equal(tern.variant, want, JSON.stringify(tern.skipped));
     assert.ok(tern.variant in BEST_KERNEL);
+    for (const { variant, reason } of tern.skipped) {
+        assert.match(reason, /does not validate|otherwise than specified/);
+        // Forcing a build the engine cannot run is an error, not a wrong answer.
+        await assert.rejects(loadTern({ variant }), /cannot be used/);
+    }
 });
 
 test('encode, bytes and decode round trip', () => {
