@@ -37,9 +37,10 @@ export function wasiImports(memory, env) {
             }
             return ESUCCESS;
         },
-        clock_time_get(_id, _precision, outPtr) {
-            // Monotonic and realtime alike: tern only measures durations (event timings).
-            const nanos = BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
+        clock_time_get(id, _precision, outPtr) {
+            // Realtime (0) from Date; the others from performance.now(), whose resolution
+            // the host sets (5 us in a cross-origin-isolated page, 100 us otherwise).
+            const nanos = id === 0 ? BigInt(Date.now()) * 1000000n : BigInt(Math.round(performance.now() * 1e6));
             view().setBigUint64(outPtr, nanos, true);
             return ESUCCESS;
         },

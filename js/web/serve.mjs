@@ -26,7 +26,12 @@ const server = createServer(async (req, res) => {
     }
     try {
         const body = await readFile(file);
-        res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream' }).end(body);
+        res.writeHead(200, {
+            'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
+            // Cross-origin isolation: the page's timer then resolves 5 us instead of 100 us.
+            'cross-origin-opener-policy': 'same-origin',
+            'cross-origin-embedder-policy': 'require-corp',
+        }).end(body);
     } catch {
         res.writeHead(404).end('not found');
     }
