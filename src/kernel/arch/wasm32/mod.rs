@@ -18,8 +18,9 @@ use crate::kernel::Kernel;
 pub(crate) fn kernels() -> Vec<Kernel> {
     #[allow(unused_mut)]
     let mut all = Vec::new();
-    // Tiles: 2 rows for one token, 2 x 2 for batches (as AVX2: engines map v128 onto the
-    // 16 xmm registers, and the plain build's int16 partial sums take two per (row, token)).
+    // Tiles: 2 rows for one token, 2 x 2 for batches, as AVX2 (engines map v128 onto the 16
+    // xmm registers, and the plain build keeps two partial sums per (row, token)); 4 rows
+    // for one token measured no better (TQ2_0 2560x2560 under node 22, within the noise).
     #[cfg(target_feature = "relaxed-simd")]
     all.extend(family::<simd128::Wasm<simd128::RelaxedDot>, 2, 2, 2>(
         c"bitnet_gemv/wasm-relaxed-simd128",

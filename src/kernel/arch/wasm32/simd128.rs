@@ -1,7 +1,8 @@
 //! WebAssembly SIMD128: 16-byte vectors, for both wasm kernels. They differ only in how the
 //! u8 x i8 products of one weight load reach the int32 lanes ([`Dot`]):
-//! - [`Widening`] (plain SIMD128, `bitnet_gemv/wasm-simd128`): `i16x8.extmul_{low,high}_i8x16`
-//!   into two int16 partial sums per (row, token), folded into int32 lanes once per load;
+//! - [`Widening`] (plain SIMD128, `bitnet_gemv/wasm-simd128`): SIMD128 has no u8 x i8
+//!   multiply-add, so codes and activations are widened to int16 and multiplied pairwise
+//!   into int32 (`i32x4.dot_i16x8_s`), in two partial sums regrouped once per weight load;
 //! - [`RelaxedDot`] (`bitnet_gemv/wasm-relaxed-simd128`): `i32x4.relaxed_dot_i8x16_i7x16_add`,
 //!   four products straight into each int32 lane, like `vpdpbusd`. Its 7-bit operand is the
 //!   weight code (at most 12: BitNet's unshifted odd planes), whose result every engine must
@@ -10,9 +11,12 @@
 //! Either way int32 lane `j` receives the products of bytes `4j..4j + 4` of each vector,
 //! the grouping the skeleton's per-lane seeds assume (`prep::lane_sums`).
 //!
-//! TQ1_0's base-3 digits need no multiply: digit `n` of a byte `b` is `q * 3 >> 8` with
-//! `q = b * 3^n mod 256`, i.e. `(q >= 86) + (q >= 171)`, and `q` for the next digit is
-//! `3 q mod 256`, two byte adds.
+//! Engines lower SIMD128 to the host's vectors; on x64 some operations have no instruction
+//! of their own and cost several (byte shifts, unsigned byte compares), so the code uses
+//! 16-bit shifts and saturating byte arithmetic instead (measured: 2.7x on TQ2_0 for the
+//! shift alone). TQ1_0's base-3 digits need no multiply: digit `n` of a byte `b` is
+//! `q * 3 >> 8` with `q = b * 3^n mod 256`, i.e. `(q >= 86) + (q >= 171)`, and `q` for the
+//! next digit is `3 q mod 256`, two byte adds.
 
 use crate::kernel::tile::Simd;
 use core::arch::wasm32::*;
@@ -29,8 +33,8 @@ pub(super) trait Dot {
     fn end(p: Self::P, acc: v128) -> v128;
 }
 
-/// Plain SIMD128: int16 partial sums of bytes 0..8 and 8..16. One load's planes stay far
-/// from int16's range: at most two planes of 12 * 127 (BitNet) or five of 2 * 127 (TQ1_0).
+/// Plain SIMD128: codes and activations widened to int16, `i32x4.dot_i16x8_s` (pmaddwd)
+/// into two int32 partial sums, of bytes 0..8 and 8..16 (lane j: bytes 2j, 2j + 1).
 pub(super) struct Widening;
 
 impl Dot for Widening {
@@ -38,19 +42,20 @@ impl Dot for Widening {
 
     #[inline(always)]
     fn start(_acc: v128) -> (v128, v128) {
-        (i16x8_splat(0), i16x8_splat(0))
+        (i32x4_splat(0), i32x4_splat(0))
     }
 
     #[inline(always)]
     fn dot((lo, hi): (v128, v128), u: v128, s: v128) -> (v128, v128) {
-        (i16x8_add(lo, i16x8_extmul_low_i8x16(u, s)), i16x8_add(hi, i16x8_extmul_high_i8x16(u, s)))
+        let lo = i32x4_add(lo, i32x4_dot_i16x8(u16x8_extend_low_u8x16(u), i16x8_extend_low_i8x16(s)));
+        let hi = i32x4_add(hi, i32x4_dot_i16x8(u16x8_extend_high_u8x16(u), i16x8_extend_high_i8x16(s)));
+        (lo, hi)
     }
 
     #[inline(always)]
     fn end((lo, hi): (v128, v128), acc: v128) -> v128 {
-        // Pairs of bytes, then pairs of pairs: lanes (0+1, 2+3, 4+5, 6+7) of the low half and
-        // the same of the high half, regrouped so that lane j sums bytes 4j..4j + 4.
-        let (lo, hi) = (i32x4_extadd_pairwise_i16x8(lo), i32x4_extadd_pairwise_i16x8(hi));
+        // Lanes (0+1, 2+3, 4+5, 6+7) of the low half and the same of the high half,
+        // regrouped so that lane j sums bytes 4j..4j + 4.
         let even = i32x4_shuffle::<0, 2, 4, 6>(lo, hi);
         let odd = i32x4_shuffle::<1, 3, 5, 7>(lo, hi);
         i32x4_add(acc, i32x4_add(even, odd))
@@ -119,7 +124,9 @@ impl<D: Dot> Simd for Wasm<D> {
 
     #[inline(always)]
     unsafe fn plane2(x: v128, plane: usize, mask3: v128) -> v128 {
-        v128_and(u8x16_shr(x, 2 * plane as u32), mask3)
+        // 16-bit shifts are native (x64 has no byte shift); the mask drops the bits that
+        // cross from the neighbouring byte.
+        v128_and(u16x8_shr(x, 2 * plane as u32), mask3)
     }
 
     #[inline(always)]
@@ -155,14 +162,14 @@ impl<D: Dot> Simd for Wasm<D> {
         a: [*const i8; T],
         acc: &mut [[v128; T]; R],
     ) {
-        let (t86, t171) = (u8x16_splat(85), u8x16_splat(170));
+        let (one, d85, d170) = (u8x16_splat(1), u8x16_splat(85), u8x16_splat(170));
         for chunk in 0..4 {
             let mut q = [i8x16_splat(0); R];
             for r in 0..R {
                 // SAFETY: the trait's contract: 52 code bytes at `w[r]`.
                 q[r] = unsafe {
                     match chunk {
-                        3 => Self::load_partial(w[r].add(48), 4),
+                        3 => v128_load32_zero(w[r].add(48) as *const u32),
                         _ => Self::load(w[r].add(16 * chunk)),
                     }
                 };
@@ -179,8 +186,10 @@ impl<D: Dot> Simd for Wasm<D> {
                     if digit > 0 {
                         q[r] = i8x16_add(i8x16_add(q[r], q[r]), q[r]);
                     }
-                    // Each comparison is -1 where it holds: the digit is minus their sum.
-                    codes[r] = i8x16_neg(i8x16_add(u8x16_gt(q[r], t86), u8x16_gt(q[r], t171)));
+                    // (q >= 86) + (q >= 171) with native byte operations (x64 has no
+                    // unsigned byte compare): min(q -sat 85, 1) + min(q -sat 170, 1).
+                    let ge86 = u8x16_min(u8x16_sub_sat(q[r], d85), one);
+                    codes[r] = i8x16_add(ge86, u8x16_min(u8x16_sub_sat(q[r], d170), one));
                 }
                 for t in 0..T {
                     // SAFETY: the trait's contract: 320 prepared bytes at `a[t]`.
