@@ -6,7 +6,8 @@
 //! - [`kernel`]: the arithmetic (reference, then `kernel::arch` SIMD kernels).
 //! - [`dispatch`]: the policy choosing adapters and kernels; [`event`]: what it reports.
 //! - [`gguf`]: a checked reader of GGUF files, to hand their tensors' bytes over as they are.
-//! - `ffi`: the C ABI (`include/tern.h`), the only home of raw pointers.
+//! - `ffi`: the C ABI (`include/tern.h`), the only home of `extern "C"`. Raw pointers live
+//!   there and, behind safe checked entries, in the kernels' inner loops and the pool.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]

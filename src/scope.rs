@@ -63,7 +63,8 @@ pub struct ScopeStats {
     pub generation: u64,
 }
 
-/// A caller-owned arena. Not `Sync`: one scope per thread (or per forward pass).
+/// A caller-owned arena, one per thread or forward pass: allocating and resetting take
+/// `&mut self`, so one thread at a time does. A shared `&Scope` only reads its statistics.
 pub struct Scope {
     chunks: Vec<Arc<Chunk>>,
     /// Next free offset in the last chunk.

@@ -1,6 +1,6 @@
 //! The C ABI (`include/tern.h`): the only module with `extern "C"` and raw pointers.
 //!
-//! Conventions (DESIGN §3), after rustls-ffi:
+//! Conventions (docs/design.md §3), after rustls-ffi:
 //! - every fallible function returns a [`tern_status`]; results go through out-parameters
 //!   that are written only on success ([`guard::Out`]);
 //! - every pointer is checked for NULL and every length against the shape before anything

@@ -1,4 +1,4 @@
-//! The five formats: their stable ids, block specs and byte layouts (DESIGN §1).
+//! The five formats: their stable ids, block specs and byte layouts (docs/design.md §1).
 //!
 //! This module is the one place that validates a (format, shape, buffer) triple; the
 //! per-format files only know their bytes and may assume their inputs were checked here.
@@ -241,7 +241,9 @@ impl Format {
     }
 
     /// Reports the first corrupt element: a code outside the format's alphabet, a
-    /// non-canonical TQ1_0 byte, or a scale that is not finite (or negative).
+    /// non-canonical TQ1_0 byte, or a scale no encoder writes: not finite, or with the sign
+    /// bit set (negative or -0.0). Kernels compute with
+    /// any bytes; validation says whether they are what an encoder makes.
     pub fn validate(self, src: &[u8], rows: usize, cols: usize) -> Result<()> {
         self.check_bytes(src, rows, cols)?;
         let corrupt = match self {
