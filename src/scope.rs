@@ -12,6 +12,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+/// Alignment of every scope allocation, in bytes.
 pub const ALIGN: usize = 64;
 
 /// A 64-byte aligned block of raw memory owned by a scope (and, through `Arc`, by the
@@ -107,6 +108,7 @@ impl Scope {
         })
     }
 
+    /// Bytes in use, their high-water mark, allocations, capacity and resets so far.
     pub fn stats(&self) -> ScopeStats {
         self.stats
     }
