@@ -12,7 +12,8 @@
 #      and relaxed-SIMD builds), the JS package's tests, and its browser page end to end in
 #      headless Chromium.
 # Missing system tools are installed when running as root on Debian (scripts/setup.sh,
-# scripts/setup-aarch64.sh, scripts/setup-wasm.sh, scripts/test-browser.sh); otherwise the scripts say what to install.
+# scripts/setup-aarch64.sh, scripts/setup-wasm.sh, scripts/test-browser.sh); otherwise the
+# scripts say what to install.
 # TERN_SKIP="asan fuzz aarch64 wasm" skips legs (for quick local runs); CI runs them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
