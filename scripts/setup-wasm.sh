@@ -10,9 +10,10 @@
 rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
 
 tern_wasm_llvm="$(clang -dumpversion 2>/dev/null | cut -d. -f1)"
-TERN_WASM_APT_PACKAGES="nodejs npm wasi-libc lld-${tern_wasm_llvm:-14} libclang-rt-${tern_wasm_llvm:-14}-dev-wasm32"
+TERN_WASM_APT_PACKAGES="clang nodejs npm wasi-libc lld-${tern_wasm_llvm:-14} libclang-rt-${tern_wasm_llvm:-14}-dev-wasm32"
 
 tern_wasm_missing() {
+    command -v clang >/dev/null || echo clang
     command -v node >/dev/null && [ "$(node -p 'process.versions.node.split(".")[0] >= 20')" = true ] || echo node
     command -v npm >/dev/null || echo npm
     [ -f /usr/lib/wasm32-wasi/libc.a ] || echo wasi-libc
@@ -27,6 +28,8 @@ if [ -n "$(tern_wasm_missing)" ]; then
         apt-get update -qq
         # shellcheck disable=SC2086 # the package list is split on purpose
         apt-get install -y -qq --no-install-recommends $TERN_WASM_APT_PACKAGES >/dev/null
+        # The LLVM version of a clang installed just now.
+        tern_wasm_llvm="$(clang -dumpversion | cut -d. -f1)"
     fi
     if [ -n "$(tern_wasm_missing)" ]; then
         echo "setup-wasm: missing $(tern_wasm_missing | xargs); on Debian, as root, run:" >&2
