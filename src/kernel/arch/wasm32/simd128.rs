@@ -155,7 +155,7 @@ impl<D: Dot> Simd for Wasm<D> {
     }
 
     /// Four loads per block: `qs[0..16]`, `qs[16..32]`, `qs[32..48]`, then `qh` in lanes
-    /// 0..4 (its fifth digit, always 0, meets zero activations).
+    /// 0..4, whose bytes hold four digits each.
     #[inline(always)]
     unsafe fn tq1_block<const R: usize, const T: usize>(
         w: [*const u8; R],
@@ -180,7 +180,8 @@ impl<D: Dot> Simd for Wasm<D> {
                     p[r][t] = D::start(acc[r][t]);
                 }
             }
-            for digit in 0..5 {
+            // qh's bytes hold four digits each: the fifth would only meet zero activations.
+            for digit in 0..if chunk == 3 { 4 } else { 5 } {
                 let mut codes = [i8x16_splat(0); R];
                 for r in 0..R {
                     if digit > 0 {
