@@ -62,7 +62,7 @@ test('matmul: the best kernel, events after the call, parity with the reference 
     }
 });
 
-test('GGUF: tensors listed, wrapped without a copy of their meaning, run', async () => {
+test('GGUF: tensors listed, wrapped with the ggml shape, run through the dispatcher', async () => {
     const g = tern.openGguf(await fixture('tiny_bitnet.gguf'));
     const ternary = g.tensors.filter((t) => t.format === Format.TQ1_0 || t.format === Format.TQ2_0);
     assert.ok(ternary.length >= 2, JSON.stringify(g.tensors));
