@@ -5,8 +5,14 @@ export declare const Format: Readonly<{ F32: 1; TQ1_0: 2; TQ2_0: 3; BITNET_B1_58
 export type FormatId = (typeof Format)[keyof typeof Format];
 export type FormatName = keyof typeof Format;
 
-/** The builds, best first, and their file names. */
-export declare const VARIANTS: Readonly<{ 'relaxed-simd128': string; simd128: string }>;
+export interface VariantInfo {
+    /** The module's file name, under `baseUrl`. */
+    readonly file: string;
+    /** The kernel the build's dispatcher picks for ternary weights. */
+    readonly kernel: string;
+}
+/** The builds, best first. */
+export declare const VARIANTS: Readonly<{ 'relaxed-simd128': VariantInfo; simd128: VariantInfo }>;
 export type Variant = keyof typeof VARIANTS;
 
 /** A refused or failed call. */

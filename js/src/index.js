@@ -8,10 +8,10 @@ export const Format = Object.freeze({ F32: 1, TQ1_0: 2, TQ2_0: 3, BITNET_B1_58: 
 const FORMAT_NAMES = Object.fromEntries(Object.entries(Format).map(([k, v]) => [v, k]));
 const EVENT_KINDS = { 1: 'ADAPTER_INSERTED', 2: 'KERNEL_SELECTED' };
 
-/** The two builds, best first: the kernel each one's dispatcher picks. */
+/** The two builds, best first: their files and the kernel each one's dispatcher picks. */
 export const VARIANTS = Object.freeze({
-    'relaxed-simd128': 'tern-relaxed-simd128.wasm',
-    simd128: 'tern-simd128.wasm',
+    'relaxed-simd128': Object.freeze({ file: 'tern-relaxed-simd128.wasm', kernel: 'bitnet_gemv/wasm-relaxed-simd128' }),
+    simd128: Object.freeze({ file: 'tern-simd128.wasm', kernel: 'bitnet_gemv/wasm-simd128' }),
 });
 
 /** A refused or failed call: `code` is tern's status name, `status` its number. */
@@ -82,8 +82,10 @@ export async function load(options = {}) {
     const names = options.variant ? [options.variant] : Object.keys(VARIANTS);
     const skipped = [];
     for (const variant of names) {
-        const file = VARIANTS[variant];
-        if (!file) throw new TypeError(`unknown variant ${variant}: ${Object.keys(VARIANTS).join(' or ')}`);
+        if (!Object.hasOwn(VARIANTS, variant)) {
+            throw new TypeError(`unknown variant ${variant}: ${Object.keys(VARIANTS).join(' or ')}`);
+        }
+        const { file } = VARIANTS[variant];
         const bytes = await fetchBytes(new URL(file, base));
         let reason = null;
         if (WebAssembly.validate(bytes)) {
@@ -255,7 +257,7 @@ export class Tern {
     }
 
     /**
-     * null if this instance's best kernels agree with tern's reference kernel on a small
+     * null if this build's kernel agrees with tern's reference kernel on a small
      * known case (every ternary format, activations of both signs), else why not. Engines
      * have shipped relaxed SIMD that validates but computes otherwise: node 20's
      * --experimental-wasm-relaxed-simd gets `i32x4.relaxed_dot_i8x16_i7x16_add` wrong.
@@ -264,7 +266,8 @@ export class Tern {
         const [n, k] = [4, 256];
         const w = Float32Array.from({ length: n * k }, (_, i) => (((i * 7919) % 201) - 100) / 100);
         const x = Float32Array.from({ length: k }, (_, i) => (((i * 104729) % 255) - 127) / 127);
-        const best = this.dispatcher();
+        // The build's own kernel by name, whatever TERN_KERNEL in `env` says.
+        const best = this.dispatcher({ kernel: VARIANTS[this.variant].kernel });
         const reference = this.dispatcher({ kernel: 'bitnet_gemv/reference' });
         const act = this.encode(Format.F32, x, 1, k);
         try {

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { Format, TernError } from '../src/index.js';
-import { BEST_KERNEL, loadTern, values } from './helpers.js';
+import { Format, TernError, VARIANTS } from '../src/index.js';
+import { loadTern, values } from './helpers.js';
 
 const tern = await loadTern();
 const TERNARY = [Format.TQ1_0, Format.TQ2_0, Format.BITNET_B1_58];
@@ -12,7 +12,7 @@ test('load picks the best build this engine runs as specified', async () => {
     // scripts/test-wasm.sh says what to expect of each engine it runs these tests on.
     const want = process.env.TERN_JS_EXPECT_VARIANT;
     if (want) assert.equal(tern.variant, want, JSON.stringify(tern.skipped));
-    assert.ok(tern.variant in BEST_KERNEL);
+    assert.ok(Object.hasOwn(VARIANTS, tern.variant));
     for (const { variant, reason } of tern.skipped) {
         assert.match(reason, /does not validate|otherwise than specified/);
         // Forcing a build the engine cannot run is an error, not a wrong answer.
@@ -47,7 +47,7 @@ test('matmul: the best kernel, events after the call, parity with the reference 
                 events.map((e) => [e.kind, e.name, e.from, e.to, e.rows, e.cols]),
                 [
                     ['ADAPTER_INSERTED', 'requantize-i8-absmax', 'F32', 'I8_ABSMAX', m, k],
-                    ['KERNEL_SELECTED', BEST_KERNEL[tern.variant], w.formatName, 'I8_ABSMAX', m, n],
+                    ['KERNEL_SELECTED', VARIANTS[tern.variant].kernel, w.formatName, 'I8_ABSMAX', m, n],
                 ],
             );
             assert.equal(events[1].bytes, w.byteLength);
@@ -75,6 +75,19 @@ test('GGUF: tensors listed, wrapped with the ggml shape, run through the dispatc
         for (const h of [w, a, d]) h.close();
     }
     g.close();
+});
+
+test('the environment reaches tern: TERN_KERNEL forces a kernel, and load() still checks its build', async () => {
+    const forced = await loadTern({ env: { TERN_KERNEL: 'bitnet_gemv/reference' } });
+    assert.equal(forced.variant, tern.variant);
+    const events = [];
+    const w = forced.encode(Format.TQ2_0, values(8 * 256, 4), 8, 256);
+    const a = forced.encode(Format.F32, values(256, 5), 1, 256);
+    forced.dispatcher({ onEvent: (e) => events.push(e.name) }).matmul(a, w);
+    assert.deepEqual(events, ['requantize-i8-absmax', 'bitnet_gemv/reference']);
+    // A name tern does not know is refused when a dispatcher reads it.
+    const unknown = await loadTern({ env: { TERN_KERNEL: 'bitnet_gemv/nope' } });
+    refused(() => unknown.dispatcher(), 'TERN_ERR_UNKNOWN_KERNEL', /bitnet_gemv\/nope/);
 });
 
 /** Asserts that `f` throws a TernError with `code` and a message matching `message`. */
