@@ -28,72 +28,72 @@
 /**
  * An adapter converted an activation so that a kernel could consume it.
  */
-#define TERN_EVENT_ADAPTER_INSERTED 1
+#define TERN_EVENT_ADAPTER_INSERTED 1u
 
 /**
  * A kernel ran.
  */
-#define TERN_EVENT_KERNEL_SELECTED 2
+#define TERN_EVENT_KERNEL_SELECTED 2u
 
 /**
  * Format id of F32: plain little-endian f32, row-major.
  */
-#define TERN_FORMAT_F32 1
+#define TERN_FORMAT_F32 1u
 
 /**
  * Format id of TQ1_0 (ggml type 34): 256-element blocks of 54 bytes, f16 scale at the end.
  */
-#define TERN_FORMAT_TQ1_0 2
+#define TERN_FORMAT_TQ1_0 2u
 
 /**
  * Format id of TQ2_0 (ggml type 35): 256-element blocks of 66 bytes, f16 scale at the end.
  */
-#define TERN_FORMAT_TQ2_0 3
+#define TERN_FORMAT_TQ2_0 3u
 
 /**
  * Format id of BITNET_B1_58: 2-bit codes for the whole tensor, then one f32 scale.
  */
-#define TERN_FORMAT_BITNET_B1_58 4
+#define TERN_FORMAT_BITNET_B1_58 4u
 
 /**
  * Format id of I8_ABSMAX: int8 codes row-major, then one f32 scale per row.
  */
-#define TERN_FORMAT_I8_ABSMAX 5
+#define TERN_FORMAT_I8_ABSMAX 5u
 
 /**
  * `tern_block_spec.blocking`: fixed-size blocks laid end to end along each row.
  */
-#define TERN_BLOCKING_FIXED 1
+#define TERN_BLOCKING_FIXED 1u
 
 /**
  * `tern_block_spec.blocking`: each row is one block; its scale follows all the codes.
  */
-#define TERN_BLOCKING_PER_ROW 2
+#define TERN_BLOCKING_PER_ROW 2u
 
 /**
  * `tern_block_spec.blocking`: the whole tensor is one block with one scale at the end.
  */
-#define TERN_BLOCKING_WHOLE_TENSOR 3
+#define TERN_BLOCKING_WHOLE_TENSOR 3u
 
 /**
  * `tern_block_spec.scale_placement`: the format has no scale.
  */
-#define TERN_SCALE_NONE 0
+#define TERN_SCALE_NONE 0u
 
 /**
  * `tern_block_spec.scale_placement`: an f16 at the end of every block.
  */
-#define TERN_SCALE_BLOCK_END 1
+#define TERN_SCALE_BLOCK_END 1u
 
 /**
  * `tern_block_spec.scale_placement`: one f32 per row, after all the codes.
  */
-#define TERN_SCALE_ROWS_END 2
+#define TERN_SCALE_ROWS_END 2u
 
 /**
  * `tern_block_spec.scale_placement`: one f32 for the whole tensor, after all the codes.
  */
-#define TERN_SCALE_TENSOR_END 3
+#define TERN_SCALE_TENSOR_END 3u
 
 /**
  * Major version of the header (and of the library it was generated from).
@@ -299,100 +299,118 @@ typedef struct tern_scope_stats {
 } tern_scope_stats;
 
 /**
- * Success.
+ * Success. Every status constant is unsigned (`0u`, `1u`, ...), like `tern_status`, so
+ * Swift imports them as `UInt32` and Kotlin/Native as `UInt`.
  */
-#define TERN_OK 0
+#define TERN_OK 0u
 
 /**
  * A required pointer argument was NULL.
  */
-#define TERN_ERR_NULL_POINTER 1
+#define TERN_ERR_NULL_POINTER 1u
 
 /**
  * A format id (or ggml type id) is not known to this version of tern.
  */
-#define TERN_ERR_UNKNOWN_FORMAT 2
+#define TERN_ERR_UNKNOWN_FORMAT 2u
 
 /**
  * The shape does not fit the format (zero rows or cols, cols not a multiple of the block).
  */
-#define TERN_ERR_INVALID_SHAPE 3
+#define TERN_ERR_INVALID_SHAPE 3u
 
 /**
  * rows x cols, or the byte size of the matrix, overflows size_t.
  */
-#define TERN_ERR_SIZE_OVERFLOW 4
+#define TERN_ERR_SIZE_OVERFLOW 4u
 
 /**
  * A buffer length does not match what the shape requires.
  */
-#define TERN_ERR_LENGTH_MISMATCH 5
+#define TERN_ERR_LENGTH_MISMATCH 5u
 
 /**
  * The input holds a NaN or an infinity.
  */
-#define TERN_ERR_NON_FINITE 6
+#define TERN_ERR_NON_FINITE 6u
 
 /**
  * A block's (TQ1_0/TQ2_0: f16) or row's (I8_ABSMAX) max |x| does not fit the format's scale.
  */
-#define TERN_ERR_SCALE_OVERFLOW 7
+#define TERN_ERR_SCALE_OVERFLOW 7u
 
 /**
  * Encoded bytes hold a code (or scale) outside the format's alphabet.
  */
-#define TERN_ERR_CORRUPT_CODE 8
+#define TERN_ERR_CORRUPT_CODE 8u
 
 /**
  * A (row, col) index or a row range lies outside the matrix (or the range is reversed).
  */
-#define TERN_ERR_OUT_OF_BOUNDS 9
+#define TERN_ERR_OUT_OF_BOUNDS 9u
 
 /**
  * The tensor's scope was reset or freed; the tensor can no longer be read.
  */
-#define TERN_ERR_STALE_TENSOR 10
+#define TERN_ERR_STALE_TENSOR 10u
 
 /**
  * The operands of an operation do not fit each other.
  */
-#define TERN_ERR_SHAPE_MISMATCH 11
+#define TERN_ERR_SHAPE_MISMATCH 11u
 
 /**
  * No kernel has the requested name.
  */
-#define TERN_ERR_UNKNOWN_KERNEL 12
+#define TERN_ERR_UNKNOWN_KERNEL 12u
 
 /**
  * The kernel needs CPU features this machine does not have.
  */
-#define TERN_ERR_KERNEL_UNAVAILABLE 13
+#define TERN_ERR_KERNEL_UNAVAILABLE 13u
 
 /**
  * No kernel exists for this combination of formats.
  */
-#define TERN_ERR_UNSUPPORTED 14
+#define TERN_ERR_UNSUPPORTED 14u
 
 /**
  * The operation needs a scope and none was given.
  */
-#define TERN_ERR_SCOPE_REQUIRED 15
+#define TERN_ERR_SCOPE_REQUIRED 15u
 
 /**
  * A memory allocation failed.
  */
-#define TERN_ERR_ALLOCATION_FAILED 16
+#define TERN_ERR_ALLOCATION_FAILED 16u
 
 /**
  * An argument is invalid in a way no other status describes (misaligned or overlapping
  * buffers, a buffer larger than the address space allows).
  */
-#define TERN_ERR_INVALID_ARGUMENT 17
+#define TERN_ERR_INVALID_ARGUMENT 17u
 
 /**
  * tern panicked (a bug in tern). The operation did not complete and wrote no outputs.
  */
-#define TERN_ERR_PANIC 18
+#define TERN_ERR_PANIC 18u
+
+/**
+ * No item (e.g. no GGUF tensor) has the requested name.
+ */
+#define TERN_ERR_NOT_FOUND 19u
+
+/**
+ * The bytes are not a GGUF file tern can read (truncated, corrupt or absurd header); the
+ * message (`tern_last_error`) says what and at which offset.
+ */
+#define TERN_ERR_INVALID_FILE 20u
+
+/**
+ * The operating system refused an operation (open, stat or mmap of a file); the message
+ * names the path and the system's reason.
+ */
+#define TERN_ERR_IO 21u
 
 #ifdef __cplusplus
 extern "C" {
@@ -600,6 +618,16 @@ void tern_scope_free(struct tern_scope *scope);
  * freed. Thread-safe.
  */
 const char *tern_status_str(tern_status status);
+
+/**
+ * The message of the last call on this thread that returned an error status: which
+ * argument, the expected and the given value, the name that was not found and where it
+ * came from. An empty string after a call that returned `TERN_OK`; functions that return
+ * no `tern_status` (`tern_tensor_rows`, `tern_version`, ...) leave it as it is. Never
+ * NULL; valid until the next tern call on the same thread; must not be freed. Each thread
+ * has its own message.
+ */
+const char *tern_last_error(void);
 
 /**
  * Wraps encoded bytes (e.g. a GGUF tensor's data, as it is) without copying them.

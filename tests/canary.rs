@@ -532,6 +532,18 @@ fn version_string() {
     assert_eq!(s, env!("CARGO_PKG_VERSION"));
 }
 
+fn last_error() {
+    // A success leaves an empty message; each failure its own, on this thread.
+    unsafe {
+        assert_eq!(tern_scope_reset(ptr::null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!(CStr::from_ptr(tern_last_error()).to_str().unwrap(), "argument `scope` is NULL");
+        let mut scope = ptr::null_mut();
+        assert_eq!(tern_scope_new(0, &mut scope), TERN_OK);
+        assert_eq!(CStr::from_ptr(tern_last_error()).to_bytes(), b"");
+        tern_scope_free(scope);
+    }
+}
+
 const NO_STATUS: &str = "returns a plain value, no status";
 const FREE: &str = "a free function: NULL is a no-op, and a live handle cannot be refused";
 
@@ -560,6 +572,11 @@ const TABLE: &[Entry] = &[
     Entry { name: "tern_decode", kind: Kind::Refused, check: decode },
     Entry { name: "tern_validate", kind: Kind::Refused, check: validate },
     Entry { name: "tern_bitnet_import", kind: Kind::Refused, check: bitnet_import },
+    Entry {
+        name: "tern_last_error",
+        kind: Kind::CannotFail("takes no argument; returns the thread's message, never NULL"),
+        check: last_error,
+    },
     Entry { name: "tern_scope_new", kind: Kind::Refused, check: scope_new },
     Entry { name: "tern_scope_reset", kind: Kind::Refused, check: scope_reset },
     Entry { name: "tern_scope_get_stats", kind: Kind::Refused, check: scope_get_stats },

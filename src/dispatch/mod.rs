@@ -60,10 +60,15 @@ pub struct Dispatcher {
 
 impl Dispatcher {
     pub fn new(options: DispatcherOptions) -> Result<Dispatcher> {
-        let name = options.kernel.or_else(|| std::env::var(KERNEL_ENV).ok().filter(|s| !s.is_empty()));
+        let env = || std::env::var(KERNEL_ENV).ok().filter(|s| !s.is_empty());
+        let name = match options.kernel {
+            Some(name) => Some((name, "the dispatcher option `kernel`")),
+            None => env().map(|name| (name, "the environment variable TERN_KERNEL")),
+        };
         let forced = name
-            .map(|name| {
-                registry().iter().find(|k| k.name() == name).map(|k| k.name()).ok_or(Error::UnknownKernel(name))
+            .map(|(name, from)| {
+                let known = registry().iter().find(|k| k.name() == name).map(|k| k.name());
+                known.ok_or(Error::UnknownKernel { name, from })
             })
             .transpose()?;
         let pool = match options.n_threads {
@@ -220,7 +225,9 @@ pub fn gemv_kernel(name: Option<&str>, weight: Format) -> Result<&'static Kernel
     match name {
         None => serving.find(|k| (k.available)()).ok_or(Error::Unsupported { weight, act: Format::I8Absmax }),
         Some(name) => {
-            let kernel = serving.find(|k| k.name() == name).ok_or_else(|| Error::UnknownKernel(name.to_owned()))?;
+            let kernel = serving
+                .find(|k| k.name() == name)
+                .ok_or_else(|| Error::UnknownKernel { name: name.to_owned(), from: "the argument `kernel`" })?;
             if (kernel.available)() {
                 Ok(kernel)
             } else {

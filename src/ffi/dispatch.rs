@@ -14,9 +14,9 @@ use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
 
 /// An adapter converted an activation so that a kernel could consume it.
-pub const TERN_EVENT_ADAPTER_INSERTED: u32 = 1;
+pub const TERN_EVENT_ADAPTER_INSERTED: u32 = 1u32;
 /// A kernel ran.
-pub const TERN_EVENT_KERNEL_SELECTED: u32 = 2;
+pub const TERN_EVENT_KERNEL_SELECTED: u32 = 2u32;
 
 /// One report, valid only during the callback.
 ///
@@ -81,13 +81,13 @@ fn sink(callback: tern_event_fn, userdata: *mut c_void) -> Option<CallbackSink> 
 ///
 /// # Safety
 /// A non-NULL `s` must point to a NUL-terminated string valid for `'a`.
-unsafe fn opt_str<'a>(s: *const c_char) -> FfiResult<Option<&'a str>> {
+unsafe fn opt_str<'a>(s: *const c_char, arg: &str) -> FfiResult<Option<&'a str>> {
     if s.is_null() {
         return Ok(None);
     }
     // SAFETY: non-NULL and NUL-terminated (the caller's promise).
     let s = unsafe { CStr::from_ptr(s) };
-    s.to_str().map(Some).map_err(|_| Status(TERN_ERR_INVALID_ARGUMENT))
+    s.to_str().map(Some).map_err(|_| Status::invalid(arg, "not UTF-8"))
 }
 
 /// Requantizes an F32 tensor to I8_ABSMAX (per-row absmax / 127) into a new tensor whose
@@ -108,7 +108,8 @@ pub unsafe extern "C" fn tern_requantize_i8_absmax(
     guard(|| {
         // SAFETY: the caller passes a live tensor, a scope it owns during the call and a
         // writable out-parameter.
-        let (act, scope, out) = unsafe { (tensor_ref(f32_tensor)?, scope_mut(scope)?, Out::new(out)?) };
+        let (act, scope, out) =
+            unsafe { (tensor_ref(f32_tensor, "f32_tensor")?, scope_mut(scope)?, Out::new(out, "out")?) };
         let sink = sink(callback, userdata);
         let tensor = requantize_i8_absmax(act, scope, sink.as_ref().map(|s| s as &dyn EventSink))?;
         out.write(tern_tensor::into_raw(tensor));
@@ -134,13 +135,18 @@ pub unsafe extern "C" fn tern_requantize_i8_absmax_into(
     userdata: *mut c_void,
 ) -> tern_status {
     guard(|| {
-        check_disjoint(src, src_len, codes, codes_len)?;
-        check_disjoint(src, src_len, scales, scales_len)?;
-        check_disjoint(codes, codes_len, scales, scales_len)?;
+        check_disjoint((src, src_len, "src"), (codes, codes_len, "codes"))?;
+        check_disjoint((src, src_len, "src"), (scales, scales_len, "scales"))?;
+        check_disjoint((codes, codes_len, "codes"), (scales, scales_len, "scales"))?;
         // SAFETY: the caller passes buffers of the stated lengths; they are disjoint
         // (checked above).
-        let (src, codes, scales) =
-            unsafe { (slice(src, src_len)?, slice_mut(codes, codes_len)?, slice_mut(scales, scales_len)?) };
+        let (src, codes, scales) = unsafe {
+            (
+                slice(src, src_len, "src")?,
+                slice_mut(codes, codes_len, "codes")?,
+                slice_mut(scales, scales_len, "scales")?,
+            )
+        };
         let sink = sink(callback, userdata);
         requantize_i8_absmax_into(src, rows, cols, codes, scales, sink.as_ref().map(|s| s as &dyn EventSink))?;
         Ok(())
@@ -182,12 +188,13 @@ pub unsafe extern "C" fn tern_dispatcher_new(
         // SAFETY: the caller passes a writable out-parameter, and NULL or valid options
         // whose `kernel` is NULL or a NUL-terminated string.
         let (out, options) = unsafe {
-            let out = Out::new(out)?;
+            let out = Out::new(out, "out")?;
             let options = match options.is_null() {
                 true => DispatcherOptions::default(),
                 false => {
-                    let o = try_ref(options)?;
-                    DispatcherOptions { n_threads: o.n_threads as usize, kernel: opt_str(o.kernel)?.map(str::to_owned) }
+                    let o = try_ref(options, "options")?;
+                    let kernel = opt_str(o.kernel, "options->kernel")?.map(str::to_owned);
+                    DispatcherOptions { n_threads: o.n_threads as usize, kernel }
                 }
             };
             (out, options)
@@ -210,7 +217,7 @@ pub unsafe extern "C" fn tern_dispatcher_set_sink(
 ) -> tern_status {
     guard(|| {
         // SAFETY: the caller passes a live dispatcher no one else uses during the call.
-        unsafe { try_ref(dispatcher)? };
+        unsafe { try_ref(dispatcher, "dispatcher")? };
         // SAFETY: non-NULL and live (above), exclusively ours during the call.
         let d = unsafe { &mut (*dispatcher).dispatcher };
         d.set_sink(sink(callback, userdata).map(|s| Arc::new(s) as Arc<dyn EventSink>));
@@ -231,9 +238,9 @@ pub unsafe extern "C" fn tern_dispatcher_free(dispatcher: *mut tern_dispatcher) 
 }
 
 /// Refuses an output that overlaps a tensor's bytes.
-fn check_out_disjoint(t: &Tensor, out: *const f32, out_len: usize) -> FfiResult {
-    let bytes = t.bytes()?;
-    check_disjoint(bytes.as_ptr(), bytes.len(), out, out_len)
+fn check_out_disjoint(t: &Tensor, arg: &'static str, out: *const f32, out_len: usize) -> FfiResult {
+    let bytes = t.bytes().map_err(|e| Status::from(e).context(format_args!("argument `{arg}`")))?;
+    check_disjoint((bytes.as_ptr(), bytes.len(), arg), (out, out_len, "out"))
 }
 
 /// `out[m][n] = sum_k act[m][k] * weight[n][k]` (`act` is m x k, `weight` n x k, `out`
@@ -257,12 +264,13 @@ pub unsafe extern "C" fn tern_matmul(
         // SAFETY: the caller passes live handles, a scope it owns during the call (or
         // NULL), and `out_len` writable floats at `out` that no other thread touches.
         unsafe {
-            let d = &try_ref(dispatcher)?.dispatcher;
-            let (act, weight) = (tensor_ref(act)?, tensor_ref(weight)?);
+            let d = &try_ref(dispatcher, "dispatcher")?.dispatcher;
+            let (act, weight) = (tensor_ref(act, "act")?, tensor_ref(weight, "weight")?);
             let scope = if scope.is_null() { None } else { Some(scope_mut(scope)?) };
-            check_out_disjoint(act, out, out_len)?;
-            check_out_disjoint(weight, out, out_len)?;
-            d.matmul(act, weight, scope, slice_mut(out, out_len)?)?;
+            check_out_disjoint(act, "act", out, out_len)?;
+            check_out_disjoint(weight, "weight", out, out_len)?;
+            d.matmul(act, weight, scope, slice_mut(out, out_len, "out")?)
+                .map_err(|e| operands_context(e, act, weight))?;
         }
         Ok(())
     })
@@ -292,20 +300,33 @@ pub unsafe extern "C" fn tern_bitnet_gemv(
         // `out_len` writable floats at `out` of which no other thread writes the columns
         // in [row_begin, row_end).
         unsafe {
-            let name = opt_str(kernel)?;
-            let (act, weight) = (tensor_ref(act_i8)?, tensor_ref(weight)?);
-            slice(out.cast_const(), 0)?;
-            check_out_disjoint(act, out, out_len)?;
-            check_out_disjoint(weight, out, out_len)?;
+            let name = opt_str(kernel, "kernel")?;
+            let (act, weight) = (tensor_ref(act_i8, "act_i8")?, tensor_ref(weight, "weight")?);
+            slice(out.cast_const(), 0, "out")?;
+            check_out_disjoint(act, "act_i8", out, out_len)?;
+            check_out_disjoint(weight, "weight", out, out_len)?;
             bitnet_gemv_with(name, act, weight, |m, n| {
                 check_out(out_len, m, n, &(row_begin..row_end))?;
                 // SAFETY: `out` is non-NULL with room for m * n floats (checked), and this
                 // view writes only columns the caller reserved for this call.
                 Ok(OutRows::from_raw(out, m, n, row_begin..row_end))
-            })?;
+            })
+            .map_err(|e| operands_context(e, act, weight))?;
         }
         Ok(())
     })
+}
+
+/// Adds both operands' shapes and formats to a shape or format error: a weight wrapped
+/// transposed (n and k swapped) shows up here.
+fn operands_context(error: Error, act: &Tensor, weight: &Tensor) -> Status {
+    let shapes = matches!(error, Error::ShapeMismatch(_) | Error::Unsupported { .. });
+    let status = Status::from(error);
+    if !shapes {
+        return status;
+    }
+    let describe = |t: &Tensor| format!("{:?} {}x{}", t.format(), t.rows(), t.cols());
+    status.context(format_args!("act is {}, weight is {}", describe(act), describe(weight)))
 }
 
 /// What a kernel is and whether this CPU can run it.
@@ -335,7 +356,7 @@ pub extern "C" fn tern_kernel_count() -> usize {
 pub unsafe extern "C" fn tern_kernel_info_get(index: usize, out: *mut tern_kernel_info) -> tern_status {
     guard(|| {
         // SAFETY: the caller passes a writable out-parameter.
-        let out = unsafe { Out::new(out)? };
+        let out = unsafe { Out::new(out, "out")? };
         let k =
             registry().get(index).ok_or(Error::OutOfBounds { row: index, col: 0, rows: registry().len(), cols: 1 })?;
         out.write(tern_kernel_info {

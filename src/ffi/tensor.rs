@@ -43,9 +43,9 @@ impl tern_tensor {
 ///
 /// # Safety
 /// `t` must be NULL or a live handle from this module, not freed during `'a`.
-pub unsafe fn tensor_ref<'a>(t: *const tern_tensor) -> FfiResult<&'a Tensor<'static>> {
+pub unsafe fn tensor_ref<'a>(t: *const tern_tensor, arg: &'static str) -> FfiResult<&'a Tensor<'static>> {
     // SAFETY: forwarded to the caller.
-    Ok(&unsafe { try_ref(t) }?.tensor)
+    Ok(&unsafe { try_ref(t, arg) }?.tensor)
 }
 
 /// Wraps encoded bytes (e.g. a GGUF tensor's data, as it is) without copying them.
@@ -68,7 +68,7 @@ pub unsafe extern "C" fn tern_tensor_wrap(
         // `data` that outlive the tensor (the documented contract behind 'static), and a
         // writable `out`.
         let (format, bytes, out) =
-            unsafe { (encoding_format(enc)?, slice::<'static, u8>(data.cast(), len)?, Out::new(out)?) };
+            unsafe { (encoding_format(enc)?, slice::<'static, u8>(data.cast(), len, "data")?, Out::new(out, "out")?) };
         let tensor = Tensor::wrap(format, bytes, rows, cols)?;
         out.write(tern_tensor::into_raw(tensor));
         Ok(())
@@ -91,7 +91,7 @@ pub unsafe extern "C" fn tern_tensor_encode(
     guard(|| {
         // SAFETY: the caller passes a handle from tern_encoding_get, src_len floats at
         // src and a writable `out`.
-        let (format, src, out) = unsafe { (encoding_format(enc)?, slice(src, src_len)?, Out::new(out)?) };
+        let (format, src, out) = unsafe { (encoding_format(enc)?, slice(src, src_len, "src")?, Out::new(out, "out")?) };
         out.write(tern_tensor::into_raw(encode_owned(format, src, rows, cols)?));
         Ok(())
     })
@@ -114,7 +114,7 @@ fn encode_owned(format: Format, src: &[f32], rows: usize, cols: usize) -> FfiRes
 pub unsafe extern "C" fn tern_tensor_get(t: *const tern_tensor, row: usize, col: usize, out: *mut f32) -> tern_status {
     guard(|| {
         // SAFETY: the caller passes a live tensor and a writable float.
-        let (tensor, out) = unsafe { (tensor_ref(t)?, Out::new(out)?) };
+        let (tensor, out) = unsafe { (tensor_ref(t, "t")?, Out::new(out, "out")?) };
         out.write(tensor.get(row, col)?);
         Ok(())
     })
@@ -127,12 +127,12 @@ pub unsafe extern "C" fn tern_tensor_get(t: *const tern_tensor, row: usize, col:
 pub unsafe extern "C" fn tern_tensor_decode(t: *const tern_tensor, dst: *mut f32, dst_len: usize) -> tern_status {
     guard(|| {
         // SAFETY: the caller passes a live tensor.
-        let tensor = unsafe { tensor_ref(t) }?;
+        let tensor = unsafe { tensor_ref(t, "t") }?;
         let bytes = tensor.bytes()?;
-        check_disjoint(bytes.as_ptr(), bytes.len(), dst, dst_len)?;
+        check_disjoint((bytes.as_ptr(), bytes.len(), "t"), (dst, dst_len, "dst"))?;
         // SAFETY: the caller passes dst_len writable floats, which do not overlap the
         // tensor's bytes.
-        let dst = unsafe { slice_mut(dst, dst_len) }?;
+        let dst = unsafe { slice_mut(dst, dst_len, "dst") }?;
         tensor.decode_into(dst)?;
         Ok(())
     })
@@ -144,7 +144,7 @@ pub unsafe extern "C" fn tern_tensor_decode(t: *const tern_tensor, dst: *mut f32
 pub unsafe extern "C" fn tern_tensor_validate(t: *const tern_tensor) -> tern_status {
     guard(|| {
         // SAFETY: the caller passes a live tensor.
-        unsafe { tensor_ref(t) }?.validate()?;
+        unsafe { tensor_ref(t, "t") }?.validate()?;
         Ok(())
     })
 }
@@ -161,7 +161,8 @@ pub unsafe extern "C" fn tern_tensor_data(
 ) -> tern_status {
     guard(|| {
         // SAFETY: the caller passes a live tensor and two writable out-parameters.
-        let (tensor, out_data, out_len) = unsafe { (tensor_ref(t)?, Out::new(out_data)?, Out::new(out_len)?) };
+        let (tensor, out_data, out_len) =
+            unsafe { (tensor_ref(t, "t")?, Out::new(out_data, "out_data")?, Out::new(out_len, "out_len")?) };
         let bytes = tensor.bytes()?;
         out_data.write(bytes.as_ptr().cast());
         out_len.write(bytes.len());
@@ -173,7 +174,7 @@ pub unsafe extern "C" fn tern_tensor_data(
 #[no_mangle]
 pub unsafe extern "C" fn tern_tensor_format(t: *const tern_tensor) -> u32 {
     // SAFETY: the caller passes NULL or a live tensor.
-    guard_value(0, || unsafe { tensor_ref(t) }.map_or(0, |t| t.format().id()))
+    guard_value(0, || unsafe { tensor_ref(t, "t") }.map_or(0, |t| t.format().id()))
 }
 
 /// The tensor's number of rows, or 0 if `t` is NULL (a tensor never has 0 rows).
@@ -181,7 +182,7 @@ pub unsafe extern "C" fn tern_tensor_format(t: *const tern_tensor) -> u32 {
 #[no_mangle]
 pub unsafe extern "C" fn tern_tensor_rows(t: *const tern_tensor) -> usize {
     // SAFETY: the caller passes NULL or a live tensor.
-    guard_value(0, || unsafe { tensor_ref(t) }.map_or(0, |t| t.rows()))
+    guard_value(0, || unsafe { tensor_ref(t, "t") }.map_or(0, |t| t.rows()))
 }
 
 /// The tensor's number of columns, or 0 if `t` is NULL (a tensor never has 0 columns).
@@ -189,7 +190,7 @@ pub unsafe extern "C" fn tern_tensor_rows(t: *const tern_tensor) -> usize {
 #[no_mangle]
 pub unsafe extern "C" fn tern_tensor_cols(t: *const tern_tensor) -> usize {
     // SAFETY: the caller passes NULL or a live tensor.
-    guard_value(0, || unsafe { tensor_ref(t) }.map_or(0, |t| t.cols()))
+    guard_value(0, || unsafe { tensor_ref(t, "t") }.map_or(0, |t| t.cols()))
 }
 
 /// Frees a tensor handle (and the bytes it owns; a wrapped tensor's bytes stay the

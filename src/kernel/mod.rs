@@ -115,7 +115,7 @@ impl<'a> OutRows<'a> {
 pub fn check_out(len: usize, m: usize, n: usize, rows: &Range<usize>) -> Result<()> {
     let need = m.checked_mul(n).ok_or(Error::SizeOverflow { rows: m, cols: n })?;
     if len < need {
-        return Err(Error::LengthMismatch { want: need, got: len });
+        return Err(Error::LengthMismatch { what: "out (floats)", want: need, got: len });
     }
     if rows.start > rows.end || rows.end > n {
         return Err(Error::InvalidRowRange { begin: rows.start, end: rows.end, rows: n });
