@@ -130,6 +130,17 @@ typedef struct tern_dispatcher tern_dispatcher;
 typedef struct tern_encoding tern_encoding;
 
 /**
+ * A parsed GGUF file: its tensor table over a mapping of the file (or the caller's bytes).
+ *
+ * Ownership: created by `tern_gguf_open` or `tern_gguf_open_bytes`, released with
+ * `tern_gguf_free`. Lifetime: the mapping (or the borrow of the caller's bytes) lasts until
+ * the handle and every tensor wrapped from it by `tern_gguf_tensor_wrap` are freed, in any
+ * order. Thread-safety: no function mutates a handle, so one handle may be read from many
+ * threads at once; `tern_gguf_free` must not race with any other use of the same handle.
+ */
+typedef struct tern_gguf tern_gguf;
+
+/**
  * An arena for per-pass tensors (the requantized activations). Allocations are 64-byte
  * aligned; `tern_scope_reset` frees them all at once, after which every tensor that lived
  * in the scope reports `TERN_ERR_STALE_TENSOR` instead of reading freed memory.
@@ -271,6 +282,41 @@ typedef struct tern_block_spec {
      */
     uint32_t activation_hint;
 } tern_block_spec;
+
+/**
+ * A GGUF tensor's header entry, as `tern_gguf_tensor_info_get` reports it.
+ */
+typedef struct tern_gguf_tensor_info {
+    /**
+     * The tensor's name, NUL-terminated; valid while the handle lives.
+     */
+    const char *name;
+    /**
+     * The ggml type id (e.g. 34 for TQ1_0, 35 for TQ2_0).
+     */
+    uint32_t ggml_type;
+    /**
+     * The tern format id (`TERN_FORMAT_*`) of that type, or 0 if tern has none.
+     */
+    uint32_t format;
+    /**
+     * The number of dimensions (1 to 4); `ne[n_dims..]` are 1.
+     */
+    uint32_t n_dims;
+    /**
+     * ggml's dimensions, `ne[0]` the contiguous one: a weight `n x k` has `ne[0] = k`,
+     * `ne[1] = n`.
+     */
+    uint64_t ne[4];
+    /**
+     * Offset of the tensor's data in the file (absolute, not relative to the data section).
+     */
+    uint64_t offset;
+    /**
+     * Bytes of data, or 0 for a ggml type tern does not know the size of.
+     */
+    size_t bytes;
+} tern_gguf_tensor_info;
 
 /**
  * A scope's counters.
@@ -590,6 +636,60 @@ tern_status tern_validate(const struct tern_encoding *enc, const void *src, size
 tern_status tern_bitnet_import(const int8_t *trits, size_t trits_len, float scale, size_t rows, size_t cols, void *dst, size_t dst_len);
 
 /**
+ * Opens the GGUF file at `path` (NUL-terminated; bytes on Unix, UTF-8 elsewhere) by
+ * memory-mapping it read-only, parses and checks its header and tensor table, and writes a
+ * new handle to `*out`. Tensor data is not read until used. The file must not be modified
+ * or truncated while the handle or a tensor wrapped from it lives. Errors:
+ * TERN_ERR_NULL_POINTER, TERN_ERR_IO (the file cannot be opened or mapped; the message has
+ * the path and the system's reason), TERN_ERR_INVALID_FILE (truncated, corrupt or absurd;
+ * the message says what and at which offset), TERN_ERR_ALLOCATION_FAILED. Thread-safe.
+ */
+tern_status tern_gguf_open(const char *path, struct tern_gguf **out);
+
+/**
+ * Parses `len` bytes of a GGUF file at `data` (e.g. a mapping the engine made itself) and
+ * writes a new handle to `*out`. The bytes are borrowed, not copied: they must stay alive
+ * and unmodified until the handle and every tensor wrapped from it are freed. Errors as for
+ * `tern_gguf_open`, without TERN_ERR_IO. Thread-safe.
+ */
+tern_status tern_gguf_open_bytes(const void *data, size_t len, struct tern_gguf **out);
+
+/**
+ * The number of tensors in the file, or 0 if `g` is NULL. Thread-safe.
+ */
+size_t tern_gguf_tensor_count(const struct tern_gguf *g);
+
+/**
+ * Describes tensor `index` (< `tern_gguf_tensor_count(g)`, in file order) in `*out`.
+ * Errors: TERN_ERR_NULL_POINTER, TERN_ERR_OUT_OF_BOUNDS. Thread-safe.
+ */
+tern_status tern_gguf_tensor_info_get(const struct tern_gguf *g, size_t index, struct tern_gguf_tensor_info *out);
+
+/**
+ * Writes the index of the tensor named `name` (NUL-terminated) to `*index`. Errors:
+ * TERN_ERR_NULL_POINTER, TERN_ERR_NOT_FOUND (no tensor has that name). Thread-safe.
+ */
+tern_status tern_gguf_find(const struct tern_gguf *g, const char *name, size_t *index);
+
+/**
+ * Wraps tensor `index` as a `tern_tensor` over the file's bytes, without a copy: rows =
+ * `ne[1]`, cols = `ne[0]` (so a weight `n x k` comes out `n x k`, never transposed), and
+ * the format from the ggml type. The tensor keeps the mapping alive: it may outlive the
+ * handle; free it with `tern_tensor_free`. Errors: TERN_ERR_NULL_POINTER,
+ * TERN_ERR_OUT_OF_BOUNDS (index), TERN_ERR_UNSUPPORTED (a ggml type tern has no format
+ * for), TERN_ERR_INVALID_SHAPE (3-D or 4-D with ne[2] or ne[3] above 1, or a shape the
+ * format refuses). Thread-safe.
+ */
+tern_status tern_gguf_tensor_wrap(const struct tern_gguf *g, size_t index, struct tern_tensor **out);
+
+/**
+ * Frees a handle. Tensors wrapped from it stay valid (they keep the mapping) until they are
+ * freed. `tern_gguf_free(NULL)` is a no-op. The handle must not be used afterwards, nor
+ * freed twice, nor freed while another thread uses it.
+ */
+void tern_gguf_free(struct tern_gguf *g);
+
+/**
  * Creates a scope that starts with `initial_bytes` of memory (0: allocate on first use)
  * and writes it to `*out`. Errors: TERN_ERR_NULL_POINTER, TERN_ERR_ALLOCATION_FAILED.
  */
@@ -634,7 +734,14 @@ const char *tern_last_error(void);
  *
  * `len` (bytes) must be exactly `tern_encoding_bytes_for(rows, cols)`. The bytes are
  * borrowed: they must stay alive and unmodified until the tensor is freed. The bytes are
- * not validated (see `tern_tensor_validate`). On success writes a new tensor to `*out`,
+ * not validated (see `tern_tensor_validate`).
+ *
+ * What cannot be checked: the orientation. A `rows x cols` and a `cols x rows` matrix have
+ * the same byte size whenever both shapes fit the format (TQ2_0 6912x2560 and 2560x6912),
+ * and nothing in the bytes tells them apart, so a transposed shape is accepted here. It
+ * is refused at `tern_matmul` (TERN_ERR_SHAPE_MISMATCH, `tern_last_error` naming both
+ * shapes) unless the weight is square. GGUF tensors: `tern_gguf_tensor_wrap` takes the
+ * shape from the file (rows = ne[1], cols = ne[0]) and cannot get it wrong. On success writes a new tensor to `*out`,
  * which the caller frees with `tern_tensor_free`. Thread-safe.
  */
 tern_status tern_tensor_wrap(const struct tern_encoding *enc, const void *data, size_t len, size_t rows, size_t cols, struct tern_tensor **out);

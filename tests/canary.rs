@@ -544,6 +544,91 @@ fn last_error() {
     }
 }
 
+const GGUF: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gguf/tiny_bitnet.gguf");
+
+fn gguf_bytes() -> Vec<u8> {
+    std::fs::read(GGUF).unwrap()
+}
+
+fn gguf_open() {
+    let mut g = sentinel();
+    unsafe {
+        assert_eq!(tern_gguf_open(ptr::null(), &mut g), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_open(c"/nonexistent.gguf".as_ptr(), &mut g), TERN_ERR_IO);
+        let path = std::ffi::CString::new(GGUF).unwrap();
+        assert_eq!(tern_gguf_open(path.as_ptr(), ptr::null_mut()), TERN_ERR_NULL_POINTER);
+    }
+    assert_eq!(g, sentinel());
+}
+
+fn gguf_open_bytes() {
+    let bytes = gguf_bytes();
+    let mut g = sentinel();
+    unsafe {
+        assert_eq!(tern_gguf_open_bytes(ptr::null(), 4, &mut g), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_open_bytes(bytes.as_ptr().cast(), 100, &mut g), TERN_ERR_INVALID_FILE);
+        assert_eq!(tern_gguf_open_bytes(bytes.as_ptr().cast(), bytes.len(), ptr::null_mut()), TERN_ERR_NULL_POINTER);
+    }
+    assert_eq!(g, sentinel());
+}
+
+/// Runs `f` on a handle over the fixture.
+fn with_gguf(f: impl FnOnce(*const tern_gguf)) {
+    let bytes = gguf_bytes();
+    let mut g = ptr::null_mut();
+    unsafe {
+        assert_eq!(tern_gguf_open_bytes(bytes.as_ptr().cast(), bytes.len(), &mut g), TERN_OK);
+        f(g);
+        tern_gguf_free(g);
+    }
+}
+
+fn gguf_tensor_count() {
+    assert_eq!(unsafe { tern_gguf_tensor_count(ptr::null()) }, 0);
+    with_gguf(|g| assert_eq!(unsafe { tern_gguf_tensor_count(g) }, 5));
+}
+
+fn gguf_tensor_info_get() {
+    // Canary bytes, padding included, in storage aligned for the struct.
+    #[repr(C, align(8))]
+    struct Raw([u8; std::mem::size_of::<tern_gguf_tensor_info>()]);
+    const _: () = assert!(std::mem::align_of::<tern_gguf_tensor_info>() <= 8);
+    with_gguf(|g| unsafe {
+        let mut raw = Raw([CANARY_BYTE; std::mem::size_of::<tern_gguf_tensor_info>()]);
+        let info = raw.0.as_mut_ptr().cast::<tern_gguf_tensor_info>();
+        assert_eq!(tern_gguf_tensor_info_get(ptr::null(), 0, info), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_tensor_info_get(g, 5, info), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(tern_gguf_tensor_info_get(g, 0, ptr::null_mut()), TERN_ERR_NULL_POINTER);
+        assert!(raw.0.iter().all(|&b| b == CANARY_BYTE));
+    });
+}
+
+fn gguf_find() {
+    with_gguf(|g| unsafe {
+        let mut index = CANARY_USIZE;
+        assert_eq!(tern_gguf_find(ptr::null(), c"output_norm.weight".as_ptr(), &mut index), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_find(g, ptr::null(), &mut index), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_find(g, c"output_norm".as_ptr(), &mut index), TERN_ERR_NOT_FOUND);
+        assert_eq!(tern_gguf_find(g, c"output_norm.weight".as_ptr(), ptr::null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!(index, CANARY_USIZE);
+    });
+}
+
+fn gguf_tensor_wrap() {
+    with_gguf(|g| unsafe {
+        let mut t = sentinel();
+        assert_eq!(tern_gguf_tensor_wrap(ptr::null(), 0, &mut t), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_tensor_wrap(g, 5, &mut t), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(tern_gguf_tensor_wrap(g, usize::MAX, &mut t), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(tern_gguf_tensor_wrap(g, 0, ptr::null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!(t, sentinel());
+    });
+}
+
+fn gguf_free() {
+    unsafe { tern_gguf_free(ptr::null_mut()) };
+}
+
 const NO_STATUS: &str = "returns a plain value, no status";
 const FREE: &str = "a free function: NULL is a no-op, and a live handle cannot be refused";
 
@@ -577,6 +662,13 @@ const TABLE: &[Entry] = &[
         kind: Kind::CannotFail("takes no argument; returns the thread's message, never NULL"),
         check: last_error,
     },
+    Entry { name: "tern_gguf_open", kind: Kind::Refused, check: gguf_open },
+    Entry { name: "tern_gguf_open_bytes", kind: Kind::Refused, check: gguf_open_bytes },
+    Entry { name: "tern_gguf_tensor_count", kind: Kind::CannotFail(NO_STATUS), check: gguf_tensor_count },
+    Entry { name: "tern_gguf_tensor_info_get", kind: Kind::Refused, check: gguf_tensor_info_get },
+    Entry { name: "tern_gguf_find", kind: Kind::Refused, check: gguf_find },
+    Entry { name: "tern_gguf_tensor_wrap", kind: Kind::Refused, check: gguf_tensor_wrap },
+    Entry { name: "tern_gguf_free", kind: Kind::CannotFail(FREE), check: gguf_free },
     Entry { name: "tern_scope_new", kind: Kind::Refused, check: scope_new },
     Entry { name: "tern_scope_reset", kind: Kind::Refused, check: scope_reset },
     Entry { name: "tern_scope_get_stats", kind: Kind::Refused, check: scope_get_stats },

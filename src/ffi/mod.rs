@@ -26,6 +26,7 @@
 
 pub mod dispatch;
 pub mod encoding;
+pub mod gguf;
 pub mod guard;
 pub mod scope;
 pub mod status;
@@ -34,6 +35,7 @@ pub mod version;
 
 pub use dispatch::*;
 pub use encoding::*;
+pub use gguf::*;
 pub use guard::{guard, guard_value, Status};
 pub use scope::*;
 pub use status::*;

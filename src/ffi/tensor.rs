@@ -8,6 +8,7 @@ use crate::error::Error;
 use crate::format::Format;
 use crate::tensor::Tensor;
 use std::ffi::c_void;
+use std::sync::Arc;
 
 /// A `rows x cols` matrix in some format.
 ///
@@ -19,6 +20,9 @@ use std::ffi::c_void;
 /// must not race with any other use of the same tensor.
 pub struct tern_tensor {
     tensor: Tensor<'static>,
+    /// What keeps borrowed bytes alive when C does not (a GGUF file's mapping). Declared
+    /// after `tensor`, so it is dropped after it.
+    _bytes_owner: Option<Arc<dyn Send + Sync>>,
 }
 
 // The header promises that handles may be shared between threads.
@@ -31,7 +35,13 @@ const _: () = {
 impl tern_tensor {
     /// Moves a tensor into a new handle for C.
     pub fn into_raw(tensor: Tensor<'static>) -> *mut tern_tensor {
-        Box::into_raw(Box::new(tern_tensor { tensor }))
+        Box::into_raw(Box::new(tern_tensor { tensor, _bytes_owner: None }))
+    }
+
+    /// Moves a tensor whose bytes `owner` keeps alive into a new handle for C: the handle
+    /// holds `owner` until it is freed.
+    pub fn into_raw_owned(tensor: Tensor<'static>, owner: Arc<dyn Send + Sync>) -> *mut tern_tensor {
+        Box::into_raw(Box::new(tern_tensor { tensor, _bytes_owner: Some(owner) }))
     }
 
     pub fn tensor(&self) -> &Tensor<'static> {
@@ -52,7 +62,14 @@ pub unsafe fn tensor_ref<'a>(t: *const tern_tensor, arg: &'static str) -> FfiRes
 ///
 /// `len` (bytes) must be exactly `tern_encoding_bytes_for(rows, cols)`. The bytes are
 /// borrowed: they must stay alive and unmodified until the tensor is freed. The bytes are
-/// not validated (see `tern_tensor_validate`). On success writes a new tensor to `*out`,
+/// not validated (see `tern_tensor_validate`).
+///
+/// What cannot be checked: the orientation. A `rows x cols` and a `cols x rows` matrix have
+/// the same byte size whenever both shapes fit the format (TQ2_0 6912x2560 and 2560x6912),
+/// and nothing in the bytes tells them apart, so a transposed shape is accepted here. It
+/// is refused at `tern_matmul` (TERN_ERR_SHAPE_MISMATCH, `tern_last_error` naming both
+/// shapes) unless the weight is square. GGUF tensors: `tern_gguf_tensor_wrap` takes the
+/// shape from the file (rows = ne[1], cols = ne[0]) and cannot get it wrong. On success writes a new tensor to `*out`,
 /// which the caller frees with `tern_tensor_free`. Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn tern_tensor_wrap(
