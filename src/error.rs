@@ -50,6 +50,12 @@ pub enum Error {
     /// An operating-system error, with the operation and path it concerned.
     #[error("{0}")]
     Io(String),
+    #[error("kernel {name:?} does not serve {weight:?} weights with I8_ABSMAX activations")]
+    KernelMismatch { name: String, weight: Format },
+    #[error("n_threads = {requested} is more than the {max} threads a pool may have")]
+    TooManyThreads { requested: usize, max: usize },
+    #[error("starting worker thread {index} failed: {reason}")]
+    ThreadSpawn { index: usize, reason: String },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -270,7 +270,7 @@ mod tests {
     fn slices_refuse_null_misaligned_and_oversized() {
         let xs = [1.0f32, 2.0];
         let code = |r: FfiResult<&[f32]>| r.err().map(|s| s.code);
-        // SAFETY (all calls): each pointer is NULL, misaligned or oversized (refused before
+        // SAFETY: (all calls): each pointer is NULL, misaligned or oversized (refused before
         // any read), or points into `xs` with a length inside it.
         unsafe {
             assert_eq!(slice::<f32>(std::ptr::null(), 0, "src"), Err(Status::null("src")));
