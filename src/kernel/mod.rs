@@ -308,10 +308,16 @@ impl Kernel {
         self.min_tokens
     }
 
+    /// Whether it serves any (weight, activation) pair: `matmul/reference`, which decodes
+    /// both operands, and whose `weight()` and `act()` are nominal.
+    pub fn serves_any_pair(&self) -> bool {
+        std::ptr::eq(self, &reference::DECODING_MATMUL)
+    }
+
     /// Prepares `act` for any number of [`Kernel::run_prepared`] calls (activation
     /// placement and sums, paid once per call instead of once per task).
     pub fn prepare<'a>(&'static self, act: &MatRef<'a>) -> Result<PreparedAct<'a>> {
-        if act.format != self.act {
+        if act.format != self.act && !self.serves_any_pair() {
             return Err(Error::Unsupported { weight: self.weight, act: act.format });
         }
         if !self.is_available() {
@@ -324,7 +330,7 @@ impl Kernel {
     /// weight's format, that `act` was prepared by this kernel, `weight.cols == act.cols`
     /// and that `out` is `act.rows x weight.rows`, and writes nothing when a check fails.
     pub fn run_prepared(&self, weight: &MatRef, act: &PreparedAct, out: &mut OutTile) -> Result<()> {
-        if weight.format != self.weight {
+        if weight.format != self.weight && !self.serves_any_pair() {
             return Err(Error::Unsupported { weight: weight.format, act: self.act });
         }
         if !std::ptr::eq(act.kernel, self) {
@@ -342,7 +348,7 @@ impl Kernel {
 
     /// [`Kernel::prepare`], then [`Kernel::run_prepared`].
     pub fn run(&'static self, weight: &MatRef, act: &MatRef, out: &mut OutTile) -> Result<()> {
-        if weight.format != self.weight {
+        if weight.format != self.weight && !self.serves_any_pair() {
             return Err(Error::Unsupported { weight: weight.format, act: act.format });
         }
         self.run_prepared(weight, &self.prepare(act)?, out)
