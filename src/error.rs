@@ -43,6 +43,10 @@ pub enum Error {
     AllocationFailed(usize),
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
+    #[error("no dedicated kernel for weight {weight:?} x activation {act:?}, and the dispatcher is strict (it would run matmul/reference)")]
+    StrictFallback { weight: Format, act: Format },
+    #[error("the executor broke its contract (every task exactly once, before returning): {missed} of {tasks} tasks did not run, or a task ran twice or out of range; the output is unspecified")]
+    ExecutorContract { tasks: usize, missed: usize },
     #[error("no {what} named {name:?}")]
     NotFound { what: &'static str, name: String },
     #[error("not a GGUF file tern can read: {0}")]

@@ -58,7 +58,7 @@ fn concurrent_matmuls_match_single_threaded(n_threads: usize) {
             .collect();
 
         let sink = Arc::new(ThreadSink::default());
-        let mut dispatcher = Dispatcher::new(DispatcherOptions { n_threads, kernel: None }).unwrap();
+        let mut dispatcher = Dispatcher::new(DispatcherOptions { n_threads, ..Default::default() }).unwrap();
         dispatcher.set_sink(Some(sink.clone()));
         assert_eq!(dispatcher.threads(), n_threads.max(1));
         let barrier = Barrier::new(THREADS);

@@ -194,7 +194,7 @@ pub unsafe extern "C" fn tern_dispatcher_new(
                 false => {
                     let o = try_ref(options, "options")?;
                     let kernel = opt_str(o.kernel, "options->kernel")?.map(str::to_owned);
-                    DispatcherOptions { n_threads: o.n_threads as usize, kernel }
+                    DispatcherOptions { n_threads: o.n_threads as usize, kernel, ..Default::default() }
                 }
             };
             (out, options)

@@ -79,6 +79,8 @@ pub fn status_of(error: &Error) -> tern_status {
         Error::AllocationFailed(_) => TERN_ERR_ALLOCATION_FAILED,
         Error::InvalidArgument(_) => TERN_ERR_INVALID_ARGUMENT,
         Error::NotFound { .. } => TERN_ERR_NOT_FOUND,
+        Error::StrictFallback { .. } => TERN_ERR_UNSUPPORTED,
+        Error::ExecutorContract { .. } => TERN_ERR_INVALID_ARGUMENT,
         Error::Gguf(_) => TERN_ERR_INVALID_FILE,
         Error::Io(_) => TERN_ERR_IO,
         Error::KernelMismatch { .. } => TERN_ERR_UNKNOWN_KERNEL,
@@ -163,6 +165,8 @@ mod tests {
             (Error::AllocationFailed(1), TERN_ERR_ALLOCATION_FAILED),
             (Error::InvalidArgument("x"), TERN_ERR_INVALID_ARGUMENT),
             (Error::NotFound { what: "tensor", name: "x".into() }, TERN_ERR_NOT_FOUND),
+            (Error::StrictFallback { weight: Format::Tq2_0, act: Format::Tq2_0 }, TERN_ERR_UNSUPPORTED),
+            (Error::ExecutorContract { tasks: 8, missed: 1 }, TERN_ERR_INVALID_ARGUMENT),
             (Error::Gguf(crate::gguf::GgufError::BadMagic(*b"GGUG")), TERN_ERR_INVALID_FILE),
             (Error::Io("open".into()), TERN_ERR_IO),
             (Error::KernelMismatch { name: "x".into(), weight: Format::Tq2_0 }, TERN_ERR_UNKNOWN_KERNEL),
@@ -174,12 +178,13 @@ mod tests {
         }
         // Shared statuses, by design: the two index errors; a kernel name that does not
         // serve the weight and an unknown one; a refused thread count and any invalid
-        // argument; a thread the OS refused and memory it refused. Every other error has
-        // its own.
+        // argument; a thread the OS refused and memory it refused; a strict refusal and an
+        // unsupported pair; a broken executor contract and any invalid argument. Every
+        // other error has its own.
         let mut seen: Vec<_> = errors.iter().map(|(e, _)| status_of(e)).collect();
         seen.sort();
         seen.dedup();
-        assert_eq!(seen.len(), errors.len() - 4, "unexpected errors share a status");
+        assert_eq!(seen.len(), errors.len() - 6, "unexpected errors share a status");
     }
 
     #[test]
