@@ -96,6 +96,18 @@
 #define TERN_SCALE_TENSOR_END 3u
 
 /**
+ * `tern_dispatcher_options.flags`: no silent fallback. A pair no dedicated kernel serves
+ * (what would run `matmul/reference`, e.g. swapped operands) returns
+ * TERN_ERR_UNSUPPORTED instead.
+ */
+#define TERN_DISPATCH_STRICT 1u
+
+/**
+ * `tern_dispatcher_options.flags`: do not read the `TERN_KERNEL` environment variable.
+ */
+#define TERN_DISPATCH_IGNORE_ENV 2u
+
+/**
  * Major version of the header (and of the library it was generated from).
  */
 #define TERN_VERSION_MAJOR 0
@@ -201,19 +213,59 @@ typedef struct tern_event {
 typedef void (*tern_event_fn)(void *userdata, const struct tern_event *event);
 
 /**
- * Dispatcher options; pass NULL to `tern_dispatcher_new` for the defaults.
+ * A task of a split matmul: `task(task_ctx, i)` computes task `i`. Thread-safe: any
+ * thread may run any task, several at once.
+ */
+typedef void (*tern_task_fn)(void *task_ctx, size_t task);
+
+/**
+ * An engine's thread pool: runs `task(task_ctx, i)` for every `i < n_tasks`, each exactly
+ * once, on any of its threads (the calling thread included), and returns only when all
+ * have finished. `pool` is the options' `pool`, passed back as it was given. It is called
+ * from the thread that called `tern_matmul` (or `tern_matmul_many`), once per large call,
+ * never re-entrantly from a task; tasks never block on each other. If it breaks the
+ * contract (a task skipped, run twice, or an index out of range), the call returns
+ * TERN_ERR_INVALID_ARGUMENT and the output is unspecified.
+ */
+typedef void (*tern_parallel_for_fn)(void *pool, size_t n_tasks, tern_task_fn task, void *task_ctx);
+
+/**
+ * Dispatcher options; pass NULL to `tern_dispatcher_new` for the defaults. Zero-initialize
+ * it and set `struct_size = sizeof(tern_dispatcher_options)`: a library from a later version
+ * reads only the fields the caller's struct has, and this one refuses a larger struct
+ * whose extra fields are not zero (options it would not understand).
  */
 typedef struct tern_dispatcher_options {
     /**
+     * `sizeof(tern_dispatcher_options)` as the caller compiled it.
+     */
+    uint32_t struct_size;
+    /**
      * Threads per matmul, counting the caller; 0 and 1 both mean the caller alone. The
-     * workers are started once and kept alive until `tern_dispatcher_free`.
+     * workers are started once and kept alive until `tern_dispatcher_free`. With
+     * `parallel_for`, the number of threads the engine's pool runs tasks on (tern cuts
+     * about four tasks per thread; 0 counts as 1) and tern starts no threads.
      */
     uint32_t n_threads;
     /**
      * NULL, or the name of a kernel to force for the pairs it serves (others are chosen as
-     * usual). NULL reads the `TERN_KERNEL` environment variable.
+     * usual). NULL reads the `TERN_KERNEL` environment variable, unless `flags` has
+     * `TERN_DISPATCH_IGNORE_ENV`.
      */
     const char *kernel;
+    /**
+     * `TERN_DISPATCH_STRICT` and/or `TERN_DISPATCH_IGNORE_ENV`; other bits are refused.
+     */
+    uint32_t flags;
+    /**
+     * NULL, or the engine's thread pool (see `tern_parallel_for_fn`): large matmuls run
+     * their tasks through it instead of tern's own threads.
+     */
+    tern_parallel_for_fn parallel_for;
+    /**
+     * Passed to `parallel_for` as its first argument.
+     */
+    void *pool;
 } tern_dispatcher_options;
 
 /**
@@ -225,11 +277,12 @@ typedef struct tern_kernel_info {
      */
     const char *name;
     /**
-     * The weight format id the entry serves.
+     * The weight format id the entry serves; 0 for `matmul/reference`, which serves any
+     * pair (it decodes both operands).
      */
     uint32_t weight;
     /**
-     * The activation format id the entry consumes.
+     * The activation format id the entry consumes; 0 for `matmul/reference`.
      */
     uint32_t act;
     /**
@@ -482,9 +535,14 @@ tern_status tern_requantize_i8_absmax(const struct tern_tensor *f32_tensor, stru
 tern_status tern_requantize_i8_absmax_into(const float *src, size_t src_len, size_t rows, size_t cols, int8_t *codes, size_t codes_len, float *scales, size_t scales_len, tern_event_fn callback, void *userdata);
 
 /**
- * Creates a dispatcher. Errors: TERN_ERR_NULL_POINTER (`out`), TERN_ERR_UNKNOWN_KERNEL (a
- * forced kernel this library does not have), TERN_ERR_INVALID_ARGUMENT (a name that is
- * not UTF-8), TERN_ERR_ALLOCATION_FAILED (threads could not start).
+ * Creates a dispatcher. `options` may be NULL (the defaults); otherwise its `struct_size`
+ * must be set (see `tern_dispatcher_options`), and a `parallel_for` and its `pool` must
+ * stay valid until the dispatcher is freed. Errors: TERN_ERR_NULL_POINTER (`out`),
+ * TERN_ERR_UNKNOWN_KERNEL (a forced kernel this library does not have; the message says
+ * whether the name came from the option or from `TERN_KERNEL`), TERN_ERR_INVALID_ARGUMENT
+ * (a `struct_size` too small, or larger with unknown fields set; unknown flag bits; a name
+ * that is not UTF-8; more than 1024 threads), TERN_ERR_ALLOCATION_FAILED (threads could
+ * not start).
  */
 tern_status tern_dispatcher_new(const struct tern_dispatcher_options *options, struct tern_dispatcher **out);
 
@@ -514,6 +572,20 @@ void tern_dispatcher_free(struct tern_dispatcher *dispatcher);
 tern_status tern_matmul(const struct tern_dispatcher *dispatcher, const struct tern_tensor *act, const struct tern_tensor *weight, struct tern_scope *scope, float *out, size_t out_len);
 
 /**
+ * `tern_matmul` for `n_weights` weights against one activation (Q/K/V, gate/up):
+ * `outs[i]` (`out_lens[i]` floats, at least m * rows of `weights[i]`) receives
+ * `act x weights[i]`. Every operand is checked before anything runs. The activation is
+ * requantized once (one TERN_EVENT_ADAPTER_INSERTED) and prepared once, all the weights
+ * run in one dispatch (one wake-up of the pool or one `parallel_for`), then one
+ * TERN_EVENT_KERNEL_SELECTED per weight, in order (its `nanos`: the time spent on that
+ * weight, summed over threads). The results are bit-identical to `n_weights` separate
+ * `tern_matmul` calls. Errors as for `tern_matmul` (the message names the weight's
+ * index), plus TERN_ERR_INVALID_ARGUMENT for `n_weights == 0` and for outputs that overlap
+ * each other. Thread-safety as for `tern_matmul`.
+ */
+tern_status tern_matmul_many(const struct tern_dispatcher *dispatcher, const struct tern_tensor *act, const struct tern_tensor *const *weights, size_t n_weights, struct tern_scope *scope, float *const *outs, const size_t *out_lens);
+
+/**
  * Runs a ternary GEMV on the weight rows `[row_begin, row_end)` with the kernel named
  * `kernel` (NULL: the best this CPU has), for engines with their own thread pools: `out`
  * is the whole m x n output (`out_len >= m * n`), of which only the columns in the range
@@ -527,8 +599,23 @@ tern_status tern_matmul(const struct tern_dispatcher *dispatcher, const struct t
 tern_status tern_bitnet_gemv(const char *kernel, const struct tern_tensor *act_i8, const struct tern_tensor *weight, size_t row_begin, size_t row_end, float *out, size_t out_len);
 
 /**
+ * `tern_bitnet_gemv` on a tile: the weight rows `[row_begin, row_end)` for the tokens
+ * (activation rows) `[token_begin, token_end)`, so an engine can split a batch by tokens as
+ * well as by rows (with few weight rows and many tokens, rows alone give too few tasks).
+ * The kernel is chosen for the whole activation's m, as the dispatcher does, so every tile
+ * of one matmul runs the same kernel and the results equal one whole call's. Threads may
+ * share one `out` if their tiles are disjoint. `kernel_ran` (nullable) receives the kernel
+ * that ran, a static NUL-terminated name (e.g. "bitnet_gemm/avx512vnni"), on success only.
+ * Errors as for `tern_bitnet_gemv`; TERN_ERR_OUT_OF_BOUNDS for a token range outside
+ * `0..m` or reversed. Thread-safe as `tern_bitnet_gemv`.
+ */
+tern_status tern_bitnet_gemv_tile(const char *kernel, const struct tern_tensor *act_i8, const struct tern_tensor *weight, size_t row_begin, size_t row_end, size_t token_begin, size_t token_end, float *out, size_t out_len, const char **kernel_ran);
+
+/**
  * The number of kernel entries built into this library (one per kernel and weight
- * format), best first within each (weight, activation) pair.
+ * format), best first within each (weight, activation) pair, and last
+ * `matmul/reference`, the fallback a dispatcher runs for pairs no kernel serves (a strict
+ * dispatcher refuses them instead).
  */
 size_t tern_kernel_count(void);
 

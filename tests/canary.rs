@@ -150,8 +150,8 @@ fn requantize_i8_absmax_into() {
 
 fn dispatcher_new() {
     let mut d = sentinel();
-    let bogus = tern_dispatcher_options { n_threads: 2, kernel: c"no_such_kernel".as_ptr() };
-    let not_utf8 = tern_dispatcher_options { n_threads: 1, kernel: c"\xff".as_ptr() };
+    let bogus = tern_dispatcher_options { n_threads: 2, kernel: c"no_such_kernel".as_ptr(), ..Default::default() };
+    let not_utf8 = tern_dispatcher_options { n_threads: 1, kernel: c"\xff".as_ptr(), ..Default::default() };
     unsafe {
         assert_eq!(tern_dispatcher_new(ptr::null(), ptr::null_mut()), TERN_ERR_NULL_POINTER);
         assert_eq!(tern_dispatcher_new(&bogus, &mut d), TERN_ERR_UNKNOWN_KERNEL);
@@ -225,6 +225,64 @@ fn bitnet_gemv() {
         tern_tensor_free(weight);
     }
     assert!(untouched(&out));
+}
+
+fn bitnet_gemv_tile() {
+    let weight = tq2_tensor();
+    let mut bytes = vec![1u8; 2 * 256];
+    bytes.extend_from_slice(&[0.5f32.to_le_bytes(), 0.25f32.to_le_bytes()].concat());
+    let (mut act, mut out, mut ran) = (ptr::null_mut(), canaries(4), sentinel::<std::ffi::c_char>().cast_const());
+    unsafe {
+        assert_eq!(tern_tensor_wrap(enc(TERN_FORMAT_I8_ABSMAX), bytes.as_ptr().cast(), 520, 2, 256, &mut act), TERN_OK);
+        let o = out.as_mut_ptr();
+        let call = |a, rows: (usize, usize), tokens: (usize, usize), len, ran| {
+            tern_bitnet_gemv_tile(ptr::null(), a, weight, rows.0, rows.1, tokens.0, tokens.1, o, len, ran)
+        };
+        assert_eq!(call(ptr::null(), (0, 2), (0, 2), 4, &mut ran), TERN_ERR_NULL_POINTER);
+        assert_eq!(call(act, (0, 2), (2, 1), 4, &mut ran), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(call(act, (0, 2), (0, 3), 4, &mut ran), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(call(act, (1, 0), (0, 2), 4, &mut ran), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(call(act, (0, 2), (0, 2), 3, &mut ran), TERN_ERR_LENGTH_MISMATCH);
+        let bad = c"no_such_kernel".as_ptr();
+        assert_eq!(tern_bitnet_gemv_tile(bad, act, weight, 0, 2, 0, 2, o, 4, &mut ran), TERN_ERR_UNKNOWN_KERNEL);
+        tern_tensor_free(act);
+        tern_tensor_free(weight);
+    }
+    assert!(untouched(&out));
+    assert_eq!(ran, sentinel::<std::ffi::c_char>().cast_const());
+}
+
+fn matmul_many() {
+    let (act, w) = (f32_tensor(), tq2_tensor());
+    let (mut d, mut scope) = (ptr::null_mut(), ptr::null_mut());
+    let (mut a, mut b) = (canaries(2), canaries(2));
+    unsafe {
+        assert_eq!(tern_dispatcher_new(ptr::null(), &mut d), TERN_OK);
+        assert_eq!(tern_scope_new(0, &mut scope), TERN_OK);
+        assert_eq!(tern_dispatcher_set_sink(d, Some(count_event), ptr::null_mut()), TERN_OK);
+        EVENTS.store(0, Ordering::SeqCst);
+        let ws = [w.cast_const(), w.cast_const()];
+        let outs = [a.as_mut_ptr(), b.as_mut_ptr()];
+        let call = |d, ws: *const *const tern_tensor, n, scope, outs: *const *mut f32, lens: &[usize; 2]| {
+            tern_matmul_many(d, act, ws, n, scope, outs, lens.as_ptr())
+        };
+        assert_eq!(call(ptr::null(), ws.as_ptr(), 2, scope, outs.as_ptr(), &[2, 2]), TERN_ERR_NULL_POINTER);
+        assert_eq!(call(d, ptr::null(), 2, scope, outs.as_ptr(), &[2, 2]), TERN_ERR_NULL_POINTER);
+        assert_eq!(call(d, ws.as_ptr(), 2, scope, ptr::null(), &[2, 2]), TERN_ERR_NULL_POINTER);
+        assert_eq!(call(d, ws.as_ptr(), 0, scope, outs.as_ptr(), &[2, 2]), TERN_ERR_INVALID_ARGUMENT);
+        assert_eq!(call(d, ws.as_ptr(), 2, scope, outs.as_ptr(), &[2, 1]), TERN_ERR_LENGTH_MISMATCH);
+        assert_eq!(call(d, ws.as_ptr(), 2, ptr::null_mut(), outs.as_ptr(), &[2, 2]), TERN_ERR_SCOPE_REQUIRED);
+        assert_eq!(
+            call(d, ws.as_ptr(), 2, scope, [a.as_mut_ptr(), a.as_mut_ptr()].as_ptr(), &[2, 2]),
+            TERN_ERR_INVALID_ARGUMENT
+        );
+        assert_eq!(EVENTS.load(Ordering::SeqCst), 0, "a refused matmul_many reported an event");
+        tern_dispatcher_free(d);
+        tern_scope_free(scope);
+        tern_tensor_free(act);
+        tern_tensor_free(w);
+    }
+    assert!(untouched(&a) && untouched(&b));
 }
 
 fn kernel_count() {
@@ -662,6 +720,8 @@ const TABLE: &[Entry] = &[
         kind: Kind::CannotFail("takes no argument; returns the thread's message, never NULL"),
         check: last_error,
     },
+    Entry { name: "tern_bitnet_gemv_tile", kind: Kind::Refused, check: bitnet_gemv_tile },
+    Entry { name: "tern_matmul_many", kind: Kind::Refused, check: matmul_many },
     Entry { name: "tern_gguf_open", kind: Kind::Refused, check: gguf_open },
     Entry { name: "tern_gguf_open_bytes", kind: Kind::Refused, check: gguf_open_bytes },
     Entry { name: "tern_gguf_tensor_count", kind: Kind::CannotFail(NO_STATUS), check: gguf_tensor_count },

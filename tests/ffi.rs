@@ -549,7 +549,7 @@ fn the_last_error_names_the_argument_and_the_values() {
         assert_eq!(last_error(), "argument `dst`: overlaps `src`");
 
         // The forced kernel's name and where it came from.
-        let opts = tern_dispatcher_options { n_threads: 1, kernel: c"bitnet_gemv/avx9".as_ptr() };
+        let opts = tern_dispatcher_options { n_threads: 1, kernel: c"bitnet_gemv/avx9".as_ptr(), ..Default::default() };
         let mut d = null_mut();
         assert_eq!(tern_dispatcher_new(&opts, &mut d), TERN_ERR_UNKNOWN_KERNEL);
         assert_eq!(last_error(), "no kernel named \"bitnet_gemv/avx9\" (from the dispatcher option `kernel`)");
