@@ -115,7 +115,7 @@
 /**
  * Minor version of the header.
  */
-#define TERN_VERSION_MINOR 1
+#define TERN_VERSION_MINOR 2
 
 /**
  * Patch version of the header.
