@@ -767,7 +767,7 @@ tern_status tern_gguf_find(const struct tern_gguf *g, const char *name, size_t *
  * the format from the ggml type. The tensor keeps the mapping alive: it may outlive the
  * handle; free it with `tern_tensor_free`. Errors: TERN_ERR_NULL_POINTER,
  * TERN_ERR_OUT_OF_BOUNDS (index), TERN_ERR_UNSUPPORTED (a ggml type tern has no format
- * for), TERN_ERR_INVALID_SHAPE (3-D or 4-D with ne[2] or ne[3] above 1, or a shape the
+ * for), TERN_ERR_INVALID_SHAPE (3-D or 4-D with `ne[2]` or `ne[3]` above 1, or a shape the
  * format refuses). Thread-safe.
  */
 tern_status tern_gguf_tensor_wrap(const struct tern_gguf *g, size_t index, struct tern_tensor **out);
@@ -824,15 +824,15 @@ const char *tern_last_error(void);
  *
  * `len` (bytes) must be exactly `tern_encoding_bytes_for(rows, cols)`. The bytes are
  * borrowed: they must stay alive and unmodified until the tensor is freed. The bytes are
- * not validated (see `tern_tensor_validate`).
+ * not validated (see `tern_tensor_validate`). On success writes a new tensor to `*out`,
+ * which the caller frees with `tern_tensor_free`. Thread-safe.
  *
  * What cannot be checked: the orientation. A `rows x cols` and a `cols x rows` matrix have
  * the same byte size whenever both shapes fit the format (TQ2_0 6912x2560 and 2560x6912),
  * and nothing in the bytes tells them apart, so a transposed shape is accepted here. It
  * is refused at `tern_matmul` (TERN_ERR_SHAPE_MISMATCH, `tern_last_error` naming both
  * shapes) unless the weight is square. GGUF tensors: `tern_gguf_tensor_wrap` takes the
- * shape from the file (rows = ne[1], cols = ne[0]) and cannot get it wrong. On success writes a new tensor to `*out`,
- * which the caller frees with `tern_tensor_free`. Thread-safe.
+ * shape from the file (rows = `ne[1]`, cols = `ne[0]`) and cannot get it wrong.
  */
 tern_status tern_tensor_wrap(const struct tern_encoding *enc, const void *data, size_t len, size_t rows, size_t cols, struct tern_tensor **out);
 

@@ -245,7 +245,7 @@ pub unsafe extern "C" fn tern_gguf_find(g: *const tern_gguf, name: *const c_char
     })
 }
 
-/// The matrix shape of a GGUF tensor, the ggml way: rows = ne[1], cols = ne[0].
+/// The matrix shape of a GGUF tensor, the ggml way: rows = `ne[1]`, cols = `ne[0]`.
 fn matrix_shape(e: &Entry) -> FfiResult<(usize, usize)> {
     let name = e.name.to_string_lossy();
     if e.ne[2..].iter().any(|&d| d != 1) {
@@ -264,7 +264,7 @@ fn matrix_shape(e: &Entry) -> FfiResult<(usize, usize)> {
 /// the format from the ggml type. The tensor keeps the mapping alive: it may outlive the
 /// handle; free it with `tern_tensor_free`. Errors: TERN_ERR_NULL_POINTER,
 /// TERN_ERR_OUT_OF_BOUNDS (index), TERN_ERR_UNSUPPORTED (a ggml type tern has no format
-/// for), TERN_ERR_INVALID_SHAPE (3-D or 4-D with ne[2] or ne[3] above 1, or a shape the
+/// for), TERN_ERR_INVALID_SHAPE (3-D or 4-D with `ne[2]` or `ne[3]` above 1, or a shape the
 /// format refuses). Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn tern_gguf_tensor_wrap(

@@ -62,15 +62,15 @@ pub unsafe fn tensor_ref<'a>(t: *const tern_tensor, arg: &'static str) -> FfiRes
 ///
 /// `len` (bytes) must be exactly `tern_encoding_bytes_for(rows, cols)`. The bytes are
 /// borrowed: they must stay alive and unmodified until the tensor is freed. The bytes are
-/// not validated (see `tern_tensor_validate`).
+/// not validated (see `tern_tensor_validate`). On success writes a new tensor to `*out`,
+/// which the caller frees with `tern_tensor_free`. Thread-safe.
 ///
 /// What cannot be checked: the orientation. A `rows x cols` and a `cols x rows` matrix have
 /// the same byte size whenever both shapes fit the format (TQ2_0 6912x2560 and 2560x6912),
 /// and nothing in the bytes tells them apart, so a transposed shape is accepted here. It
 /// is refused at `tern_matmul` (TERN_ERR_SHAPE_MISMATCH, `tern_last_error` naming both
 /// shapes) unless the weight is square. GGUF tensors: `tern_gguf_tensor_wrap` takes the
-/// shape from the file (rows = ne[1], cols = ne[0]) and cannot get it wrong. On success writes a new tensor to `*out`,
-/// which the caller frees with `tern_tensor_free`. Thread-safe.
+/// shape from the file (rows = `ne[1]`, cols = `ne[0]`) and cannot get it wrong.
 #[no_mangle]
 pub unsafe extern "C" fn tern_tensor_wrap(
     enc: *const tern_encoding,
