@@ -1,5 +1,5 @@
 # Installs the header, both libraries, a pkg-config file (tern.pc), a CMake package
-# (find_package(tern)), a SwiftPM system-library package (share/tern/swift: Package.swift
+# (find_package(tern)), a SwiftPM system-library package (share/tern/CTern: Package.swift
 # and CTern/module.modulemap) and a Kotlin/Native definition (share/tern/tern.def, written
 # at install time with the installed paths), so engines and apps can use an installed
 # tern either way. On Linux the
@@ -35,9 +35,10 @@ write_basic_package_version_file("${PROJECT_BINARY_DIR}/ternConfigVersion.cmake"
 install(FILES "${PROJECT_BINARY_DIR}/ternConfig.cmake" "${PROJECT_BINARY_DIR}/ternConfigVersion.cmake"
         DESTINATION "${_tern_config_dir}")
 
-# Swift: <prefix>/share/tern/swift is a package with the system library target CTern; its
+# Swift: <prefix>/share/tern/CTern is a package (identity ctern) with the system library
+# target CTern in CTern/; its
 # module map names the installed header by a relative path.
-set(_tern_swift_dir "${CMAKE_INSTALL_DATADIR}/tern/swift")
+set(_tern_swift_dir "${CMAKE_INSTALL_DATADIR}/tern/CTern")
 file(RELATIVE_PATH TERN_MODULEMAP_TO_HEADER "/prefix/${_tern_swift_dir}/CTern"
      "/prefix/${CMAKE_INSTALL_INCLUDEDIR}/tern.h")
 configure_file("${CMAKE_CURRENT_LIST_DIR}/swift/module.modulemap.in"

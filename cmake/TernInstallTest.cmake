@@ -36,9 +36,9 @@ run("${siblings}/b/sibling_b")
 if(CHECK)
   run(bash "${CHECK}" shared-layout "${prefix}/${LIBDIR}" "${VERSION}")
   run(bash "${CHECK}" needs-soname "${consumer}/consumer_shared" "${SONAME}")
-  run(bash "${CHECK}" swift-package "${prefix}/share/tern/swift")
+  run(bash "${CHECK}" swift-package "${prefix}/share/tern/CTern")
   if(CLANG)
-    run(bash "${CHECK}" modulemap "${CLANG}" "${prefix}/share/tern/swift/CTern/module.modulemap"
+    run(bash "${CHECK}" modulemap "${CLANG}" "${prefix}/share/tern/CTern/CTern/module.modulemap"
         "${prefix}/include" "${prefix}/${LIBDIR}" "${SCRATCH}/modulemap")
   endif()
   if(DEF_CC)

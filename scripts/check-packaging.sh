@@ -24,7 +24,7 @@
 #       C a `#include <tern.h>` (found in INCLUDEDIR) that becomes a module import; the C
 #       program links against LIBDIR/libtern.so and runs.
 #   swift-package DIR
-#       DIR (an installed share/tern/swift) is a SwiftPM system-library package: its
+#       DIR (an installed share/tern/CTern) is a SwiftPM system-library package: its
 #       Package.swift names the target CTern at path CTern, with pkg-config tern, and
 #       CTern/module.modulemap names a header that exists. (No Swift toolchain here: the
 #       module map itself is checked by `modulemap`.)
