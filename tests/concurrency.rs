@@ -124,8 +124,9 @@ fn concurrent_matmuls_sharing_a_pool_of_two() {
 #[test]
 fn random_sizes_on_several_pools_match_single_threaded() {
     let single = Dispatcher::new(DispatcherOptions::default()).unwrap();
-    let pools: Vec<Dispatcher> =
-        [2, 3, 4].map(|n_threads| Dispatcher::new(DispatcherOptions { n_threads, ..Default::default() }).unwrap()).into();
+    let pools: Vec<Dispatcher> = [2, 3, 4]
+        .map(|n_threads| Dispatcher::new(DispatcherOptions { n_threads, ..Default::default() }).unwrap())
+        .into();
     let calls = 40;
     thread::scope(|s| {
         for (p, pool) in pools.iter().enumerate() {

@@ -16,22 +16,12 @@ fn last_error() -> String {
     unsafe { CStr::from_ptr(tern_last_error()) }.to_string_lossy().into_owned()
 }
 
-/// Deterministic values in [-1, 1).
-fn values(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
-}
+mod common;
+use common::Rng;
 
 fn tensor(format: u32, rows: usize, cols: usize, seed: u64) -> *mut tern_tensor {
     let (mut enc, mut t) = (null(), null_mut());
-    let src = values(rows * cols, seed);
+    let src = Rng(seed).vec(rows * cols, 1.0);
     // SAFETY: writable out-parameters; `src` holds rows * cols floats.
     unsafe {
         assert_eq!(tern_encoding_get(format, &mut enc), TERN_OK);
