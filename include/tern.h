@@ -8,7 +8,8 @@
  * out-parameters only on success. Every pointer is checked for NULL (a NULL pointer is an
  * error even with a zero length unless a function says otherwise). A `*_len` of a byte
  * buffer counts bytes, of a float buffer counts floats. No function lets a Rust panic
- * escape: a bug in tern returns TERN_ERR_PANIC.
+ * escape: a bug in tern returns TERN_ERR_PANIC. After a failed call, tern_last_error()
+ * says why (the argument, the given and the expected value), for the calling thread.
  */
 
 

@@ -147,8 +147,10 @@ fn bad_arguments_are_refused_and_named() {
         assert_eq!(tern_gguf_open(null(), &mut out), TERN_ERR_NULL_POINTER);
         assert_eq!(last_error(), "argument `path` is NULL");
         assert_eq!(tern_gguf_open(c"/nonexistent/model.gguf".as_ptr(), &mut out), TERN_ERR_IO);
-        assert!(last_error().starts_with("open /nonexistent/model.gguf: "), "{}", last_error());
+        assert!(last_error().starts_with("stat /nonexistent/model.gguf: "), "{}", last_error());
         assert_eq!(tern_gguf_open(c"/".as_ptr(), &mut out), TERN_ERR_IO, "a directory");
+        assert_eq!(last_error(), "open /: not a regular file");
+        assert_eq!(tern_gguf_open(c"/dev/zero".as_ptr(), &mut out), TERN_ERR_IO, "a device");
         let empty = std::env::temp_dir().join(format!("tern-empty-{}.gguf", std::process::id()));
         std::fs::write(&empty, b"").unwrap();
         let empty_c = CString::new(empty.to_str().unwrap()).unwrap();

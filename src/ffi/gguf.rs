@@ -148,6 +148,10 @@ fn path_of(path: &CStr) -> FfiResult<&std::path::Path> {
 
 fn map_file(path: &std::path::Path) -> FfiResult<Backing> {
     let io = |what: &str, e: std::io::Error| Error::Io(format!("{what} {}: {e}", path.display()));
+    // Before opening: opening a FIFO would block, and a device has no size to map.
+    if !std::fs::metadata(path).map_err(|e| io("stat", e))?.is_file() {
+        return Err(Error::Io(format!("open {}: not a regular file", path.display())).into());
+    }
     let file = std::fs::File::open(path).map_err(|e| io("open", e))?;
     // An empty file cannot be mapped; it is refused by the parser like any short file.
     if file.metadata().map_err(|e| io("stat", e))?.len() == 0 {
