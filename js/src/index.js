@@ -34,6 +34,7 @@ const STATUS = {
     TERN_ERR_SHAPE_MISMATCH: 11,
     TERN_ERR_INVALID_ARGUMENT: 17,
     TERN_ERR_PANIC: 18,
+    TERN_ERR_NOT_FOUND: 19,
 };
 
 function refuse(code, message) {
@@ -119,7 +120,7 @@ export class Tern {
     static async instantiate(module, variant, env = {}) {
         const tern = new Tern();
         const imports = {
-            wasi_snapshot_preview1: wasiImports(() => tern.#memory, env),
+            wasi_snapshot_preview1: wasiImports(module, () => tern.#memory, env),
             tern_js: {
                 event: (kind, namePtr, nameLen, from, to, rows, cols, bytes, nanos) => {
                     tern.#events.push({
@@ -455,8 +456,11 @@ export class GgufFile extends Handle {
     tensor(nameOrIndex) {
         const index =
             typeof nameOrIndex === 'number' ? nameOrIndex : this.tensors.findIndex((t) => t.name === nameOrIndex);
+        if (typeof nameOrIndex !== 'number' && index < 0) {
+            throw refuse('TERN_ERR_NOT_FOUND', `no tensor named ${JSON.stringify(nameOrIndex)} in this file`);
+        }
         if (!Number.isInteger(index) || index < 0 || index >= this.tensors.length) {
-            throw refuse('TERN_ERR_OUT_OF_BOUNDS', `no tensor ${JSON.stringify(nameOrIndex)} in this file`);
+            throw refuse('TERN_ERR_OUT_OF_BOUNDS', `tensor index ${nameOrIndex} is not in 0..${this.tensors.length}`);
         }
         return this._tern._ggufWrap(this._h, index);
     }

@@ -1,15 +1,27 @@
-// The few WASI preview1 calls tern_js.wasm imports (the Rust std on wasm32-wasip1 uses them
-// for Instant, HashMap seeds, environment variables and panic messages), the same in node
-// and in the browser, so the package needs neither node:wasi nor a WASI polyfill.
+// The WASI preview1 calls tern_js.wasm uses (the Rust std on wasm32-wasip1 calls them for
+// Instant, HashMap seeds, environment variables and panic messages), the same in node and
+// in the browser, so the package needs neither node:wasi nor a WASI polyfill. Every other
+// import of the module (the file system, which only tern's unused path-based C calls
+// reach) returns ENOSYS: there is no file system here.
 
 const ESUCCESS = 0;
 const EBADF = 8;
+const ENOSYS = 52;
 
 /**
+ * @param {WebAssembly.Module} module the module whose wasi_snapshot_preview1 imports to serve
  * @param {() => WebAssembly.Memory} memory the instance's memory, once it exists
  * @param {Record<string, string>} env environment variables the module sees (e.g. TERN_KERNEL)
  */
-export function wasiImports(memory, env) {
+export function wasiImports(module, memory, env) {
+    const calls = implemented(memory, env);
+    for (const { module: from, name, kind } of WebAssembly.Module.imports(module)) {
+        if (from === 'wasi_snapshot_preview1' && kind === 'function' && !(name in calls)) calls[name] = () => ENOSYS;
+    }
+    return calls;
+}
+
+function implemented(memory, env) {
     const encoder = new TextEncoder();
     const vars = Object.entries(env).map(([k, v]) => encoder.encode(`${k}=${v}\0`));
     const decoder = new TextDecoder();

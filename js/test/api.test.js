@@ -127,15 +127,16 @@ test('bad input: typed errors, checked before calling into wasm', () => {
 
 test('corrupt and truncated GGUF files are errors with the reader\'s message', async () => {
     const good = await fixture('tiny_bitnet.gguf');
-    refused(() => tern.openGguf(Uint8Array.of(1, 2, 3, 4, 5, 6, 7, 8)), 'TERN_ERR_INVALID_ARGUMENT', /not a GGUF file: magic/);
-    refused(() => tern.openGguf(new Uint8Array(0)), 'TERN_ERR_INVALID_ARGUMENT', /truncated at offset 0/);
+    refused(() => tern.openGguf(Uint8Array.of(1, 2, 3, 4, 5, 6, 7, 8)), 'TERN_ERR_INVALID_FILE', /not a GGUF file: magic/);
+    refused(() => tern.openGguf(new Uint8Array(0)), 'TERN_ERR_INVALID_FILE', /truncated at offset 0/);
     for (const len of [4, 23, 100, 1000, good.length - 1]) {
-        refused(() => tern.openGguf(good.subarray(0, len)), 'TERN_ERR_INVALID_ARGUMENT', /truncated|past the end|absurd/);
+        refused(() => tern.openGguf(good.subarray(0, len)), 'TERN_ERR_INVALID_FILE', /truncated|past the end|absurd/);
     }
     const absurd = Uint8Array.from(good);
     new DataView(absurd.buffer).setBigUint64(8, 1n << 60n, true); // tensor count
-    refused(() => tern.openGguf(absurd), 'TERN_ERR_INVALID_ARGUMENT', /absurd tensor count/);
+    refused(() => tern.openGguf(absurd), 'TERN_ERR_INVALID_FILE', /absurd tensor count/);
     const g = tern.openGguf(good);
-    refused(() => g.tensor('no such tensor'), 'TERN_ERR_OUT_OF_BOUNDS', /no tensor "no such tensor"/);
+    refused(() => g.tensor('no such tensor'), 'TERN_ERR_NOT_FOUND', /no tensor named "no such tensor"/);
+    refused(() => g.tensor(99), 'TERN_ERR_OUT_OF_BOUNDS', /tensor index 99 is not in 0..5/);
     g.close();
 });

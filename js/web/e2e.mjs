@@ -65,8 +65,8 @@ try {
     const good = await readFile(model);
     const garbage = Buffer.from('this is not a GGUF file at all, just text');
     const cases = [
-        ['truncated.gguf', good.subarray(0, 1000), /TERN_ERR_INVALID_ARGUMENT: not a GGUF file tern can read: .*runs past the end/],
-        ['garbage.gguf', garbage, /TERN_ERR_INVALID_ARGUMENT: not a GGUF file tern can read: not a GGUF file: magic/],
+        ['truncated.gguf', good.subarray(0, 1000), /TERN_ERR_INVALID_FILE: not a GGUF file tern can read: .*runs past the end/],
+        ['garbage.gguf', garbage, /TERN_ERR_INVALID_FILE: not a GGUF file tern can read: not a GGUF file: magic/],
         ['empty.gguf', Buffer.alloc(0), /truncated at offset 0/],
     ];
     for (const [name, buffer, message] of cases) {

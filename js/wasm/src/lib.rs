@@ -5,8 +5,7 @@
 //!   their handles (index + 1), so a wrong or freed handle is a status, never a wild pointer.
 //! - Every fallible export returns a `tern_status` (0 = ok) and leaves a message for
 //!   `tjs_last_error`. Statuses are tern's C statuses (`tern::ffi::status_of`); a GGUF file
-//!   tern cannot read is `TERN_ERR_INVALID_ARGUMENT` with the reader's message, until the
-//!   0.2 C ABI's `TERN_ERR_INVALID_FILE` is on main.
+//!   tern cannot read is `TERN_ERR_INVALID_FILE` with the reader's message.
 //! - Buffers: JS allocates with `tjs_alloc`, writes, passes pointer and length, frees with
 //!   `tjs_free`. `tjs_gguf_open` takes over its buffer, so a file is not copied twice.
 //! - Events go to the imported `tern_js.event` while the call runs; the JS side queues them
@@ -241,7 +240,7 @@ pub unsafe extern "C" fn tjs_tensor_encode(
         let format = Format::from_id(format)?;
         let need = rows.checked_mul(cols).ok_or(Error::SizeOverflow { rows, cols })?;
         if len != need {
-            return Err(Error::LengthMismatch { want: need, got: len }.into());
+            return Err(Error::LengthMismatch { what: "src (floats)", want: need, got: len }.into());
         }
         // SAFETY: the caller's promise.
         let tensor = Tensor::encode(format, unsafe { slice(src, len) }, rows, cols)?;
@@ -337,7 +336,8 @@ pub unsafe extern "C" fn tjs_dispatcher_new(
         let name = std::str::from_utf8(unsafe { slice(kernel, kernel_len) })
             .map_err(|_| invalid("the kernel name is not UTF-8"))?;
         let kernel = (!name.is_empty()).then(|| name.to_owned());
-        let mut dispatcher = Dispatcher::new(DispatcherOptions { n_threads: n_threads as usize, kernel })?;
+        let options = DispatcherOptions { n_threads: n_threads as usize, kernel, ..Default::default() };
+        let mut dispatcher = Dispatcher::new(options)?;
         dispatcher.set_sink(Some(std::sync::Arc::new(JsSink)));
         let runner = Runner { dispatcher, scope: Scope::new(0)? };
         // SAFETY: the caller's promise.
@@ -421,7 +421,7 @@ pub unsafe extern "C" fn tjs_matmul(
 pub unsafe extern "C" fn tjs_gguf_open(bytes: *mut u8, len: usize, out: *mut u32) -> tern_status {
     let buf = Buf { ptr: bytes, len };
     call(|| {
-        let gguf = Gguf::parse(buf.bytes()).map_err(|e| invalid(format!("not a GGUF file tern can read: {e}")))?;
+        let gguf = Gguf::parse(buf.bytes()).map_err(Error::from)?;
         let tensors = gguf.tensors.iter().map(|t| TensorEntry::new(t, gguf.data_start)).collect();
         // SAFETY: the caller's promise.
         unsafe { put(out, insert(Obj::Gguf(GgufFile { bytes: buf, tensors }))) };
