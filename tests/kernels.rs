@@ -432,3 +432,25 @@ fn timing() {
         }
     }
 }
+
+/// Not a test: runs one kernel `reps` times for `scripts/count-arm-insns.sh`, which counts
+/// the instructions qemu executes (`TERN_PROBE="<format> <kernel> <m> <n> <k> <reps>"`);
+/// the difference between two rep counts is the per-call cost, setup excluded.
+#[test]
+#[ignore]
+fn insn_probe() {
+    let spec = std::env::var("TERN_PROBE").expect("TERN_PROBE=\"<format> <kernel> <m> <n> <k> <reps>\"");
+    let f: Vec<&str> = spec.split_whitespace().collect();
+    let format = TERNARY.into_iter().find(|x| x.name() == f[0]).expect("a ternary format name");
+    let [m, n, k, reps] = [2, 3, 4, 5].map(|i| f[i].parse::<usize>().expect("a number"));
+    let mut rng = Rng(1);
+    let (wbytes, abytes) = (weights(&mut rng, format, n, k), activations(&mut rng, m, k));
+    let w = MatRef::new(format, n, k, &wbytes).unwrap();
+    let a = MatRef::new(Format::I8Absmax, m, k, &abytes).unwrap();
+    let kern = kernel(f[1], format);
+    let mut out = vec![0f32; m * n];
+    for _ in 0..reps {
+        kern.run(&w, &a, &mut OutTile::new(&mut out, m, n).unwrap()).unwrap();
+    }
+    assert!(out.iter().all(|x| x.is_finite()));
+}

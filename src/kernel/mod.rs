@@ -14,7 +14,7 @@
 pub(crate) mod arch;
 pub(crate) mod prep;
 pub(crate) mod reference;
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(crate) mod tile;
 
 use crate::error::{Error, Result};
@@ -200,7 +200,7 @@ pub(crate) enum Prep<'a> {
     /// As they are: the kernel reads the checked operand itself.
     Raw(MatRef<'a>),
     /// Placed in a SIMD kernel's unpack order, with lane sums (see [`tile::Prepared`]).
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     Tile(tile::Prepared),
 }
 
@@ -211,6 +211,17 @@ impl<'a> Prep<'a> {
             Prep::Raw(a) => a,
             #[allow(unreachable_patterns)]
             _ => unreachable!("Kernel::run_prepared checks that a kernel gets its own preparation"),
+        }
+    }
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+impl Prep<'_> {
+    /// The activations of a kernel that prepares through the tile skeleton.
+    pub(crate) fn tile(&self) -> &tile::Prepared {
+        match self {
+            Prep::Tile(p) => p,
+            Prep::Raw(_) => unreachable!("Kernel::run_prepared checks that a kernel gets its own preparation"),
         }
     }
 }
