@@ -202,6 +202,9 @@ pub(crate) enum Prep<'a> {
     /// Placed in a SIMD kernel's unpack order, with lane sums (see [`tile::Prepared`]).
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     Tile(tile::Prepared),
+    /// Interleaved in token pairs for `smmla` (see [`arch::aarch64::i8mm`]).
+    #[cfg(target_arch = "aarch64")]
+    Pairs(arch::aarch64::i8mm::Pairs),
 }
 
 impl<'a> Prep<'a> {
@@ -221,7 +224,8 @@ impl Prep<'_> {
     pub(crate) fn tile(&self) -> &tile::Prepared {
         match self {
             Prep::Tile(p) => p,
-            Prep::Raw(_) => unreachable!("Kernel::run_prepared checks that a kernel gets its own preparation"),
+            #[allow(unreachable_patterns)]
+            _ => unreachable!("Kernel::run_prepared checks that a kernel gets its own preparation"),
         }
     }
 }

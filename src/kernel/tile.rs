@@ -105,25 +105,46 @@ pub(crate) struct Prepared {
 
 impl Prepared {
     /// Places every token's codes in the unpack order of `layout` (read `vector` bytes at a
-    /// time) and sums them per block and lane.
-    fn new(a: &MatRef, vector: usize, lane: fn(usize) -> usize, layout: &Layout) -> Prepared {
+    /// time) and, given the ISA's [`Simd::lane`], sums them per block and lane (kernels that
+    /// unpack weights to signed trits need no sums).
+    fn new(a: &MatRef, vector: usize, lane: Option<fn(usize) -> usize>, layout: &Layout) -> Prepared {
         let act = ActI8::parse(a);
         let Layout { block, stride, period, period_slots, ref placement } = *layout;
         let blocks = act.k / block;
         let mut codes = vec![0i8; act.m * stride];
         let lanes = vector / 4;
-        let mut seeds = vec![0i32; act.m * blocks * lanes];
-        let token_seeds = seeds.chunks_exact_mut(blocks * lanes);
-        for ((t, out), token_seeds) in codes.chunks_exact_mut(stride).enumerate().zip(token_seeds) {
+        let mut seeds = vec![0i32; if lane.is_some() { act.m * blocks * lanes } else { 0 }];
+        for (t, out) in codes.chunks_exact_mut(stride).enumerate() {
             for (p, src) in act.row(t).chunks(period).enumerate() {
                 placement.scatter(src, &mut out[p * period_slots..]);
             }
-            for (region, sums) in out.chunks_exact(stride / blocks).zip(token_seeds.chunks_exact_mut(lanes)) {
-                prep::lane_sums(region, sums, lane);
+            if let Some(lane) = lane {
+                let token_seeds = &mut seeds[t * blocks * lanes..(t + 1) * blocks * lanes];
+                for (region, sums) in out.chunks_exact(stride / blocks).zip(token_seeds.chunks_exact_mut(lanes)) {
+                    prep::lane_sums(region, sums, lane);
+                }
             }
         }
         seeds.iter_mut().for_each(|s| *s = -*s);
         Prepared { codes, stride, seeds, blocks, lanes, scales: act.scales }
+    }
+
+    /// Token `t`'s codes in the unpack order (`stride` bytes, zero in padding slots).
+    #[cfg(target_arch = "aarch64")]
+    pub(crate) fn token(&self, t: usize) -> &[i8] {
+        &self.codes[t * self.stride..(t + 1) * self.stride]
+    }
+
+    /// Bytes per token in [`Prepared::token`].
+    #[cfg(target_arch = "aarch64")]
+    pub(crate) fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// The activation rows' scales, one per token.
+    #[cfg(target_arch = "aarch64")]
+    pub(crate) fn scales(&self) -> &[f32] {
+        &self.scales
     }
 
     /// The accumulator seed of `block` for `token`.
@@ -447,12 +468,24 @@ fn bitnet_layout(w: usize, k: usize) -> Layout {
 
 /// Prepares I8_ABSMAX activations for TQ format `L` on `S`.
 pub(crate) fn prepare_tq<S: Simd, L: Tq>(a: &MatRef) -> Prepared {
-    Prepared::new(a, S::W, S::lane, &tq_layout::<S, L>(a.cols))
+    Prepared::new(a, S::W, Some(S::lane), &tq_layout::<S, L>(a.cols))
 }
 
 /// Prepares I8_ABSMAX activations for BITNET_B1_58 on `S`.
 pub(crate) fn prepare_bitnet<S: Simd>(a: &MatRef) -> Prepared {
-    Prepared::new(a, S::W, S::lane, &bitnet_layout(S::W, a.cols))
+    Prepared::new(a, S::W, Some(S::lane), &bitnet_layout(S::W, a.cols))
+}
+
+/// [`prepare_tq`] without the lane sums, for kernels that unpack weights to signed trits.
+#[cfg(target_arch = "aarch64")]
+pub(crate) fn place_tq<S: Simd, L: Tq>(a: &MatRef) -> Prepared {
+    Prepared::new(a, S::W, None, &tq_layout::<S, L>(a.cols))
+}
+
+/// [`prepare_bitnet`] without the lane sums.
+#[cfg(target_arch = "aarch64")]
+pub(crate) fn place_bitnet<S: Simd>(a: &MatRef) -> Prepared {
+    Prepared::new(a, S::W, None, &bitnet_layout(S::W, a.cols))
 }
 
 struct TqCtx<'a, S: Simd, L: Tq> {

@@ -1,19 +1,21 @@
-//! aarch64 kernels, chosen at run time: NEON with dotprod (`sdot`), then plain NEON. Both
-//! are the shared tile skeleton ([`crate::kernel::tile`]) over NEON's vector operations
-//! ([`simd`]), with their own multiply-accumulate.
+//! aarch64 kernels, chosen at run time: for batches FEAT_I8MM (`smmla`, [`i8mm`]), then
+//! NEON with dotprod (`sdot`), then plain NEON. The last two are the shared tile skeleton
+//! ([`crate::kernel::tile`]) over NEON's vector operations ([`simd`]), each with its own
+//! multiply-accumulate.
 //!
 //! - [`requant`]: the NEON I8_ABSMAX row requantizer for the activation adapter.
 
 mod dotprod;
+pub(crate) mod i8mm;
 mod neon;
 mod requant;
 mod simd;
 
 use crate::kernel::{Kernel, RequantRowFn};
 
-/// Best first: dotprod, then plain NEON.
+/// Best first: i8mm (from two tokens on), dotprod, then plain NEON.
 pub(crate) fn kernels() -> Vec<Kernel> {
-    dotprod::kernels().into_iter().chain(neon::kernels()).collect()
+    i8mm::kernels().into_iter().chain(dotprod::kernels()).chain(neon::kernels()).collect()
 }
 
 pub(crate) fn requant_row() -> Option<RequantRowFn> {

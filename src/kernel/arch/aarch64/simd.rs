@@ -45,6 +45,30 @@ unsafe fn top_trit(q: uint8x16_t) -> uint8x16_t {
     unsafe { vshrq_n_u8::<6>(vhaddq_u8(q, vshrq_n_u8::<1>(q))) }
 }
 
+/// Digit `digit` (< 5) of every TQ1_0 `qs` byte of `x`.
+///
+/// # Safety
+/// The CPU must have NEON.
+#[inline(always)]
+pub(super) unsafe fn tq1_digit(x: uint8x16_t, digit: usize) -> uint8x16_t {
+    // SAFETY: register-only NEON, which the caller has.
+    unsafe { top_trit(if digit == 0 { x } else { vmulq_u8(x, vdupq_n_u8(POW3[digit])) }) }
+}
+
+/// The four digits of the 4 `qh` bytes of the TQ1_0 block at `block`: digit n of byte i in
+/// lane `4n + i` (elements `240 + 4n + i`).
+///
+/// # Safety
+/// The CPU must have NEON; `block` must have a whole TQ1_0 block's bytes.
+#[inline(always)]
+pub(super) unsafe fn tq1_qh(block: *const u8) -> uint8x16_t {
+    // SAFETY: the 4 `qh` bytes lie in the block; NEON, which the caller has.
+    unsafe {
+        let qh = std::ptr::read_unaligned(block.add(tq1_0::QS_BYTES) as *const u32);
+        top_trit(vmulq_u8(vreinterpretq_u8_u32(vdupq_n_u32(qh)), vld1q_u8(QH_POW3.as_ptr())))
+    }
+}
+
 impl<M: Mac> Simd for Neon<M> {
     const W: usize = 16;
     type V = uint8x16_t;
@@ -147,9 +171,9 @@ impl<M: Mac> Simd for Neon<M> {
                 for r in 0..R {
                     x[r] = vld1q_u8(w[r].add(16 * chunk));
                 }
-                for (digit, &pow) in POW3.iter().enumerate() {
+                for digit in 0..5 {
                     for r in 0..R {
-                        codes[r] = top_trit(if digit == 0 { x[r] } else { vmulq_u8(x[r], vdupq_n_u8(pow)) });
+                        codes[r] = tq1_digit(x[r], digit);
                     }
                     for t in 0..T {
                         let av = vld1q_u8(a[t].add(80 * chunk + 16 * digit) as *const u8);
@@ -159,10 +183,8 @@ impl<M: Mac> Simd for Neon<M> {
                     }
                 }
             }
-            let pow = vld1q_u8(QH_POW3.as_ptr());
             for r in 0..R {
-                let qh = std::ptr::read_unaligned(w[r].add(tq1_0::QS_BYTES) as *const u32);
-                codes[r] = top_trit(vmulq_u8(vreinterpretq_u8_u32(vdupq_n_u32(qh)), pow));
+                codes[r] = tq1_qh(w[r]);
             }
             for t in 0..T {
                 let av = vld1q_u8(a[t].add(240) as *const u8);
