@@ -9,7 +9,8 @@ the difference is one call (activation preparation and the kernel; the test's se
 cancels out). Prints one markdown row per (format, kernel): instructions per 1,000
 multiply-accumulates at m = 1, 8 and 128 tokens, for an N x K weight.
 
-Usage: count-arm-insns.py BINARY N K FORMAT:KERNEL...
+Usage: count-arm-insns.py BINARY N K FORMAT:KERNEL... (env TERN_COUNT_M: the token counts,
+default "1 8 128")
 """
 import os
 import re
@@ -50,7 +51,7 @@ def main():
     for item in sys.argv[4:]:
         fmt, kernel = item.split(":")
         cells = []
-        for m in (1, 8, 128):
+        for m in map(int, os.environ.get("TERN_COUNT_M", "1 8 128").split()):
             one, three = (executed(binary, f"{fmt} {kernel} {m} {n} {k} {reps}") for reps in (1, 3))
             per_call = (three - one) / 2
             cells.append(f"{per_call * 1000 / (m * n * k):.0f}")
