@@ -1,86 +1,61 @@
 #!/usr/bin/env python3
-"""Counts the instructions of the aarch64 kernels' inner loops per 256 weights.
+"""Counts the aarch64 instructions one kernel call executes, under qemu-user.
 
-Reads `aarch64-linux-gnu-objdump -d -C --no-show-raw-insn` output on stdin. For each row
-kernel (`tern::kernel::arch::aarch64::<path>::<fn>`), finds the loops (backward branches
-inside the function), takes the one doing the most multiply-accumulate work, and divides
-its instruction count by the weights one iteration consumes: an `sdot` is 16 weights, an
-`smull`/`smlal`(2) 8. Prints a markdown table.
+Runs the `insn_probe` test of tests/kernels.rs (BINARY, an aarch64 test executable) under
+`qemu-aarch64 -cpu max` with `-d in_asm,exec,nochain`: qemu logs each translated block's
+instructions once and every execution of a block, so the instructions executed are the
+sum over executions of each block's length. The probe runs with 1 and with 3 calls; half
+the difference is one call (activation preparation and the kernel; the test's setup
+cancels out). Prints one markdown row per (format, kernel): instructions per 1,000
+multiply-accumulates at m = 1, 8 and 128 tokens, for an N x K weight.
+
+Usage: count-arm-insns.py BINARY N K FORMAT:KERNEL... (env TERN_COUNT_M: the token counts,
+default "1 8 128")
 """
+import os
 import re
+import subprocess
 import sys
 
-PREFIX = "tern::kernel::arch::aarch64::"
-KERNELS = [
-    ("TQ1_0", "tq1_0_row", "m = 1"),
-    ("TQ2_0", "tq2_0_row", "m = 1"),
-    ("BITNET_B1_58", "bitnet_row", "m = 1"),
-    ("TQ1_0", "tq1_0_rows", "per extra token (m > 1)"),
-    ("TQ2_0", "tq2_0_rows", "per extra token (m > 1)"),
-    ("BITNET_B1_58", "bitnet_rows", "per extra token (m > 1)"),
-]
-PATHS = ["neon", "dotprod"]
-MAC_WEIGHTS = {"sdot": 16, "smull": 8, "smull2": 8, "smlal": 8, "smlal2": 8}
-BRANCH = re.compile(r"^(b\.\w+|b|cbn?z|tbn?z)$")
+TRACE = re.compile(r"^Trace \d+: \S+ \[[0-9a-f]+/([0-9a-f]+)/")
+INSN = re.compile(r"^0x([0-9a-f]+):\s")
 
 
-def functions(lines):
-    funcs, name, body = {}, None, []
-    for line in lines:
-        m = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
+def executed(binary, spec):
+    env = dict(os.environ, TERN_PROBE=spec, QEMU_CPU="max")
+    cmd = ["qemu-aarch64", "-L", "/", "-d", "in_asm,exec,nochain", "-D", "/dev/stdout", binary,
+           "--ignored", "--exact", "insn_probe", "--test-threads=1", "-q"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            errors="replace")
+    size, total, block, first = {}, 0, 0, None
+    for line in proc.stdout:
+        m = INSN.match(line)
         if m:
-            if name:
-                funcs.setdefault(name, body)
-            name, body = m.group(1), []
+            if first is None:
+                first = int(m.group(1), 16)
+            block += 1
             continue
-        m = re.match(r"^\s+([0-9a-f]+):\s+(\S+)\s*(.*)$", line)
-        if m and name:
-            body.append((int(m.group(1), 16), m.group(2), m.group(3)))
-    if name:
-        funcs.setdefault(name, body)
-    return funcs
-
-
-def loops(body):
-    """(first index, last index) of every backward branch's range."""
-    index = {addr: i for i, (addr, _, _) in enumerate(body)}
-    found = []
-    for i, (addr, op, args) in enumerate(body):
-        if BRANCH.match(op):
-            m = re.search(r"\b([0-9a-f]+) <", args)
-            if m and int(m.group(1), 16) < addr and int(m.group(1), 16) in index:
-                found.append((index[int(m.group(1), 16)], i))
-    return found
-
-
-def main_loop(body):
-    best = None
-    for first, last in loops(body):
-        ops = [op for _, op, _ in body[first : last + 1]]
-        weights = sum(MAC_WEIGHTS.get(op, 0) for op in ops)
-        # The innermost loop with the most weights per iteration.
-        key = (weights, -len(ops))
-        if weights and (best is None or key > best[0]):
-            best = (key, len(ops), weights, ops)
-    return best
+        if first is not None and not line.strip():
+            size[first], first, block = block, None, 0
+            continue
+        m = TRACE.match(line)
+        if m:
+            total += size[int(m.group(1), 16)]
+    if proc.wait() != 0:
+        sys.exit(f"count-arm-insns: the probe failed: {spec}")
+    return total
 
 
 def main():
-    funcs = functions(sys.stdin.read().splitlines())
-    print("| format | case | path | loop instructions | weights per iteration | instructions per 256 weights |")
-    print("|---|---|---|---:|---:|---:|")
-    for fmt, fn, case in KERNELS:
-        for path in PATHS:
-            name = f"{PREFIX}{path}::{fn}"
-            body = funcs.get(name)
-            if body is None:
-                sys.exit(f"count-arm-insns: symbol {name} not found")
-            best = main_loop(body)
-            if best is None:
-                sys.exit(f"count-arm-insns: no multiply-accumulate loop in {name}")
-            _, n, weights, _ = best
-            label = "neon-dotprod" if path == "dotprod" else "neon"
-            print(f"| {fmt} | {case} | {label} | {n} | {weights} | {n * 256 / weights:.1f} |")
+    binary, n, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    for item in sys.argv[4:]:
+        fmt, kernel = item.split(":")
+        cells = []
+        for m in map(int, os.environ.get("TERN_COUNT_M", "1 8 128").split()):
+            one, three = (executed(binary, f"{fmt} {kernel} {m} {n} {k} {reps}") for reps in (1, 3))
+            per_call = (three - one) / 2
+            cells.append(f"{per_call * 1000 / (m * n * k):.0f}")
+        print(f"| {fmt} | {kernel} | " + " | ".join(cells) + " |", flush=True)
 
 
 if __name__ == "__main__":

@@ -384,25 +384,29 @@ fn requantizer_is_bit_identical_to_the_definition() {
     }
 }
 
-/// The best ternary kernel the dispatcher picks for one token on this CPU, proven by the
-/// KERNEL_SELECTED event. Under qemu, `scripts/test-aarch64.sh` sets TERN_EXPECT_KERNEL
-/// from QEMU_CPU.
+/// The best ternary kernel the dispatcher picks on this CPU for one token and for a batch
+/// (GEMM kernels serve from their `min_tokens` on), proven by the KERNEL_SELECTED event.
+/// Under qemu, `scripts/test-aarch64.sh` sets TERN_EXPECT_KERNEL (m = 1) and
+/// TERN_EXPECT_BATCH_KERNEL (m = 8) from QEMU_CPU.
 #[test]
 fn the_dispatcher_picks_the_best_kernel_for_this_cpu() {
-    for format in TERNARY {
-        let expected = candidates(format).first().map_or(REFERENCE, |k| k.name());
-        let sink = std::sync::Arc::new(tern::RecordingSink::default());
-        let mut dispatcher = tern::Dispatcher::new(tern::DispatcherOptions::default()).unwrap();
-        dispatcher.set_sink(Some(sink.clone()));
-        let (n, k) = (8, 256);
-        let weight = tern::Tensor::encode(format, &vec![0.25; n * k], n, k).unwrap();
-        let act = tern::Tensor::encode(Format::F32, &vec![1.0; k], 1, k).unwrap();
-        let mut scope = tern::Scope::new(0).unwrap();
-        dispatcher.matmul(&act, &weight, Some(&mut scope), &mut [0.0; 8]).unwrap();
-        let ran = sink.events().last().expect("a kernel event").name();
-        assert_eq!(ran, expected, "{format:?}");
-        if let Some(want) = std::env::var("TERN_EXPECT_KERNEL").ok().filter(|w| !w.is_empty()) {
-            assert_eq!(ran, want, "{format:?}");
+    for (m, var) in [(1, "TERN_EXPECT_KERNEL"), (8, "TERN_EXPECT_BATCH_KERNEL")] {
+        for format in TERNARY {
+            let preferred = candidates(format).into_iter().find(|k| k.min_tokens() <= m);
+            let expected = preferred.map_or(REFERENCE, |k| k.name());
+            let sink = std::sync::Arc::new(tern::RecordingSink::default());
+            let mut dispatcher = tern::Dispatcher::new(tern::DispatcherOptions::default()).unwrap();
+            dispatcher.set_sink(Some(sink.clone()));
+            let (n, k) = (8, 256);
+            let weight = tern::Tensor::encode(format, &vec![0.25; n * k], n, k).unwrap();
+            let act = tern::Tensor::encode(Format::F32, &vec![1.0; m * k], m, k).unwrap();
+            let mut scope = tern::Scope::new(0).unwrap();
+            dispatcher.matmul(&act, &weight, Some(&mut scope), &mut vec![0.0; m * n]).unwrap();
+            let ran = sink.events().last().expect("a kernel event").name();
+            assert_eq!(ran, expected, "{format:?}, m = {m}");
+            if let Some(want) = std::env::var(var).ok().filter(|w| !w.is_empty()) {
+                assert_eq!(ran, want, "{format:?}, m = {m} ({var})");
+            }
         }
     }
 }
@@ -431,4 +435,26 @@ fn timing() {
             println!("TIMING {} {} {best:.3}", format.name(), kern.name());
         }
     }
+}
+
+/// Not a test: runs one kernel `reps` times for `scripts/count-arm-insns.sh`, which counts
+/// the instructions qemu executes (`TERN_PROBE="<format> <kernel> <m> <n> <k> <reps>"`);
+/// the difference between two rep counts is the per-call cost, setup excluded.
+#[test]
+#[ignore]
+fn insn_probe() {
+    let spec = std::env::var("TERN_PROBE").expect("TERN_PROBE=\"<format> <kernel> <m> <n> <k> <reps>\"");
+    let f: Vec<&str> = spec.split_whitespace().collect();
+    let format = TERNARY.into_iter().find(|x| x.name() == f[0]).expect("a ternary format name");
+    let [m, n, k, reps] = [2, 3, 4, 5].map(|i| f[i].parse::<usize>().expect("a number"));
+    let mut rng = Rng(1);
+    let (wbytes, abytes) = (weights(&mut rng, format, n, k), activations(&mut rng, m, k));
+    let w = MatRef::new(format, n, k, &wbytes).unwrap();
+    let a = MatRef::new(Format::I8Absmax, m, k, &abytes).unwrap();
+    let kern = kernel(f[1], format);
+    let mut out = vec![0f32; m * n];
+    for _ in 0..reps {
+        kern.run(&w, &a, &mut OutTile::new(&mut out, m, n).unwrap()).unwrap();
+    }
+    assert!(out.iter().all(|x| x.is_finite()));
 }

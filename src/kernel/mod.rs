@@ -14,7 +14,7 @@
 pub(crate) mod arch;
 pub(crate) mod prep;
 pub(crate) mod reference;
-#[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
 pub(crate) mod tile;
 
 use crate::error::{Error, Result};
@@ -203,8 +203,15 @@ pub(crate) enum Prep<'a> {
     /// As they are: the kernel reads the checked operand itself.
     Raw(MatRef<'a>),
     /// Placed in a SIMD kernel's unpack order, with lane sums (see [`tile::Prepared`]).
-    #[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
+    #[cfg(any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        all(target_arch = "wasm32", target_feature = "simd128")
+    ))]
     Tile(tile::Prepared),
+    /// Interleaved in token pairs for `smmla` (see [`arch::aarch64::i8mm`]).
+    #[cfg(target_arch = "aarch64")]
+    Pairs(arch::aarch64::i8mm::Pairs),
 }
 
 impl<'a> Prep<'a> {
@@ -212,6 +219,18 @@ impl<'a> Prep<'a> {
     pub(crate) fn raw(&self) -> &MatRef<'a> {
         match self {
             Prep::Raw(a) => a,
+            #[allow(unreachable_patterns)]
+            _ => unreachable!("Kernel::run_prepared checks that a kernel gets its own preparation"),
+        }
+    }
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
+impl Prep<'_> {
+    /// The activations of a kernel that prepares through the tile skeleton.
+    pub(crate) fn tile(&self) -> &tile::Prepared {
+        match self {
+            Prep::Tile(p) => p,
             #[allow(unreachable_patterns)]
             _ => unreachable!("Kernel::run_prepared checks that a kernel gets its own preparation"),
         }

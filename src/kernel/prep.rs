@@ -6,12 +6,13 @@
 //! `sum a*t = sum a*code - sum a`).
 
 /// Sums of a block's prepared codes `region` per int32 lane of a register of
-/// `4 * sums.len()` bytes, into `sums`: a dot-product instruction adds bytes `4i..4i + 4` of
-/// every vector to lane `i`, so lane `i` must subtract exactly those activations for the
-/// biased-code correction. Keeping the correction per lane, not all in one lane, keeps each
-/// lane's partial sum the trit dot product of its own elements: small, and exactly zero
-/// when its products are. Registers up to 64 bytes wide (AVX-512).
-pub fn lane_sums(region: &[i8], sums: &mut [i32]) {
+/// `4 * sums.len()` bytes, into `sums`: the kernel adds the products of byte `b` of every
+/// vector to lane `lane(b)` (a dot-product instruction: bytes `4i..4i + 4` to lane `i`), so
+/// lane `i` must subtract exactly those activations for the biased-code correction. Keeping
+/// the correction per lane, not all in one lane, keeps each lane's partial sum the trit dot
+/// product of its own elements: small, and exactly zero when its products are. Registers up
+/// to 64 bytes wide (AVX-512).
+pub fn lane_sums(region: &[i8], sums: &mut [i32], lane: fn(usize) -> usize) {
     // Column sums first, lanes last: the element-wise adds vectorize, a quad at a time not.
     let mut columns = [0i32; 64];
     let columns = &mut columns[..4 * sums.len()];
@@ -20,8 +21,9 @@ pub fn lane_sums(region: &[i8], sums: &mut [i32]) {
             *sum += c as i32;
         }
     }
-    for (sum, quad) in sums.iter_mut().zip(columns.chunks_exact(4)) {
-        *sum = quad.iter().sum();
+    sums.fill(0);
+    for (b, column) in columns.iter().enumerate() {
+        sums[lane(b)] += column;
     }
 }
 
@@ -100,9 +102,13 @@ mod tests {
         // Two 8-byte vectors, two lanes: lane 0 = bytes 0..4 of each, lane 1 = bytes 4..8.
         let codes: Vec<i8> = (0..16).map(|i| i - 3).collect();
         let mut sums = [7; 2];
-        lane_sums(&codes, &mut sums);
+        lane_sums(&codes, &mut sums, |b| b / 4);
         // Lane 0: (-3 - 2 - 1 + 0) + (5 + 6 + 7 + 8); lane 1: (1 + 2 + 3 + 4) + (9 + 10 + 11 + 12).
         assert_eq!(sums, [20, 52]);
+        // Even and odd byte pairs: lane 0 = bytes 0, 1, 4, 5 of each vector, lane 1 = 2, 3, 6, 7:
+        // (-3 - 2 + 1 + 2) + (5 + 6 + 9 + 10) and (-1 + 0 + 3 + 4) + (7 + 8 + 11 + 12).
+        lane_sums(&codes, &mut sums, |b| (b / 2) % 2);
+        assert_eq!(sums, [28, 44]);
     }
 
     /// Element by element: what each placement must write.

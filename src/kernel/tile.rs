@@ -46,7 +46,8 @@ pub(crate) trait Simd {
     /// The 2-bit codes at bit shift `2 * plane` of every byte of `x`.
     unsafe fn plane2(x: Self::V, plane: usize, mask3: Self::V) -> Self::V;
     unsafe fn and(a: Self::V, b: Self::V) -> Self::V;
-    /// Shifts every 16-bit lane right by 4 bits.
+    /// Shifts right by 4 bits, in lanes of 8 or 16 bits: only the low 4 bits of each
+    /// result byte are used (see [`dot_2bit_x4`]), and they are the same either way.
     unsafe fn srl4(x: Self::V) -> Self::V;
     /// Starts the partial dot products of one weight load on top of `acc`.
     unsafe fn p_start(acc: Self::V) -> Self::P;
@@ -55,7 +56,8 @@ pub(crate) trait Simd {
     /// Folds the partial sums back into the int32 accumulator `acc` given to `p_start`.
     unsafe fn p_end(p: Self::P, acc: Self::V) -> Self::V;
     /// Adds the dot products of the 52 code bytes of one TQ1_0 block per row `w[r]` with
-    /// the activations prepared by [`tq1_slot`] at `a[t]` (320 bytes) to `acc[r][t]`.
+    /// the activations prepared by [`Simd::tq1_slot`] at `a[t]` (`TQ1_ACT_BLOCK` bytes) to
+    /// `acc[r][t]`.
     unsafe fn tq1_block<const R: usize, const T: usize>(
         w: [*const u8; R],
         a: [*const i8; T],
@@ -71,6 +73,21 @@ pub(crate) trait Simd {
     /// Asks for the cache line at `p` in L2 ahead of its use (see [`prefetch_ahead`]). Never
     /// faults, so `p` may point anywhere.
     unsafe fn prefetch_l2(p: *const u8);
+
+    /// The int32 lane of `p_end`'s result that byte `byte` (< `W`) of `p_dot`'s operands
+    /// adds to, for the per-lane seeds ([`prep::lane_sums`]). Dot-product instructions add
+    /// bytes `4i..4i + 4` to lane `i`.
+    fn lane(byte: usize) -> usize {
+        byte / 4
+    }
+    /// Prepared activation bytes per TQ1_0 block (see [`Simd::tq1_slot`]).
+    const TQ1_ACT_BLOCK: usize = TQ1_CODE_BYTES.div_ceil(Self::W) * Self::W * 5;
+    /// Slot of TQ1_0 element `e` of a block in the activations [`Simd::tq1_block`] reads:
+    /// by default the 52 code bytes are loaded `W` at a time and each load split into its
+    /// five base-3 digits ([`tq1_slot`]).
+    fn tq1_slot(e: usize) -> usize {
+        tq1_slot(e, Self::W)
+    }
 }
 
 /// Activations of every token, permuted into a kernel's unpack order (`stride` bytes per
@@ -86,39 +103,48 @@ pub(crate) struct Prepared {
     scales: Vec<f32>,
 }
 
-impl crate::kernel::Prep<'_> {
-    /// The activations of a kernel that prepares through this skeleton.
-    pub(crate) fn tile(&self) -> &Prepared {
-        match self {
-            crate::kernel::Prep::Tile(p) => p,
-            crate::kernel::Prep::Raw(_) => {
-                unreachable!("Kernel::run_prepared checks that a kernel gets its own preparation")
-            }
-        }
-    }
-}
-
 impl Prepared {
     /// Places every token's codes in the unpack order of `layout` (read `vector` bytes at a
-    /// time) and sums them per block and lane.
-    fn new(a: &MatRef, vector: usize, layout: &Layout) -> Prepared {
+    /// time) and, given the ISA's [`Simd::lane`], sums them per block and lane (kernels that
+    /// unpack weights to signed trits need no sums).
+    fn new(a: &MatRef, vector: usize, lane: Option<fn(usize) -> usize>, layout: &Layout) -> Prepared {
         let act = ActI8::parse(a);
         let Layout { block, stride, period, period_slots, ref placement } = *layout;
         let blocks = act.k / block;
         let mut codes = vec![0i8; act.m * stride];
         let lanes = vector / 4;
-        let mut seeds = vec![0i32; act.m * blocks * lanes];
-        let token_seeds = seeds.chunks_exact_mut(blocks * lanes);
-        for ((t, out), token_seeds) in codes.chunks_exact_mut(stride).enumerate().zip(token_seeds) {
+        let mut seeds = vec![0i32; if lane.is_some() { act.m * blocks * lanes } else { 0 }];
+        for (t, out) in codes.chunks_exact_mut(stride).enumerate() {
             for (p, src) in act.row(t).chunks(period).enumerate() {
                 placement.scatter(src, &mut out[p * period_slots..]);
             }
-            for (region, sums) in out.chunks_exact(stride / blocks).zip(token_seeds.chunks_exact_mut(lanes)) {
-                prep::lane_sums(region, sums);
+            if let Some(lane) = lane {
+                let token_seeds = &mut seeds[t * blocks * lanes..(t + 1) * blocks * lanes];
+                for (region, sums) in out.chunks_exact(stride / blocks).zip(token_seeds.chunks_exact_mut(lanes)) {
+                    prep::lane_sums(region, sums, lane);
+                }
             }
         }
         seeds.iter_mut().for_each(|s| *s = -*s);
         Prepared { codes, stride, seeds, blocks, lanes, scales: act.scales }
+    }
+
+    /// Token `t`'s codes in the unpack order (`stride` bytes, zero in padding slots).
+    #[cfg(target_arch = "aarch64")]
+    pub(crate) fn token(&self, t: usize) -> &[i8] {
+        &self.codes[t * self.stride..(t + 1) * self.stride]
+    }
+
+    /// Bytes per token in [`Prepared::token`].
+    #[cfg(target_arch = "aarch64")]
+    pub(crate) fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// The activation rows' scales, one per token.
+    #[cfg(target_arch = "aarch64")]
+    pub(crate) fn scales(&self) -> &[f32] {
+        &self.scales
     }
 
     /// The accumulator seed of `block` for `token`.
@@ -324,16 +350,16 @@ pub(crate) trait Tq {
     const BLOCK_BYTES: usize;
     /// Offset of the f16 scale in a block.
     const SCALE_AT: usize;
-    /// Prepared activation bytes per block for `W`-byte vectors.
-    fn act_block(w: usize) -> usize;
-    /// Slot of element `e` (< 256) of a block in its prepared activations.
-    fn slot(e: usize, w: usize) -> usize;
+    /// Prepared activation bytes per block for `S`.
+    fn act_block<S: Simd>() -> usize;
+    /// Slot of element `e` (< 256) of a block in its prepared activations for `S`.
+    fn slot<S: Simd>(e: usize) -> usize;
     /// Adds the dot products of one block per row `w[r]` with the prepared activations at
     /// `a[t]` to `acc[r][t]`.
     ///
     /// # Safety
     /// The CPU must have `S`'s features; every `w[r]` points at a whole block and every
-    /// `a[t]` at `act_block(S::W)` prepared bytes.
+    /// `a[t]` at `act_block::<S>()` prepared bytes.
     unsafe fn block<S: Simd, const R: usize, const T: usize>(
         w: [*const u8; R],
         a: [*const i8; T],
@@ -347,13 +373,13 @@ impl Tq for Tq2 {
     const BLOCK_BYTES: usize = tq2_0::BLOCK_BYTES;
     const SCALE_AT: usize = tq2_0::QS_BYTES;
 
-    fn act_block(_w: usize) -> usize {
+    fn act_block<S: Simd>() -> usize {
         256
     }
 
-    fn slot(e: usize, w: usize) -> usize {
+    fn slot<S: Simd>(e: usize) -> usize {
         let (byte, plane) = prep::tq2_0_position(e);
-        prep::unpack_slot(byte, plane, w, 4)
+        prep::unpack_slot(byte, plane, S::W, 4)
     }
 
     #[inline(always)]
@@ -397,12 +423,12 @@ impl Tq for Tq1 {
     const BLOCK_BYTES: usize = tq1_0::BLOCK_BYTES;
     const SCALE_AT: usize = TQ1_CODE_BYTES;
 
-    fn act_block(w: usize) -> usize {
-        TQ1_CODE_BYTES.div_ceil(w) * w * 5
+    fn act_block<S: Simd>() -> usize {
+        S::TQ1_ACT_BLOCK
     }
 
-    fn slot(e: usize, w: usize) -> usize {
-        tq1_slot(e, w)
+    fn slot<S: Simd>(e: usize) -> usize {
+        S::tq1_slot(e)
     }
 
     #[inline(always)]
@@ -425,12 +451,12 @@ struct Layout {
     placement: prep::Placement,
 }
 
-/// The prepared-activation layout of TQ format `L` for `W`-byte vectors and rows of `k`.
-fn tq_layout<L: Tq>(w: usize, k: usize) -> Layout {
-    let act_block = L::act_block(w);
+/// The prepared-activation layout of TQ format `L` for `S` and rows of `k`.
+fn tq_layout<S: Simd, L: Tq>(k: usize) -> Layout {
+    let act_block = L::act_block::<S>();
     // The runs of one block's layout: computing them per call costs well under a
     // microsecond, and evaluating the layout per element several (a tenth of a small GEMV).
-    let placement = prep::Placement::runs(256, |e| L::slot(e, w));
+    let placement = prep::Placement::runs(256, |e| L::slot::<S>(e));
     Layout { block: 256, stride: k / 256 * act_block, period: 256, period_slots: act_block, placement }
 }
 
@@ -442,12 +468,24 @@ fn bitnet_layout(w: usize, k: usize) -> Layout {
 
 /// Prepares I8_ABSMAX activations for TQ format `L` on `S`.
 pub(crate) fn prepare_tq<S: Simd, L: Tq>(a: &MatRef) -> Prepared {
-    Prepared::new(a, S::W, &tq_layout::<L>(S::W, a.cols))
+    Prepared::new(a, S::W, Some(S::lane), &tq_layout::<S, L>(a.cols))
 }
 
 /// Prepares I8_ABSMAX activations for BITNET_B1_58 on `S`.
 pub(crate) fn prepare_bitnet<S: Simd>(a: &MatRef) -> Prepared {
-    Prepared::new(a, S::W, &bitnet_layout(S::W, a.cols))
+    Prepared::new(a, S::W, Some(S::lane), &bitnet_layout(S::W, a.cols))
+}
+
+/// [`prepare_tq`] without the lane sums, for kernels that unpack weights to signed trits.
+#[cfg(target_arch = "aarch64")]
+pub(crate) fn place_tq<S: Simd, L: Tq>(a: &MatRef) -> Prepared {
+    Prepared::new(a, S::W, None, &tq_layout::<S, L>(a.cols))
+}
+
+/// [`prepare_bitnet`] without the lane sums.
+#[cfg(target_arch = "aarch64")]
+pub(crate) fn place_bitnet<S: Simd>(a: &MatRef) -> Prepared {
+    Prepared::new(a, S::W, None, &bitnet_layout(S::W, a.cols))
 }
 
 struct TqCtx<'a, S: Simd, L: Tq> {
@@ -523,7 +561,7 @@ pub(crate) unsafe fn tq<S: Simd, L: Tq, const R1: usize, const RB: usize, const 
     out: &mut OutTile,
 ) {
     let blocks = w.cols / 256;
-    let c = TqCtx::<S, L> { w: w.bytes, blocks, act_block: L::act_block(S::W), act, _isa: std::marker::PhantomData };
+    let c = TqCtx::<S, L> { w: w.bytes, blocks, act_block: L::act_block::<S>(), act, _isa: std::marker::PhantomData };
     // SAFETY: the caller vouches for the features; tiles stay in `out`'s block.
     unsafe { run::<_, R1, RB, TB>(&c, out) }
 }
@@ -607,3 +645,126 @@ pub(crate) unsafe fn bitnet<S: Simd, const R1: usize, const RB: usize, const TB:
     // SAFETY: the caller vouches for the features; tiles stay in `out`'s block.
     unsafe { run::<_, R1, RB, TB>(&c, out) }
 }
+
+/// The registry entries of one ISA for TQ1_0, TQ2_0 and BITNET_B1_58: entry points that
+/// check the CPU once per call, then run the skeleton inside `#[target_feature]` functions
+/// so that it compiles to the ISA's instructions. `R1` rows per single-token tile, `RB x TB`
+/// per batch tile (`BRB x BTB` for BITNET_B1_58 if given: its split planes need twice the
+/// accumulators). The calling module supplies `FEATURES` (for humans) and `available()`.
+macro_rules! isa_kernels {
+    ($isa:ty, $name:literal, $features:literal, $r1:literal, $rb:literal, $tb:literal) => {
+        crate::kernel::tile::isa_kernels!($isa, $name, $features, $r1, $rb, $tb, bitnet: $rb, $tb);
+    };
+    ($isa:ty, $name:literal, $features:literal, $r1:literal, $rb:literal, $tb:literal,
+     bitnet: $brb:literal, $btb:literal) => {
+        // wasm32 calls `#[target_feature]` functions without `unsafe` (the build decides
+        // the features); elsewhere the blocks are needed.
+        #[allow(unused_unsafe)]
+        pub(super) fn kernels() -> [crate::kernel::Kernel; 3] {
+            use crate::format::Format;
+            use crate::kernel::tile::{self, Prepared, Tq1, Tq2};
+            use crate::kernel::{Kernel, MatRef, OutTile, Prep};
+
+            #[target_feature(enable = $features)]
+            fn prepare_tq1(a: &MatRef) -> Prepared {
+                tile::prepare_tq::<$isa, Tq1>(a)
+            }
+            #[target_feature(enable = $features)]
+            fn prepare_tq2(a: &MatRef) -> Prepared {
+                tile::prepare_tq::<$isa, Tq2>(a)
+            }
+            #[target_feature(enable = $features)]
+            fn prepare_bitnet(a: &MatRef) -> Prepared {
+                tile::prepare_bitnet::<$isa>(a)
+            }
+            #[target_feature(enable = $features)]
+            fn run_tq1(w: &MatRef, a: &Prepared, out: &mut OutTile) {
+                // SAFETY: features enabled here; `Kernel::run_prepared` checked the shapes
+                // and that `a` is this entry's own preparation.
+                unsafe { tile::tq::<$isa, Tq1, $r1, $rb, $tb>(w, a, out) }
+            }
+            #[target_feature(enable = $features)]
+            fn run_tq2(w: &MatRef, a: &Prepared, out: &mut OutTile) {
+                // SAFETY: as in `run_tq1`.
+                unsafe { tile::tq::<$isa, Tq2, $r1, $rb, $tb>(w, a, out) }
+            }
+            #[target_feature(enable = $features)]
+            fn run_bitnet(w: &MatRef, a: &Prepared, out: &mut OutTile) {
+                // SAFETY: as in `run_tq1`.
+                unsafe { tile::bitnet::<$isa, $r1, $brb, $btb>(w, a, out) }
+            }
+
+            fn cpu() {
+                assert!(available(), "{:?} needs {FEATURES}", $name);
+            }
+
+            fn entry(
+                weight: Format,
+                tokens: usize,
+                prepare: crate::kernel::PrepareFn,
+                run: crate::kernel::KernelFn,
+            ) -> crate::kernel::Kernel {
+                // Row blocks of whole panels keep each thread's panel walk intact; token
+                // blocks of whole batch tiles keep the batch tiles full.
+                let geometry = crate::kernel::Geometry { rows: tile::PANEL, tokens };
+                Kernel {
+                    name: $name,
+                    weight,
+                    act: Format::I8Absmax,
+                    requires: FEATURES,
+                    available,
+                    min_tokens: 1,
+                    geometry,
+                    prepare,
+                    run,
+                }
+            }
+
+            [
+                entry(
+                    Format::Tq1_0,
+                    $tb,
+                    |a| {
+                        cpu();
+                        // SAFETY: the CPU has the features (checked above).
+                        Prep::Tile(unsafe { prepare_tq1(a) })
+                    },
+                    |w, a, out| {
+                        cpu();
+                        // SAFETY: as above.
+                        unsafe { run_tq1(w, a.tile(), out) }
+                    },
+                ),
+                entry(
+                    Format::Tq2_0,
+                    $tb,
+                    |a| {
+                        cpu();
+                        // SAFETY: the CPU has the features (checked above).
+                        Prep::Tile(unsafe { prepare_tq2(a) })
+                    },
+                    |w, a, out| {
+                        cpu();
+                        // SAFETY: as above.
+                        unsafe { run_tq2(w, a.tile(), out) }
+                    },
+                ),
+                entry(
+                    Format::BitnetB158,
+                    $btb,
+                    |a| {
+                        cpu();
+                        // SAFETY: the CPU has the features (checked above).
+                        Prep::Tile(unsafe { prepare_bitnet(a) })
+                    },
+                    |w, a, out| {
+                        cpu();
+                        // SAFETY: as above.
+                        unsafe { run_bitnet(w, a.tile(), out) }
+                    },
+                ),
+            ]
+        }
+    };
+}
+pub(crate) use isa_kernels;

@@ -1,40 +1,49 @@
-//! `bitnet_gemv/neon`: widening `smlal`/`smlal2` of codes by activations into i16 lanes,
-//! pairwise-widened into i32 lanes (`sadalp`) once per 256 elements.
+//! `bitnet_gemv/neon`, for CPUs without dotprod (Cortex-A53): `smlal`/`smlal2` of codes by
+//! activations into int16 lanes, pairwise-widened into the int32 accumulator (`sadalp`)
+//! once per weight load.
 
-use super::gemv::Mac;
+use super::simd::{Mac, Neon};
 use core::arch::aarch64::*;
 
-pub(super) struct Neon;
-
-/// i16 lanes for the products, beside i32 lanes for the bias.
-impl Mac for Neon {
-    type Acc = (int16x8_t, int32x4_t);
-
-    #[inline(always)]
-    unsafe fn zero() -> Self::Acc {
-        (vdupq_n_s16(0), vdupq_n_s32(0))
-    }
-
-    #[inline(always)]
-    unsafe fn start(bias: int32x4_t) -> Self::Acc {
-        (vdupq_n_s16(0), bias)
-    }
-
-    #[inline(always)]
-    unsafe fn mac((acc, bias): Self::Acc, codes: uint8x16_t, act: int8x16_t) -> Self::Acc {
-        let codes = vreinterpretq_s8_u8(codes);
-        let acc = vmlal_s8(acc, vget_low_s8(codes), vget_low_s8(act));
-        (vmlal_high_s8(acc, codes, act), bias)
-    }
-
-    #[inline(always)]
-    unsafe fn sum2(a: Self::Acc, b: Self::Acc) -> i32 {
-        vaddvq_s32(vpadalq_s16(vaddq_s32(a.1, b.1), vaddq_s16(a.0, b.0)))
-    }
-}
+pub(super) const FEATURES: &str = "neon";
 
 pub(super) fn available() -> bool {
     std::arch::is_aarch64_feature_detected!("neon")
 }
 
-super::gemv::path_kernels!(Neon, "neon", available);
+pub(super) struct Smlal;
+
+impl Mac for Smlal {
+    type P = int16x8_t;
+
+    #[inline(always)]
+    unsafe fn p_start(_acc: uint8x16_t) -> int16x8_t {
+        // SAFETY: register-only NEON (the trait's contract).
+        unsafe { vdupq_n_s16(0) }
+    }
+
+    /// Lane j gains the products of bytes j and j + 8. A partial sum takes at most 16 of
+    /// these with codes <= 2 (a TQ1_0 block), 4 with codes <= 3 (a 2-bit load) or 2 with
+    /// codes <= 12 (BitNet's split planes), so |lane| <= 16 * 2 * 2 * 127 < 2^15.
+    #[inline(always)]
+    unsafe fn p_dot(p: int16x8_t, u: uint8x16_t, s: uint8x16_t) -> int16x8_t {
+        // SAFETY: register-only NEON (the trait's contract).
+        unsafe {
+            let (u, s) = (vreinterpretq_s8_u8(u), vreinterpretq_s8_u8(s));
+            vmlal_high_s8(vmlal_s8(p, vget_low_s8(u), vget_low_s8(s)), u, s)
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn p_end(p: int16x8_t, acc: uint8x16_t) -> uint8x16_t {
+        // SAFETY: register-only NEON (the trait's contract).
+        unsafe { vreinterpretq_u8_s32(vpadalq_s16(vreinterpretq_s32_u8(acc), p)) }
+    }
+
+    /// int16 lane j holds bytes j and j + 8; `sadalp` adds lanes 2i and 2i + 1 to lane i.
+    fn lane(byte: usize) -> usize {
+        (byte % 8) / 2
+    }
+}
+
+crate::kernel::tile::isa_kernels!(Neon<Smlal>, c"bitnet_gemv/neon", "neon", 4, 2, 2);

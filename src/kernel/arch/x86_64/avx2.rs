@@ -210,4 +210,4 @@ unsafe fn mulhi_epu16(a: __m256i, b: __m256i) -> __m256i {
     out
 }
 
-super::isa_kernels!(Avx2, c"bitnet_gemv/avx2", "avx2,fma,f16c", 2, 2, 2);
+crate::kernel::tile::isa_kernels!(Avx2, c"bitnet_gemv/avx2", "avx2,fma,f16c", 2, 2, 2);

@@ -189,4 +189,4 @@ unsafe fn opaque(mut v: __m512i) -> __m512i {
     v
 }
 
-super::isa_kernels!(Avx512, c"bitnet_gemv/avx512vnni", "avx512f,avx512bw,avx512vnni,f16c,fma", 4, 2, 4);
+crate::kernel::tile::isa_kernels!(Avx512, c"bitnet_gemv/avx512vnni", "avx512f,avx512bw,avx512vnni,f16c,fma", 4, 2, 4);

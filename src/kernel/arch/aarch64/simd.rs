@@ -1,0 +1,263 @@
+//! NEON's vector operations for the tile skeleton ([`Simd`]): 16-byte vectors, the
+//! multiply-accumulate supplied by a [`Mac`] (`sdot`, or `smlal` for CPUs without dotprod).
+
+use crate::format::tq1_0;
+use crate::kernel::prep;
+use crate::kernel::tile::Simd;
+use core::arch::aarch64::*;
+use core::arch::asm;
+use std::marker::PhantomData;
+
+/// How a path multiplies 16 unsigned codes (at most 12) by 16 signed activation codes:
+/// [`Simd`]'s partial dot products (`p_start`, `p_dot`, `p_end`, `lane`).
+pub(super) trait Mac {
+    type P: Copy;
+    /// # Safety
+    /// The CPU must have the path's features (as for every method here).
+    unsafe fn p_start(acc: uint8x16_t) -> Self::P;
+    /// # Safety
+    /// As for [`Mac::p_start`].
+    unsafe fn p_dot(p: Self::P, u: uint8x16_t, s: uint8x16_t) -> Self::P;
+    /// # Safety
+    /// As for [`Mac::p_start`].
+    unsafe fn p_end(p: Self::P, acc: uint8x16_t) -> uint8x16_t;
+    fn lane(byte: usize) -> usize;
+}
+
+/// NEON with the multiply-accumulate `M`.
+pub(super) struct Neon<M>(PhantomData<M>);
+
+/// `3^n` for the TQ1_0 digits.
+const POW3: [u8; 5] = [1, 3, 9, 27, 81];
+
+/// Lane `4n + i` multiplies qh byte i by 3^n: digit n of qh[i] is element `240 + 4n + i`.
+const QH_POW3: [u8; 16] = [1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27];
+
+/// Digit n of a TQ1_0 byte b is `(q * 3) >> 8` with `q = (b * 3^n) mod 256`; computed as
+/// `((q + (q >> 1)) >> 1) >> 6` in 8-bit lanes: flooring `q / 2` before the halving add
+/// loses a half that can never carry `q + q/2` across a multiple of 128.
+///
+/// # Safety
+/// The CPU must have NEON.
+#[inline(always)]
+unsafe fn top_trit(q: uint8x16_t) -> uint8x16_t {
+    // SAFETY: register-only NEON, which the caller has.
+    unsafe { vshrq_n_u8::<6>(vhaddq_u8(q, vshrq_n_u8::<1>(q))) }
+}
+
+/// Digit `digit` (< 5) of every TQ1_0 `qs` byte of `x`.
+///
+/// # Safety
+/// The CPU must have NEON.
+#[inline(always)]
+pub(super) unsafe fn tq1_digit(x: uint8x16_t, digit: usize) -> uint8x16_t {
+    // SAFETY: register-only NEON, which the caller has.
+    unsafe { top_trit(if digit == 0 { x } else { vmulq_u8(x, vdupq_n_u8(POW3[digit])) }) }
+}
+
+/// The four digits of the 4 `qh` bytes of the TQ1_0 block at `block`: digit n of byte i in
+/// lane `4n + i` (elements `240 + 4n + i`).
+///
+/// # Safety
+/// The CPU must have NEON; `block` must have a whole TQ1_0 block's bytes.
+#[inline(always)]
+pub(super) unsafe fn tq1_qh(block: *const u8) -> uint8x16_t {
+    // SAFETY: the 4 `qh` bytes lie in the block; NEON, which the caller has.
+    unsafe {
+        let qh = std::ptr::read_unaligned(block.add(tq1_0::QS_BYTES) as *const u32);
+        top_trit(vmulq_u8(vreinterpretq_u8_u32(vdupq_n_u32(qh)), vld1q_u8(QH_POW3.as_ptr())))
+    }
+}
+
+impl<M: Mac> Simd for Neon<M> {
+    const W: usize = 16;
+    type V = uint8x16_t;
+    type F = float32x4_t;
+    type P = M::P;
+
+    #[inline(always)]
+    unsafe fn zero() -> uint8x16_t {
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { vdupq_n_u8(0) }
+    }
+
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> uint8x16_t {
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { vld1q_u8(p) }
+    }
+
+    #[inline(always)]
+    unsafe fn load_partial(p: *const u8, len: usize) -> uint8x16_t {
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe {
+            assert!(len < 16);
+            let mut buf = [0u8; 16];
+            std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), len);
+            vld1q_u8(buf.as_ptr())
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn splat8(x: u8) -> uint8x16_t {
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { vdupq_n_u8(x) }
+    }
+
+    #[inline(always)]
+    unsafe fn plane2(x: uint8x16_t, plane: usize, mask3: uint8x16_t) -> uint8x16_t {
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe {
+            match plane {
+                0 => vandq_u8(x, mask3),
+                1 => vandq_u8(vshrq_n_u8::<2>(x), mask3),
+                2 => vandq_u8(vshrq_n_u8::<4>(x), mask3),
+                // The top plane needs no mask.
+                _ => vshrq_n_u8::<6>(x),
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn and(a: uint8x16_t, b: uint8x16_t) -> uint8x16_t {
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { vandq_u8(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn srl4(x: uint8x16_t) -> uint8x16_t {
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { vshrq_n_u8::<4>(x) }
+    }
+
+    #[inline(always)]
+    unsafe fn p_start(acc: uint8x16_t) -> M::P {
+        // SAFETY: the trait's contract.
+        unsafe { M::p_start(acc) }
+    }
+
+    #[inline(always)]
+    unsafe fn p_dot(p: M::P, u: uint8x16_t, s: uint8x16_t) -> M::P {
+        // SAFETY: the trait's contract.
+        unsafe { M::p_dot(p, u, s) }
+    }
+
+    #[inline(always)]
+    unsafe fn p_end(p: M::P, acc: uint8x16_t) -> uint8x16_t {
+        // SAFETY: the trait's contract.
+        unsafe { M::p_end(p, acc) }
+    }
+
+    /// The 48 `qs` bytes in three loads of five digits each (activations as by default),
+    /// then the 4 `qh` bytes' four digits in one vector ([`QH_POW3`]).
+    #[inline(always)]
+    unsafe fn tq1_block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        acc: &mut [[uint8x16_t; T]; R],
+    ) {
+        // SAFETY: the trait's contract: 52 code bytes at every `w[r]` (the `qh` read is 4
+        // bytes), `TQ1_ACT_BLOCK` = 256 prepared bytes at every `a[t]`; NEON.
+        unsafe {
+            let mut p = [[M::p_start(vdupq_n_u8(0)); T]; R];
+            for r in 0..R {
+                for t in 0..T {
+                    p[r][t] = M::p_start(acc[r][t]);
+                }
+            }
+            let mut codes = [vdupq_n_u8(0); R];
+            for chunk in 0..3 {
+                let mut x = [vdupq_n_u8(0); R];
+                for r in 0..R {
+                    x[r] = vld1q_u8(w[r].add(16 * chunk));
+                }
+                for digit in 0..5 {
+                    for r in 0..R {
+                        codes[r] = tq1_digit(x[r], digit);
+                    }
+                    for t in 0..T {
+                        let av = vld1q_u8(a[t].add(80 * chunk + 16 * digit) as *const u8);
+                        for r in 0..R {
+                            p[r][t] = M::p_dot(p[r][t], codes[r], av);
+                        }
+                    }
+                }
+            }
+            for r in 0..R {
+                codes[r] = tq1_qh(w[r]);
+            }
+            for t in 0..T {
+                let av = vld1q_u8(a[t].add(240) as *const u8);
+                for r in 0..R {
+                    p[r][t] = M::p_dot(p[r][t], codes[r], av);
+                }
+            }
+            for r in 0..R {
+                for t in 0..T {
+                    acc[r][t] = M::p_end(p[r][t], acc[r][t]);
+                }
+            }
+        }
+    }
+
+    const TQ1_ACT_BLOCK: usize = 256;
+
+    fn tq1_slot(e: usize) -> usize {
+        match tq1_0::position(e) {
+            (byte, digit) if byte < tq1_0::QS_BYTES => prep::unpack_slot(byte, digit, 16, 5),
+            (byte, digit) => 240 + 4 * digit + (byte - tq1_0::QS_BYTES),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn fzero() -> float32x4_t {
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { vdupq_n_f32(0.0) }
+    }
+
+    #[inline(always)]
+    unsafe fn fmadd(acc: uint8x16_t, d: f32, f: float32x4_t) -> float32x4_t {
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { vfmaq_n_f32(f, vcvtq_f32_s32(vreinterpretq_s32_u8(acc)), d) }
+    }
+
+    #[inline(always)]
+    unsafe fn fsum(f: float32x4_t) -> f32 {
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { vaddvq_f32(f) }
+    }
+
+    #[inline(always)]
+    unsafe fn hsum(v: uint8x16_t) -> i32 {
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { vaddvq_s32(vreinterpretq_s32_u8(v)) }
+    }
+
+    /// `fcvt` from half is base ARMv8 FP: no FEAT_FP16 needed.
+    #[inline(always)]
+    unsafe fn f16(p: *const u8) -> f32 {
+        let out: f32;
+        // SAFETY: reads the 2 bytes at `p` the trait's contract promises; no stack, no flags.
+        unsafe {
+            asm!(
+                "ldr {h:h}, [{p}]",
+                "fcvt {o:s}, {h:h}",
+                p = in(reg) p,
+                h = out(vreg) _,
+                o = lateout(vreg) out,
+                options(pure, readonly, nostack, preserves_flags),
+            )
+        };
+        out
+    }
+
+    #[inline(always)]
+    unsafe fn prefetch_l2(p: *const u8) {
+        // SAFETY: a prefetch never faults, whatever the address, and writes nothing.
+        unsafe { asm!("prfm pldl2keep, [{p}]", p = in(reg) p, options(readonly, nostack, preserves_flags)) }
+    }
+
+    fn lane(byte: usize) -> usize {
+        M::lane(byte)
+    }
+}
