@@ -221,6 +221,12 @@ fn bitnet_gemv() {
         assert_eq!(tern_bitnet_gemv(ptr::null(), act, weight, 0, 3, o, 2), TERN_ERR_OUT_OF_BOUNDS);
         assert_eq!(tern_bitnet_gemv(ptr::null(), act, weight, 0, 2, o, 1), TERN_ERR_LENGTH_MISMATCH);
         assert_eq!(tern_bitnet_gemv(c"no_such_kernel".as_ptr(), act, weight, 0, 2, o, 2), TERN_ERR_UNKNOWN_KERNEL);
+        // An activation of another k (4, against the weight's 256): refused before the
+        // kernel lays it out in 256-element blocks (found by the matmul fuzz target).
+        let mut narrow = ptr::null_mut();
+        assert_eq!(tern_tensor_wrap(enc(TERN_FORMAT_I8_ABSMAX), bytes.as_ptr().cast(), 8, 1, 4, &mut narrow), TERN_OK);
+        assert_eq!(tern_bitnet_gemv(ptr::null(), narrow, weight, 0, 2, o, 2), TERN_ERR_SHAPE_MISMATCH);
+        tern_tensor_free(narrow);
         tern_tensor_free(act);
         tern_tensor_free(weight);
     }

@@ -373,6 +373,11 @@ impl Kernel {
         if weight.format != self.weight && !self.serves_any_pair() {
             return Err(Error::Unsupported { weight: weight.format, act: act.format });
         }
+        // Before `prepare`: a SIMD preparation lays the activation out in the weight
+        // format's blocks, and an activation of another k does not fit them.
+        if weight.cols != act.cols {
+            return Err(Error::ShapeMismatch("activation cols differ from weight cols"));
+        }
         self.run_prepared(weight, &self.prepare(act)?, out)
     }
 }
