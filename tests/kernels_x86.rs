@@ -8,7 +8,7 @@ use common::Rng;
 use tern::kernel::{registry, ActI8, Kernel, MatRef, OutRows};
 use tern::Format;
 
-const SIMD: [&str; 2] = ["bitnet_gemv/avx512vnni", "bitnet_gemv/avx2"];
+const SIMD: [&str; 3] = ["bitnet_gemv/avx512vnni", "bitnet_gemv/avx2", "bitnet_gemm/avx512vnni"];
 const TERNARY: [Format; 3] = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
 
 fn kernel(name: &str, weight: Format) -> &'static Kernel {
@@ -139,7 +139,12 @@ fn check(format: Format, wbytes: &[u8], n: usize, k: usize, m: usize, rows: std:
 fn every_simd_kernel_is_registered_before_the_reference() {
     for format in TERNARY {
         let names: Vec<&str> = registry().iter().filter(|k| k.weight == format).map(|k| k.name()).collect();
-        assert_eq!(names, ["bitnet_gemv/avx512vnni", "bitnet_gemv/avx2", "bitnet_gemv/reference"], "{}", format.name());
+        assert_eq!(
+            names,
+            ["bitnet_gemv/avx512vnni", "bitnet_gemv/avx2", "bitnet_gemm/avx512vnni", "bitnet_gemv/reference"],
+            "{}",
+            format.name()
+        );
     }
 }
 
@@ -151,6 +156,29 @@ fn parity_over_shapes_and_token_counts() {
             for n in [37, 67] {
                 let w = weights(&mut rng, format, n, k);
                 for m in [1, 3, 8, 128] {
+                    check(format, &w, n, k, m, 0..n, &mut rng);
+                }
+            }
+        }
+    }
+}
+
+/// The GEMM's token blocks and row panels: every token count around the block sizes, row
+/// counts that are not a multiple of a panel or a vector, the smallest k of each format and
+/// k that is not a multiple of a panel step.
+#[test]
+fn gemm_parity_over_token_blocks_and_panels() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0007);
+    let ms = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 127, 128, 129];
+    for format in TERNARY {
+        let ks: &[usize] = match format {
+            Format::BitnetB158 => &[4, 260, 1028],
+            _ => &[256, 768],
+        };
+        for &k in ks {
+            for n in [5, 67, 131] {
+                let w = weights(&mut rng, format, n, k);
+                for m in ms {
                     check(format, &w, n, k, m, 0..n, &mut rng);
                 }
             }

@@ -1,6 +1,7 @@
 //! AVX-512 VNNI: 64-byte vectors, `vpdpbusd` (u8 x i8, four products into each int32
 //! lane) and masked loads for tails.
 
+use super::gemm::{self, GemmSimd};
 use super::gemv::{self, Simd, Tq1, Tq2, TQ1_CODE_BYTES};
 use crate::kernel::{MatRef, OutRows};
 use std::arch::x86_64::*;
@@ -94,7 +95,7 @@ impl Simd for Avx512 {
         let zero = _mm512_setzero_si512();
         let mut q = [zero; R];
         for r in 0..R {
-            q[r] = Self::load_partial(w[r], TQ1_CODE_BYTES);
+            q[r] = <Self as Simd>::load_partial(w[r], TQ1_CODE_BYTES);
         }
         let mut lo = [[zero; T]; R];
         // The seed `-sum a` joins as `+256 sum a` in the subtracted sum.
@@ -148,6 +149,136 @@ impl Simd for Avx512 {
     }
 }
 
+impl GemmSimd for Avx512 {
+    const LANES: usize = 16;
+    type V = __m512i;
+    type F = __m512;
+
+    #[inline(always)]
+    unsafe fn zero() -> __m512i {
+        _mm512_setzero_si512()
+    }
+
+    #[inline(always)]
+    unsafe fn splat32(x: i32) -> __m512i {
+        _mm512_set1_epi32(x)
+    }
+
+    #[inline(always)]
+    unsafe fn splat8(x: u8) -> __m512i {
+        _mm512_set1_epi8(x as i8)
+    }
+
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> __m512i {
+        _mm512_loadu_si512(p as *const _)
+    }
+
+    #[inline(always)]
+    unsafe fn load_partial(p: *const u8, len: usize) -> __m512i {
+        debug_assert!(len <= 64);
+        // Masked-off bytes are neither read nor able to fault.
+        _mm512_maskz_loadu_epi8(u64::MAX >> (64 - len), p as *const i8)
+    }
+
+    #[inline(always)]
+    unsafe fn store(p: *mut u8, v: __m512i) {
+        _mm512_storeu_si512(p as *mut _, v)
+    }
+
+    /// Three stages: 32-bit and 64-bit interleaves make 4 x 4 blocks within 128-bit lanes,
+    /// two rounds of 128-bit shuffles move the blocks into place.
+    #[inline(always)]
+    unsafe fn transpose(v: &mut [__m512i]) {
+        assert_eq!(v.len(), 16);
+        let mut t = [_mm512_setzero_si512(); 16];
+        for i in 0..8 {
+            t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+        }
+        // u[4i + j], 128-bit lane l: column 4l + j of rows 4i..4i + 4.
+        let mut u = [_mm512_setzero_si512(); 16];
+        for i in 0..4 {
+            u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+            u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+            u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+            u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+        }
+        for j in 0..4 {
+            let (a, b, c, d) = (u[j], u[4 + j], u[8 + j], u[12 + j]);
+            let ab01 = _mm512_shuffle_i32x4::<0x44>(a, b);
+            let ab23 = _mm512_shuffle_i32x4::<0xEE>(a, b);
+            let cd01 = _mm512_shuffle_i32x4::<0x44>(c, d);
+            let cd23 = _mm512_shuffle_i32x4::<0xEE>(c, d);
+            v[j] = _mm512_shuffle_i32x4::<0x88>(ab01, cd01);
+            v[4 + j] = _mm512_shuffle_i32x4::<0xDD>(ab01, cd01);
+            v[8 + j] = _mm512_shuffle_i32x4::<0x88>(ab23, cd23);
+            v[12 + j] = _mm512_shuffle_i32x4::<0xDD>(ab23, cd23);
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn srli32<const N: u32>(x: __m512i) -> __m512i {
+        _mm512_srli_epi32::<N>(x)
+    }
+
+    #[inline(always)]
+    unsafe fn slli32<const N: u32>(x: __m512i) -> __m512i {
+        _mm512_slli_epi32::<N>(x)
+    }
+
+    #[inline(always)]
+    unsafe fn and(a: __m512i, b: __m512i) -> __m512i {
+        _mm512_and_si512(a, b)
+    }
+
+    #[inline(always)]
+    unsafe fn or(a: __m512i, b: __m512i) -> __m512i {
+        _mm512_or_si512(a, b)
+    }
+
+    #[inline(always)]
+    unsafe fn add8(a: __m512i, b: __m512i) -> __m512i {
+        _mm512_add_epi8(a, b)
+    }
+
+    #[inline(always)]
+    unsafe fn subs_u8(a: __m512i, b: __m512i) -> __m512i {
+        _mm512_subs_epu8(a, b)
+    }
+
+    #[inline(always)]
+    unsafe fn min_u8(a: __m512i, b: __m512i) -> __m512i {
+        _mm512_min_epu8(a, b)
+    }
+
+    /// One `vpdpbusd` with an embedded `{1to16}` broadcast of the four activation bytes.
+    #[inline(always)]
+    unsafe fn dot4(acc: __m512i, w: __m512i, a: *const u8) -> __m512i {
+        _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(std::ptr::read_unaligned(a as *const i32)))
+    }
+
+    #[inline(always)]
+    unsafe fn fzero() -> __m512 {
+        _mm512_setzero_ps()
+    }
+
+    #[inline(always)]
+    unsafe fn fload(p: *const f32) -> __m512 {
+        _mm512_loadu_ps(p)
+    }
+
+    #[inline(always)]
+    unsafe fn fmadd(acc: __m512i, s: __m512, f: __m512) -> __m512 {
+        _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), s, f)
+    }
+
+    #[inline(always)]
+    unsafe fn fstore(p: *mut f32, f: __m512) {
+        _mm512_storeu_ps(p, f)
+    }
+}
+
 /// Returns `v`, hidden from the optimizer: LLVM would otherwise fold `q + q + q` on bytes
 /// into a multiply by 3, which AVX-512 lacks for bytes and emulates with `vpmullw` and
 /// masks, several times the cost of two `vpaddb`. The empty asm emits no instruction.
@@ -177,3 +308,13 @@ macro_rules! entry {
 entry!(tq1_0, tq1_0_inner, gemv::tq::<Avx512, Tq1, 4, 2, 4>);
 entry!(tq2_0, tq2_0_inner, gemv::tq::<Avx512, Tq2, 4, 2, 4>);
 entry!(bitnet, bitnet_inner, gemv::bitnet::<Avx512, 4, 2, 4>);
+
+/// Register block of the GEMM: 4 weight vectors (64 rows) x 6 tokens, 24 accumulators.
+const GEMM_RV: usize = 4;
+const GEMM_T: usize = 6;
+
+entry!(gemm_tq1_0, gemm_tq1_0_inner, |w, a, out| gemm::gemm::<Avx512, gemm::Tq1, GEMM_RV, GEMM_T>(w, a, out, None));
+entry!(gemm_tq2_0, gemm_tq2_0_inner, |w, a, out| gemm::gemm::<Avx512, gemm::Tq2, GEMM_RV, GEMM_T>(w, a, out, None));
+entry!(gemm_bitnet, gemm_bitnet_inner, |w, a, out| gemm::gemm::<Avx512, gemm::Bitnet, GEMM_RV, GEMM_T>(
+    w, a, out, None
+));

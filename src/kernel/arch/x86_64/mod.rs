@@ -2,6 +2,7 @@
 
 mod avx2;
 mod avx512vnni;
+mod gemm;
 mod gemv;
 mod requant;
 
@@ -28,8 +29,14 @@ pub fn kernels() -> Vec<Kernel> {
     ];
     let avx2: [(Format, KernelFn); 3] =
         [(Format::Tq1_0, avx2::tq1_0), (Format::Tq2_0, avx2::tq2_0), (Format::BitnetB158, avx2::bitnet)];
+    let avx512_gemm: [(Format, KernelFn); 3] = [
+        (Format::Tq1_0, avx512vnni::gemm_tq1_0),
+        (Format::Tq2_0, avx512vnni::gemm_tq2_0),
+        (Format::BitnetB158, avx512vnni::gemm_bitnet),
+    ];
     family(c"bitnet_gemv/avx512vnni", avx512vnni::FEATURES, avx512vnni::available, avx512)
         .chain(family(c"bitnet_gemv/avx2", avx2::FEATURES, avx2::available, avx2))
+        .chain(family(c"bitnet_gemm/avx512vnni", avx512vnni::FEATURES, avx512vnni::available, avx512_gemm))
         .collect()
 }
 

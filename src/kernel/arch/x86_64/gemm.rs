@@ -1,0 +1,463 @@
+//! The batched path (`bitnet_gemm/<isa>`): a register-blocked int8 GEMM over weights
+//! unpacked once per row panel. An ISA supplies its vector operations through
+//! [`GemmSimd`]; the panel packing, the activation packing and the loops are shared.
+//!
+//! Layouts. A panel of `P = RV * LANES` weight rows is unpacked into biased codes
+//! `[k/4][P][4]` (u8 in {0, 1, 2}; a corrupt 3 stays 3 and counts as +2): one vector holds
+//! four consecutive codes of `LANES` rows, so one dot-product instruction with a broadcast
+//! 4-byte activation operand feeds `LANES` rows. The activations of a block of `T` tokens
+//! are interleaved into `[k/4][T][4]`, so the micro-kernel walks one pointer.
+//!
+//! Arithmetic. `sum a*t = sum a*code - sum a`: every accumulator starts from `-sum a` of
+//! its token (per 256-element block for TQ1_0/TQ2_0, per row otherwise), broadcast to every
+//! lane, so each int32 lane holds the exact trit dot product of one row. TQ blocks end with
+//! one convert + FMA by the rows' block scales; BITNET_B1_58 (one scale per tensor) keeps
+//! int32 along the whole row and scales once, exactly as the reference does.
+//!
+//! Every buffer is per thread and reused ([`SCRATCH`]): no allocation per call once a
+//! thread has seen its largest shape.
+
+// Tiles index several per-row and per-token arrays in lockstep.
+#![allow(clippy::needless_range_loop)]
+
+use crate::format::{bitnet, tq1_0, tq2_0, Format};
+use crate::kernel::{MatRef, OutRows};
+use std::cell::RefCell;
+
+/// Vector operations of one ISA for the GEMM. `V` holds `LANES` int32 lanes (or
+/// `4 * LANES` bytes), `F` as many f32 lanes.
+///
+/// Every method needs the CPU features of its ISA; pointer arguments must be valid for
+/// the bytes the method names.
+pub(super) trait GemmSimd {
+    /// int32 lanes per vector: the weight rows one vector holds.
+    const LANES: usize;
+    type V: Copy;
+    type F: Copy;
+
+    unsafe fn zero() -> Self::V;
+    unsafe fn splat32(x: i32) -> Self::V;
+    unsafe fn splat8(x: u8) -> Self::V;
+    /// Reads `4 * LANES` bytes.
+    unsafe fn load(p: *const u8) -> Self::V;
+    /// Reads `len <= 4 * LANES` bytes and zeroes the other lanes, reading nothing past `p + len`.
+    unsafe fn load_partial(p: *const u8, len: usize) -> Self::V;
+    /// Writes `4 * LANES` bytes.
+    unsafe fn store(p: *mut u8, v: Self::V);
+    /// Transposes `v` (`LANES` vectors) as a `LANES x LANES` matrix of int32.
+    unsafe fn transpose(v: &mut [Self::V]);
+    unsafe fn srli32<const N: u32>(x: Self::V) -> Self::V;
+    unsafe fn slli32<const N: u32>(x: Self::V) -> Self::V;
+    unsafe fn and(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn or(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn add8(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn subs_u8(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn min_u8(a: Self::V, b: Self::V) -> Self::V;
+    /// `acc` plus, per int32 lane, the dot product of the lane's four u8 of `w` with the
+    /// four i8 at `a` (the same for every lane).
+    unsafe fn dot4(acc: Self::V, w: Self::V, a: *const u8) -> Self::V;
+    unsafe fn fzero() -> Self::F;
+    /// Reads `LANES` floats.
+    unsafe fn fload(p: *const f32) -> Self::F;
+    /// `f + float(acc) * s`.
+    unsafe fn fmadd(acc: Self::V, s: Self::F, f: Self::F) -> Self::F;
+    /// Writes `LANES` floats.
+    unsafe fn fstore(p: *mut f32, f: Self::F);
+}
+
+/// Elements per TQ block, and per packing step of every format.
+const QK: usize = 256;
+/// Four-element groups ("quads") per block.
+const BLOCK_QUADS: usize = QK / 4;
+
+/// A ternary weight format as the panel packer sees it: its code bytes per 256 elements,
+/// and which quads each raw dword of those bytes expands to.
+pub(super) trait Layout {
+    const FORMAT: Format;
+    /// Bytes of one block (codes and scale); BitNet has no blocks and packs 64-byte steps.
+    const BLOCK_BYTES: usize;
+    /// Code bytes per block.
+    const CODE_BYTES: usize;
+    /// Expands the transposed raw dword `i` of a block (dword `i` of every row in the
+    /// group, one per lane) into quads, calling `emit(quad, codes)` for each.
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, emit: impl FnMut(usize, S::V));
+}
+
+pub(super) struct Tq2;
+
+impl Layout for Tq2 {
+    const FORMAT: Format = Format::Tq2_0;
+    const BLOCK_BYTES: usize = tq2_0::BLOCK_BYTES;
+    const CODE_BYTES: usize = tq2_0::QS_BYTES;
+
+    /// Byte `32 h + j` holds elements `128 h + 32 l + j` at shift `2 l`: the dword at
+    /// `32 h + 4 (i % 8)` gives quad `32 h + 8 l + i % 8` for each shift.
+    #[inline(always)]
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, mut emit: impl FnMut(usize, S::V)) {
+        let m = S::splat8(3);
+        let q = 32 * (i / 8) + i % 8;
+        emit(q, S::and(v, m));
+        emit(q + 8, S::and(S::srli32::<2>(v), m));
+        emit(q + 16, S::and(S::srli32::<4>(v), m));
+        emit(q + 24, S::and(S::srli32::<6>(v), m));
+    }
+}
+
+pub(super) struct Tq1;
+
+impl Layout for Tq1 {
+    const FORMAT: Format = Format::Tq1_0;
+    const BLOCK_BYTES: usize = tq1_0::BLOCK_BYTES;
+    const CODE_BYTES: usize = tq1_0::QS_BYTES + tq1_0::QH_BYTES;
+
+    /// Byte `b` of a region holds elements `first + b + n * bytes` as base-3 digit `n`
+    /// (see `tq1_0::position`); digit `n` is `((b * 3^n) mod 256) * 3 >> 8`, which is
+    /// `[q >= 86] + [q >= 171]` for `q = (b * 3^n) mod 256`.
+    #[inline(always)]
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, mut emit: impl FnMut(usize, S::V)) {
+        // (first quad, quads per digit) of the region holding dword i.
+        let (q0, step) = match i {
+            0..8 => (i, 8),
+            8..12 => (40 + i - 8, 4),
+            _ => (60, 1),
+        };
+        let (c85, c170, one) = (S::splat8(85), S::splat8(170), S::splat8(1));
+        let mut q = v;
+        for n in 0..5 {
+            let d = S::add8(S::min_u8(S::subs_u8(q, c85), one), S::min_u8(S::subs_u8(q, c170), one));
+            emit(q0 + n * step, d);
+            q = S::add8(q, S::add8(q, q));
+        }
+    }
+}
+
+pub(super) struct Bitnet;
+
+impl Layout for Bitnet {
+    const FORMAT: Format = Format::BitnetB158;
+    const BLOCK_BYTES: usize = QK / 4;
+    const CODE_BYTES: usize = QK / 4;
+
+    /// Byte `j` holds elements `4 j .. 4 j + 4` at shifts 0, 2, 4, 6: byte `c` of dword `i`
+    /// is quad `4 i + c`, spread to one code per byte by `x | x << 6`, then `| << 12`.
+    #[inline(always)]
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, mut emit: impl FnMut(usize, S::V)) {
+        let (ff, m3) = (S::splat32(0xFF), S::splat8(3));
+        let spread = |x: S::V| {
+            let y = S::or(x, S::slli32::<6>(x));
+            S::and(S::or(y, S::slli32::<12>(y)), m3)
+        };
+        emit(4 * i, spread(S::and(v, ff)));
+        emit(4 * i + 1, spread(S::and(S::srli32::<8>(v), ff)));
+        emit(4 * i + 2, spread(S::and(S::srli32::<16>(v), ff)));
+        emit(4 * i + 3, spread(S::srli32::<24>(v)));
+    }
+}
+
+/// Per-thread buffers, grown to the largest shape seen and reused.
+#[derive(Default)]
+struct Scratch {
+    /// Unpacked panel `[k/4][P][4]`.
+    panel: Vec<u8>,
+    /// Block scales of the panel `[blocks][P]` (TQ only).
+    scales: Vec<f32>,
+    /// Activations, each token block `[k/4][T][4]`, block of token `t0` at `t0 * k`.
+    act: Vec<u8>,
+    /// Accumulator seeds `-sum a` per (token, block).
+    seeds: Vec<i32>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Resizes `v` to `len` (growing only: the contents are rewritten by every call).
+fn sized<T: Copy + Default>(v: &mut Vec<T>, len: usize) -> &mut [T] {
+    if v.len() < len {
+        v.resize(len, T::default());
+    }
+    &mut v[..len]
+}
+
+/// Packs the activations of tokens `0..m` in blocks of `tb` (the last one shorter) and
+/// their seeds for blocks of `block` elements.
+fn pack_act(a: &MatRef, tb: usize, block: usize, act: &mut [u8], seeds: &mut [i32]) {
+    let (m, k) = (a.rows, a.cols);
+    let codes = &a.bytes[..m * k];
+    let blocks = k / block;
+    for t0 in (0..m).step_by(tb) {
+        let tn = tb.min(m - t0);
+        let dst = &mut act[t0 * k..(t0 + tn) * k];
+        for t in 0..tn {
+            let row = &codes[(t0 + t) * k..(t0 + t + 1) * k];
+            for (q, quad) in row.chunks_exact(4).enumerate() {
+                dst[(q * tn + t) * 4..][..4].copy_from_slice(quad);
+            }
+            for (b, seed) in seeds[(t0 + t) * blocks..][..blocks].iter_mut().enumerate() {
+                *seed = -row[b * block..(b + 1) * block].iter().map(|&c| c as i8 as i32).sum::<i32>();
+            }
+        }
+    }
+}
+
+/// The activation scale of token `t` (the f32 after the `m * k` codes).
+fn act_scale(a: &MatRef, t: usize) -> f32 {
+    let s = &a.bytes[a.rows * a.cols + 4 * t..][..4];
+    f32::from_le_bytes([s[0], s[1], s[2], s[3]])
+}
+
+/// Unpacks weight rows `rows` (at most `p` of them) into `panel` (`[k/4][p][4]`, rows past
+/// the range padded with code 0, which no output reads) and, for TQ, their block scales
+/// into `scales` (`[blocks][p]`).
+///
+/// # Safety
+/// The CPU must have `S`'s features.
+#[inline(always)]
+unsafe fn pack_panel<S: GemmSimd, L: Layout>(
+    w: &MatRef,
+    rows: std::ops::Range<usize>,
+    p: usize,
+    panel: &mut [u8],
+    scales: &mut [f32],
+) {
+    let k = w.cols;
+    let quads = k / 4;
+    let (row_bytes, blocks) = match L::FORMAT {
+        Format::BitnetB158 => (quads, quads.div_ceil(BLOCK_QUADS)),
+        _ => (k / QK * L::BLOCK_BYTES, k / QK),
+    };
+    assert!(rows.end <= w.rows && rows.len() <= p && p % S::LANES == 0, "panel rows out of range");
+    assert!(panel.len() >= quads * p * 4 && w.bytes.len() >= w.rows * row_bytes, "panel buffer too small");
+    let chunk = 4 * S::LANES;
+    let mut v = [S::zero(); 16];
+    let v = &mut v[..S::LANES];
+    for g in (0..p).step_by(S::LANES) {
+        for b in 0..blocks {
+            // Code bytes of this block (BitNet's last step may be short).
+            let code_bytes = L::CODE_BYTES.min(row_bytes - b * L::BLOCK_BYTES);
+            let block_quads = BLOCK_QUADS.min(quads - b * BLOCK_QUADS);
+            for c in (0..code_bytes).step_by(chunk) {
+                let len = chunk.min(code_bytes - c);
+                for (lane, x) in v.iter_mut().enumerate() {
+                    let r = rows.start + g + lane;
+                    *x = if r < rows.end {
+                        // SAFETY: `r < w.rows` and the block's code bytes lie in row `r`
+                        // (`c + len <= code_bytes <= row_bytes - b * BLOCK_BYTES`).
+                        S::load_partial(w.bytes.as_ptr().add(r * row_bytes + b * L::BLOCK_BYTES + c), len)
+                    } else {
+                        S::zero()
+                    };
+                }
+                S::transpose(v);
+                for (i, &x) in v.iter().enumerate().take(len.div_ceil(4)) {
+                    L::expand::<S>(c / 4 + i, x, |q, codes| {
+                        if q < block_quads {
+                            // SAFETY: `b * 64 + q < k / 4` quads, `g + LANES <= p` rows (asserted
+                            // panel size).
+                            S::store(panel.as_mut_ptr().add(((b * BLOCK_QUADS + q) * p + g) * 4), codes)
+                        }
+                    });
+                }
+            }
+        }
+    }
+    if L::FORMAT != Format::BitnetB158 {
+        let scales = &mut scales[..blocks * p];
+        scales.fill(0.0);
+        for (i, r) in rows.enumerate() {
+            let row = &w.bytes[r * row_bytes..(r + 1) * row_bytes];
+            for (b, block) in row.chunks_exact(L::BLOCK_BYTES).enumerate() {
+                let at = L::BLOCK_BYTES - 2;
+                scales[b * p + i] = half::f16::from_le_bytes([block[at], block[at + 1]]).to_f32();
+            }
+        }
+    }
+}
+
+/// Adds `quads` quads of the panel at `w` (`w_step` bytes per quad) times the token block at
+/// `a` (`4 T` bytes per quad) to `acc[v][t]`: the inner loop.
+///
+/// # Safety
+/// `w` must be valid for `quads * w_step` bytes with `w_step >= 4 * LANES * RV`, `a` for
+/// `quads * 4 * T` bytes; the CPU must have `S`'s features.
+#[inline(always)]
+unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
+    w: *const u8,
+    w_step: usize,
+    a: *const u8,
+    quads: usize,
+    acc: &mut [[S::V; T]; RV],
+) {
+    for q in 0..quads {
+        let wq = w.add(q * w_step);
+        let mut wv = [S::zero(); RV];
+        for v in 0..RV {
+            wv[v] = S::load(wq.add(v * 4 * S::LANES));
+        }
+        let aq = a.add(q * 4 * T);
+        for t in 0..T {
+            for v in 0..RV {
+                acc[v][t] = S::dot4(acc[v][t], wv[v], aq.add(4 * t));
+            }
+        }
+    }
+}
+
+/// One call's shared state for the tiles of a panel.
+struct Ctx<'a> {
+    a: &'a MatRef<'a>,
+    panel: &'a [u8],
+    scales: &'a [f32],
+    act: &'a [u8],
+    seeds: &'a [i32],
+    /// Seeds per token: TQ blocks, or 1.
+    blocks: usize,
+    /// Rows per panel.
+    p: usize,
+    /// Rows of this panel, and the row of lane 0 of its first vector.
+    rows: std::ops::Range<usize>,
+    /// `Some(d)`: one scale for the whole tensor, int32 along the row.
+    scale: Option<f32>,
+}
+
+impl Ctx<'_> {
+    /// Runs tokens `t0..t0 + T` against the `RV` vectors of the panel.
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features.
+    #[inline(always)]
+    unsafe fn tile<S: GemmSimd, const RV: usize, const T: usize>(&self, out: &mut OutRows, t0: usize) {
+        let k = self.a.cols;
+        let quads = k / 4;
+        let w_step = 4 * self.p;
+        // Bounds are checked here, once per tile; the inner loop uses raw pointers.
+        assert!(RV * S::LANES == self.p && self.panel.len() >= quads * w_step, "tile outside the panel");
+        let act = &self.act[t0 * k..(t0 + T) * k];
+        let seeds = &self.seeds[t0 * self.blocks..(t0 + T) * self.blocks];
+        let w = self.panel.as_ptr();
+        let mut lanes = [0f32; 16];
+        match self.scale {
+            Some(d) => {
+                let mut acc = [[S::zero(); T]; RV];
+                for v in 0..RV {
+                    for t in 0..T {
+                        acc[v][t] = S::splat32(seeds[t]);
+                    }
+                }
+                micro::<S, RV, T>(w, w_step, act.as_ptr(), quads, &mut acc);
+                let mut dots = [0i32; 16];
+                for v in 0..RV {
+                    for t in 0..T {
+                        S::store(dots.as_mut_ptr() as *mut u8, acc[v][t]);
+                        // The reference's order: one block, `a_scale * (d * dot)`.
+                        let a_scale = act_scale(self.a, t0 + t);
+                        for (l, dot) in dots[..S::LANES].iter().enumerate() {
+                            lanes[l] = a_scale * (d * *dot as f32);
+                        }
+                        self.write::<S>(out, v, t0 + t, &lanes);
+                    }
+                }
+            }
+            None => {
+                assert!(self.scales.len() >= self.blocks * self.p, "panel scales too short");
+                let mut f = [[S::fzero(); T]; RV];
+                for b in 0..self.blocks {
+                    let mut acc = [[S::zero(); T]; RV];
+                    for v in 0..RV {
+                        for t in 0..T {
+                            acc[v][t] = S::splat32(seeds[t * self.blocks + b]);
+                        }
+                    }
+                    let a = act.as_ptr().add(b * BLOCK_QUADS * 4 * T);
+                    micro::<S, RV, T>(w.add(b * BLOCK_QUADS * w_step), w_step, a, BLOCK_QUADS, &mut acc);
+                    for v in 0..RV {
+                        let s = S::fload(self.scales.as_ptr().add(b * self.p + v * S::LANES));
+                        for t in 0..T {
+                            f[v][t] = S::fmadd(acc[v][t], s, f[v][t]);
+                        }
+                    }
+                }
+                for v in 0..RV {
+                    for t in 0..T {
+                        S::fstore(lanes.as_mut_ptr(), f[v][t]);
+                        let a_scale = act_scale(self.a, t0 + t);
+                        for x in &mut lanes[..S::LANES] {
+                            *x *= a_scale;
+                        }
+                        self.write::<S>(out, v, t0 + t, &lanes);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes the lanes of panel vector `v` that are rows of this panel.
+    fn write<S: GemmSimd>(&self, out: &mut OutRows, v: usize, token: usize, lanes: &[f32; 16]) {
+        let first = self.rows.start + v * S::LANES;
+        for (l, &x) in lanes[..S::LANES].iter().enumerate() {
+            if first + l < self.rows.end {
+                out.set(token, first + l, x);
+            }
+        }
+    }
+}
+
+/// The GEMM of one weight format: panels of `RV * LANES` rows, token blocks of `T` (at most 8).
+/// `uniform` is the one scale of a TQ tensor whose block scales are all equal.
+///
+/// # Safety
+/// The CPU must have `S`'s features; operands checked as for any kernel.
+#[inline(always)]
+pub(super) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usize>(
+    w: &MatRef,
+    a: &MatRef,
+    out: &mut OutRows,
+    uniform: Option<f32>,
+) {
+    debug_assert_eq!(w.format, L::FORMAT);
+    let (m, k) = (a.rows, a.cols);
+    let p = RV * S::LANES;
+    const { assert!(T >= 1 && T <= 8) };
+    let scale = match L::FORMAT {
+        Format::BitnetB158 => Some(bitnet::scale(w.bytes)),
+        _ => uniform,
+    };
+    let blocks = if scale.is_some() { 1 } else { k / QK };
+    SCRATCH.with(|scratch| {
+        let mut fresh = Scratch::default();
+        // A kernel never calls itself, so the borrow is free unless a panic unwound through
+        // it; a fresh buffer is then the safe answer.
+        let mut guard = scratch.try_borrow_mut();
+        let s = match guard.as_deref_mut() {
+            Ok(s) => s,
+            Err(_) => &mut fresh,
+        };
+        let act = sized(&mut s.act, m * k);
+        let seeds = sized(&mut s.seeds, m * blocks);
+        pack_act(a, T, k / blocks, act, seeds);
+        let panel = sized(&mut s.panel, k * p);
+        let scales = sized(&mut s.scales, k / QK * p);
+        let rows = out.rows();
+        for r0 in rows.clone().step_by(p) {
+            let prows = r0..(r0 + p).min(rows.end);
+            pack_panel::<S, L>(w, prows.clone(), p, panel, scales);
+            let ctx = Ctx { a, panel, scales, act, seeds, blocks, p, rows: prows, scale };
+            let mut t0 = 0;
+            while t0 < m {
+                let tn = T.min(m - t0);
+                // Const token counts for the last, shorter block.
+                match tn {
+                    1 => ctx.tile::<S, RV, 1>(out, t0),
+                    2 => ctx.tile::<S, RV, 2>(out, t0),
+                    3 => ctx.tile::<S, RV, 3>(out, t0),
+                    4 => ctx.tile::<S, RV, 4>(out, t0),
+                    5 => ctx.tile::<S, RV, 5>(out, t0),
+                    6 => ctx.tile::<S, RV, 6>(out, t0),
+                    7 => ctx.tile::<S, RV, 7>(out, t0),
+                    _ => ctx.tile::<S, RV, 8>(out, t0),
+                }
+                t0 += tn;
+            }
+        }
+    });
+}
