@@ -2,6 +2,7 @@
 //! or one JSON document.
 
 use crate::common::*;
+use crate::peak::{self, Peak};
 use serde_json::json;
 use std::time::Duration;
 use tern::adapter::{i8_absmax_price, requantize_i8_absmax_into};
@@ -27,6 +28,10 @@ pub struct Args {
     /// Timed runs per kernel; default: as many as fit half a second (at least 5)
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     runs: Option<u32>,
+    /// Also measure this core's int8 dot-product peaks (vpdpbusd, vpmaddubsw) in this
+    /// process and print every kernel's rate as a share of its instruction's peak
+    #[arg(long)]
+    peak: bool,
     /// Print one JSON document instead of a table
     #[arg(long)]
     json: bool,
@@ -152,12 +157,13 @@ pub fn run(args: Args) -> Result<(), String> {
         }
     }
     let requant = time_requant(&act_f32, m, k, runs)?;
+    let peaks = if args.peak { peak::measure() } else { Vec::new() };
     progress.finish();
 
     if args.json {
-        print_json(&args, &rows, requant, threads);
+        print_json(&args, &rows, requant, threads, &peaks);
     } else {
-        print_table(&args, &rows, requant, threads);
+        print_table(&args, &rows, requant, threads, &peaks);
     }
     match rows.iter().find(|r| r.max_rel_err > TOLERANCE) {
         Some(r) => Err(format!(
@@ -192,33 +198,56 @@ fn gb_per_s(r: &Row) -> f64 {
     r.weight_bytes as f64 / r.timing.median.as_secs_f64() / 1e9
 }
 
-fn print_table(args: &Args, rows: &[Row], requant: Timing, threads: usize) {
+/// Multiply-adds per second of the fastest run (`m * n * k` per call): on a shared machine
+/// the fastest run is the least disturbed, as for the peaks.
+fn macs_per_s(args: &Args, r: &Row) -> f64 {
+    (args.tokens as usize * args.shape.n * args.shape.k) as f64 / r.timing.min.as_secs_f64()
+}
+
+/// The fastest run's rate as a share of the peak of the kernel's instruction, per thread.
+fn share_of_peak(args: &Args, r: &Row, peaks: &[Peak], threads: usize) -> Option<f64> {
+    let p = peak::for_kernel(peaks, r.kernel)?;
+    Some(macs_per_s(args, r) / (p.macs_per_s * threads as f64))
+}
+
+fn print_table(args: &Args, rows: &[Row], requant: Timing, threads: usize, peaks: &[Peak]) {
     let Shape { n, k } = args.shape;
     outln!("tern bench: weight {n}x{k} (n x k), {} token(s), {threads} thread(s)", args.tokens);
+    for p in peaks {
+        outln!("  peak {:<16}{:>8.1} GMAC/s per thread (best of a dependency-free loop)", p.name, p.macs_per_s / 1e9);
+    }
     outln!(
-        "  {:<14}{:<26}{:>12}{:>12}{:>7}{:>10}{:>10}{:>13}",
+        "  {:<14}{:<26}{:>12}{:>12}{:>7}{:>10}{:>10}{:>9}{:>10}{:>13}",
         "format",
         "kernel",
         "median",
         "min",
         "runs",
         "GB/s",
+        "GMAC/s",
+        "of peak",
         "speedup",
         "max rel err"
     );
     for r in rows {
         let speedup = speedup(rows, r).map_or("-".to_owned(), |s| format!("{s:.2}x"));
+        let share = share_of_peak(args, r, peaks, threads).map_or("-".to_owned(), |s| format!("{:.0}%", 100.0 * s));
         outln!(
-            "  {:<14}{:<26}{:>12}{:>12}{:>7}{:>10.2}{:>10}{:>13.2e}",
+            "  {:<14}{:<26}{:>12}{:>12}{:>7}{:>10.2}{:>10.1}{:>9}{:>10}{:>13.2e}",
             r.format.name(),
             r.kernel,
             fmt_duration(r.timing.median),
             fmt_duration(r.timing.min),
             r.timing.runs,
             gb_per_s(r),
+            macs_per_s(args, r) / 1e9,
+            share,
             speedup,
             r.max_rel_err
         );
+    }
+    if !peaks.is_empty() {
+        outln!("  GMAC/s and share of peak from the fastest run of each (machine load only slows runs down)");
     }
     outln!(
         "  adapter requantize-i8-absmax {}x{k}: {} (median), price {} bytes",
@@ -228,7 +257,7 @@ fn print_table(args: &Args, rows: &[Row], requant: Timing, threads: usize) {
     );
 }
 
-fn print_json(args: &Args, rows: &[Row], requant: Timing, threads: usize) {
+fn print_json(args: &Args, rows: &[Row], requant: Timing, threads: usize, peaks: &[Peak]) {
     let Shape { n, k } = args.shape;
     let ns = |d: Duration| d.as_nanos() as u64;
     let results: Vec<_> = rows
@@ -243,6 +272,8 @@ fn print_json(args: &Args, rows: &[Row], requant: Timing, threads: usize) {
                 "min_ns": ns(r.timing.min),
                 "max_ns": ns(r.timing.max),
                 "gb_per_s": gb_per_s(r),
+                "gmac_per_s_best": macs_per_s(args, r) / 1e9,
+                "share_of_peak": share_of_peak(args, r, peaks, threads),
                 "speedup_vs_reference": speedup(rows, r),
                 "max_rel_err": r.max_rel_err,
                 "parity_ok": r.max_rel_err <= TOLERANCE,
@@ -262,6 +293,7 @@ fn print_json(args: &Args, rows: &[Row], requant: Timing, threads: usize) {
         "reference_kernel": REFERENCE,
         "tolerance": TOLERANCE,
         "results": results,
+        "peaks_gmac_per_s": peaks.iter().map(|p| (p.name.to_owned(), (p.macs_per_s / 1e9).into())).collect::<serde_json::Map<String, serde_json::Value>>(),
         "adapter": {
             "name": "requantize-i8-absmax",
             "bytes": i8_absmax_price(args.tokens as usize, k).unwrap_or(0),

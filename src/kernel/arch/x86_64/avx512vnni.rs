@@ -313,8 +313,6 @@ entry!(bitnet, bitnet_inner, gemv::bitnet::<Avx512, 4, 2, 4>);
 const GEMM_RV: usize = 4;
 const GEMM_T: usize = 6;
 
-entry!(gemm_tq1_0, gemm_tq1_0_inner, |w, a, out| gemm::gemm::<Avx512, gemm::Tq1, GEMM_RV, GEMM_T>(w, a, out, None));
-entry!(gemm_tq2_0, gemm_tq2_0_inner, |w, a, out| gemm::gemm::<Avx512, gemm::Tq2, GEMM_RV, GEMM_T>(w, a, out, None));
-entry!(gemm_bitnet, gemm_bitnet_inner, |w, a, out| gemm::gemm::<Avx512, gemm::Bitnet, GEMM_RV, GEMM_T>(
-    w, a, out, None
-));
+entry!(gemm_tq1_0, gemm_tq1_0_inner, gemm::gemm::<Avx512, gemm::Tq1, GEMM_RV, GEMM_T>);
+entry!(gemm_tq2_0, gemm_tq2_0_inner, gemm::gemm::<Avx512, gemm::Tq2, GEMM_RV, GEMM_T>);
+entry!(gemm_bitnet, gemm_bitnet_inner, gemm::gemm::<Avx512, gemm::Bitnet, GEMM_RV, GEMM_T>);

@@ -22,7 +22,7 @@
 
 use crate::format::{bitnet, tq1_0, tq2_0, Format};
 use crate::kernel::{MatRef, OutRows};
-use std::cell::RefCell;
+use std::cell::Cell;
 
 /// Vector operations of one ISA for the GEMM. `V` holds `LANES` int32 lanes (or
 /// `4 * LANES` bytes), `F` as many f32 lanes.
@@ -79,8 +79,10 @@ pub(super) trait Layout {
     /// Code bytes per block.
     const CODE_BYTES: usize;
     /// Expands the transposed raw dword `i` of a block (dword `i` of every row in the
-    /// group, one per lane) into quads, calling `emit(quad, codes)` for each.
-    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, emit: impl FnMut(usize, S::V));
+    /// group, one per lane) into the codes of the quads it holds: the first `n` entries of
+    /// the returned (quad, codes) array. (An array, not a callback: closures are compiled
+    /// without the caller's target features.)
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V) -> ([(usize, S::V); 5], usize);
 }
 
 pub(super) struct Tq2;
@@ -93,13 +95,17 @@ impl Layout for Tq2 {
     /// Byte `32 h + j` holds elements `128 h + 32 l + j` at shift `2 l`: the dword at
     /// `32 h + 4 (i % 8)` gives quad `32 h + 8 l + i % 8` for each shift.
     #[inline(always)]
-    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, mut emit: impl FnMut(usize, S::V)) {
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V) -> ([(usize, S::V); 5], usize) {
         let m = S::splat8(3);
         let q = 32 * (i / 8) + i % 8;
-        emit(q, S::and(v, m));
-        emit(q + 8, S::and(S::srli32::<2>(v), m));
-        emit(q + 16, S::and(S::srli32::<4>(v), m));
-        emit(q + 24, S::and(S::srli32::<6>(v), m));
+        let out = [
+            (q, S::and(v, m)),
+            (q + 8, S::and(S::srli32::<2>(v), m)),
+            (q + 16, S::and(S::srli32::<4>(v), m)),
+            (q + 24, S::and(S::srli32::<6>(v), m)),
+            (0, v),
+        ];
+        (out, 4)
     }
 }
 
@@ -114,7 +120,7 @@ impl Layout for Tq1 {
     /// (see `tq1_0::position`); digit `n` is `((b * 3^n) mod 256) * 3 >> 8`, which is
     /// `[q >= 86] + [q >= 171]` for `q = (b * 3^n) mod 256`.
     #[inline(always)]
-    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, mut emit: impl FnMut(usize, S::V)) {
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V) -> ([(usize, S::V); 5], usize) {
         // (first quad, quads per digit) of the region holding dword i.
         let (q0, step) = match i {
             0..8 => (i, 8),
@@ -122,12 +128,14 @@ impl Layout for Tq1 {
             _ => (60, 1),
         };
         let (c85, c170, one) = (S::splat8(85), S::splat8(170), S::splat8(1));
+        let mut out = [(0, v); 5];
         let mut q = v;
         for n in 0..5 {
             let d = S::add8(S::min_u8(S::subs_u8(q, c85), one), S::min_u8(S::subs_u8(q, c170), one));
-            emit(q0 + n * step, d);
+            out[n] = (q0 + n * step, d);
             q = S::add8(q, S::add8(q, q));
         }
+        (out, 5)
     }
 }
 
@@ -141,17 +149,27 @@ impl Layout for Bitnet {
     /// Byte `j` holds elements `4 j .. 4 j + 4` at shifts 0, 2, 4, 6: byte `c` of dword `i`
     /// is quad `4 i + c`, spread to one code per byte by `x | x << 6`, then `| << 12`.
     #[inline(always)]
-    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, mut emit: impl FnMut(usize, S::V)) {
-        let (ff, m3) = (S::splat32(0xFF), S::splat8(3));
-        let spread = |x: S::V| {
-            let y = S::or(x, S::slli32::<6>(x));
-            S::and(S::or(y, S::slli32::<12>(y)), m3)
-        };
-        emit(4 * i, spread(S::and(v, ff)));
-        emit(4 * i + 1, spread(S::and(S::srli32::<8>(v), ff)));
-        emit(4 * i + 2, spread(S::and(S::srli32::<16>(v), ff)));
-        emit(4 * i + 3, spread(S::srli32::<24>(v)));
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V) -> ([(usize, S::V); 5], usize) {
+        let ff = S::splat32(0xFF);
+        let out = [
+            (4 * i, spread::<S>(S::and(v, ff))),
+            (4 * i + 1, spread::<S>(S::and(S::srli32::<8>(v), ff))),
+            (4 * i + 2, spread::<S>(S::and(S::srli32::<16>(v), ff))),
+            (4 * i + 3, spread::<S>(S::srli32::<24>(v))),
+            (0, v),
+        ];
+        (out, 4)
     }
+}
+
+/// The four 2-bit codes of the low byte of each int32 lane, one per byte.
+///
+/// # Safety
+/// The CPU must have `S`'s features.
+#[inline(always)]
+unsafe fn spread<S: GemmSimd>(x: S::V) -> S::V {
+    let y = S::or(x, S::slli32::<6>(x));
+    S::and(S::or(y, S::slli32::<12>(y)), S::splat8(3))
 }
 
 /// Per-thread buffers, grown to the largest shape seen and reused.
@@ -168,7 +186,7 @@ struct Scratch {
 }
 
 thread_local! {
-    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+    static SCRATCH: Cell<Scratch> = Cell::new(Scratch::default());
 }
 
 /// Resizes `v` to `len` (growing only: the contents are rewritten by every call).
@@ -250,13 +268,14 @@ unsafe fn pack_panel<S: GemmSimd, L: Layout>(
                 }
                 S::transpose(v);
                 for (i, &x) in v.iter().enumerate().take(len.div_ceil(4)) {
-                    L::expand::<S>(c / 4 + i, x, |q, codes| {
+                    let (quads, n) = L::expand::<S>(c / 4 + i, x);
+                    for &(q, codes) in &quads[..n] {
                         if q < block_quads {
                             // SAFETY: `b * 64 + q < k / 4` quads, `g + LANES <= p` rows (asserted
                             // panel size).
                             S::store(panel.as_mut_ptr().add(((b * BLOCK_QUADS + q) * p + g) * 4), codes)
                         }
-                    });
+                    }
                 }
             }
         }
@@ -403,7 +422,6 @@ impl Ctx<'_> {
 }
 
 /// The GEMM of one weight format: panels of `RV * LANES` rows, token blocks of `T` (at most 8).
-/// `uniform` is the one scale of a TQ tensor whose block scales are all equal.
 ///
 /// # Safety
 /// The CPU must have `S`'s features; operands checked as for any kernel.
@@ -412,8 +430,8 @@ pub(super) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usiz
     w: &MatRef,
     a: &MatRef,
     out: &mut OutRows,
-    uniform: Option<f32>,
 ) {
+    let uniform = None;
     debug_assert_eq!(w.format, L::FORMAT);
     let (m, k) = (a.rows, a.cols);
     let p = RV * S::LANES;
@@ -423,41 +441,36 @@ pub(super) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usiz
         _ => uniform,
     };
     let blocks = if scale.is_some() { 1 } else { k / QK };
-    SCRATCH.with(|scratch| {
-        let mut fresh = Scratch::default();
-        // A kernel never calls itself, so the borrow is free unless a panic unwound through
-        // it; a fresh buffer is then the safe answer.
-        let mut guard = scratch.try_borrow_mut();
-        let s = match guard.as_deref_mut() {
-            Ok(s) => s,
-            Err(_) => &mut fresh,
-        };
-        let act = sized(&mut s.act, m * k);
-        let seeds = sized(&mut s.seeds, m * blocks);
-        pack_act(a, T, k / blocks, act, seeds);
-        let panel = sized(&mut s.panel, k * p);
-        let scales = sized(&mut s.scales, k / QK * p);
-        let rows = out.rows();
-        for r0 in rows.clone().step_by(p) {
-            let prows = r0..(r0 + p).min(rows.end);
-            pack_panel::<S, L>(w, prows.clone(), p, panel, scales);
-            let ctx = Ctx { a, panel, scales, act, seeds, blocks, p, rows: prows, scale };
-            let mut t0 = 0;
-            while t0 < m {
-                let tn = T.min(m - t0);
-                // Const token counts for the last, shorter block.
-                match tn {
-                    1 => ctx.tile::<S, RV, 1>(out, t0),
-                    2 => ctx.tile::<S, RV, 2>(out, t0),
-                    3 => ctx.tile::<S, RV, 3>(out, t0),
-                    4 => ctx.tile::<S, RV, 4>(out, t0),
-                    5 => ctx.tile::<S, RV, 5>(out, t0),
-                    6 => ctx.tile::<S, RV, 6>(out, t0),
-                    7 => ctx.tile::<S, RV, 7>(out, t0),
-                    _ => ctx.tile::<S, RV, 8>(out, t0),
-                }
-                t0 += tn;
+    // Taken out for the call and put back after it (a panic in between only loses the
+    // buffers). The work stays outside the closure: closures are compiled without the
+    // caller's target features.
+    let mut s = SCRATCH.with(Cell::take);
+    let act = sized(&mut s.act, m * k);
+    let seeds = sized(&mut s.seeds, m * blocks);
+    pack_act(a, T, k / blocks, act, seeds);
+    let panel = sized(&mut s.panel, k * p);
+    let scales = sized(&mut s.scales, k / QK * p);
+    let rows = out.rows();
+    for r0 in rows.clone().step_by(p) {
+        let prows = r0..(r0 + p).min(rows.end);
+        pack_panel::<S, L>(w, prows.clone(), p, panel, scales);
+        let ctx = Ctx { a, panel, scales, act, seeds, blocks, p, rows: prows, scale };
+        let mut t0 = 0;
+        while t0 < m {
+            let tn = T.min(m - t0);
+            // Const token counts for the last, shorter block.
+            match tn {
+                1 => ctx.tile::<S, RV, 1>(out, t0),
+                2 => ctx.tile::<S, RV, 2>(out, t0),
+                3 => ctx.tile::<S, RV, 3>(out, t0),
+                4 => ctx.tile::<S, RV, 4>(out, t0),
+                5 => ctx.tile::<S, RV, 5>(out, t0),
+                6 => ctx.tile::<S, RV, 6>(out, t0),
+                7 => ctx.tile::<S, RV, 7>(out, t0),
+                _ => ctx.tile::<S, RV, 8>(out, t0),
             }
+            t0 += tn;
         }
-    });
+    }
+    SCRATCH.with(|c| c.set(s));
 }
