@@ -16,7 +16,7 @@ rlib="$CARGO_TARGET_DIR/$TRIPLE/release/libtern.rlib"
 # The rlib's metadata member is not an object file: objdump's complaint about it is noise.
 counts="$(aarch64-linux-gnu-objdump -d -C --no-show-raw-insn "$rlib" 2>/dev/null | python3 scripts/count-arm-insns.py)"
 
-timing="$(QEMU_CPU=max cargo test -q --release --target "$TRIPLE" --test kernels_arm timing -- --ignored --nocapture 2>/dev/null |
+timing="$(QEMU_CPU=max cargo test -q --release --target "$TRIPLE" --test kernels timing -- --ignored --nocapture 2>/dev/null |
     awk '/^TIMING / {
         if ($3 == "bitnet_gemv/reference") ref[$2] = $4
         printf "| %s | %s | %.2f | %.1fx |\n", $2, $3, $4, ref[$2] / $4

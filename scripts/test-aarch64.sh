@@ -27,7 +27,7 @@ for cpu in ${TERN_QEMU_CPUS:-max cortex-a53}; do
     echo "test-aarch64: QEMU_CPU=$cpu${expect:+ (expecting $expect)}"
     log="$(mktemp)"
     # A hung emulator must not hang CI.
-    if ! QEMU_CPU="$cpu" TERN_EXPECT_ARM_KERNEL="$expect" timeout "${TERN_AARCH64_TIMEOUT:-1800}" \
+    if ! QEMU_CPU="$cpu" TERN_EXPECT_KERNEL="$expect" timeout "${TERN_AARCH64_TIMEOUT:-1800}" \
         cargo test --target "$TRIPLE" --lib --tests -q "$@" >"$log" 2>&1; then
         cat "$log" >&2
         rm -f "$log"

@@ -40,6 +40,12 @@ pub enum Error {
     AllocationFailed(usize),
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
+    #[error("kernel {name:?} does not serve {weight:?} weights with I8_ABSMAX activations")]
+    KernelMismatch { name: String, weight: Format },
+    #[error("n_threads = {requested} is more than the {max} threads a pool may have")]
+    TooManyThreads { requested: usize, max: usize },
+    #[error("starting worker thread {index} failed: {reason}")]
+    ThreadSpawn { index: usize, reason: String },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -8,6 +8,9 @@
 //! - [`gguf`]: a checked reader of GGUF files, to hand their tensors' bytes over as they are.
 //! - `ffi`: the C ABI (`include/tern.h`), the only home of raw pointers.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+
 pub mod adapter;
 pub mod dispatch;
 pub mod error;

@@ -60,7 +60,7 @@ fn bitnet_k_multiple_of_4_not_256() {
     let (m, n, k) = (3, 5, 100);
     let weight = Tensor::encode(Format::BitnetB158, &rng.vec(n * k, 1.0), n, k).unwrap();
     let act = Tensor::encode(Format::I8Absmax, &rng.vec(m * k, 1.0), m, k).unwrap();
-    for kernel in available_kernels().filter(|k| k.weight == Format::BitnetB158) {
+    for kernel in available_kernels().filter(|k| k.weight() == Format::BitnetB158) {
         let mut out = vec![CANARY; m * n];
         bitnet_gemv(Some(kernel.name()), &act, &weight, 0..n, &mut out).unwrap();
         assert_close(&out, &definition(&act, &weight), 1e-3, kernel.name());
@@ -74,7 +74,7 @@ fn all_zero_weight_yields_exact_zero() {
     let act = Tensor::encode(Format::I8Absmax, &rng.vec(m * k, 2.0), m, k).unwrap();
     for format in TERNARY {
         let weight = Tensor::encode(format, &vec![0.0; n * k], n, k).unwrap();
-        for kernel in available_kernels().filter(|kn| kn.weight == format) {
+        for kernel in available_kernels().filter(|kn| kn.weight() == format) {
             let mut out = vec![CANARY; m * n];
             bitnet_gemv(Some(kernel.name()), &act, &weight, 0..n, &mut out).unwrap();
             assert!(out.iter().all(|&x| x.to_bits() == 0.0f32.to_bits()), "{}: {out:?}", kernel.name());

@@ -85,13 +85,13 @@ pub fn cpu_line() -> String {
 
 /// The ternary kernels this CPU runs for `weight`, best first (the reference is last).
 pub fn gemv_kernels(weight: Format) -> Vec<&'static Kernel> {
-    available_kernels().filter(|k| k.weight == weight && k.act == Format::I8Absmax).collect()
+    available_kernels().filter(|k| k.weight() == weight && k.act() == Format::I8Absmax).collect()
 }
 
 /// Kernel names, each once, in registry order, with the (weight x act) pairs they serve.
 pub fn kernel_table(available: bool) -> Vec<(&'static str, String, &'static str)> {
     let mut rows: Vec<(&'static str, Vec<&'static Kernel>)> = Vec::new();
-    for k in registry().iter().filter(|k| (k.available)() == available) {
+    for k in registry().iter().filter(|k| k.is_available() == available) {
         match rows.iter_mut().find(|(name, _)| *name == k.name()) {
             Some((_, ks)) => ks.push(k),
             None => rows.push((k.name(), vec![k])),
@@ -99,8 +99,8 @@ pub fn kernel_table(available: bool) -> Vec<(&'static str, String, &'static str)
     }
     rows.into_iter()
         .map(|(name, ks)| {
-            let weights: Vec<_> = ks.iter().map(|k| k.weight.name()).collect();
-            (name, format!("{} x {}", weights.join(", "), ks[0].act.name()), ks[0].requires)
+            let weights: Vec<_> = ks.iter().map(|k| k.weight().name()).collect();
+            (name, format!("{} x {}", weights.join(", "), ks[0].act().name()), ks[0].requires())
         })
         .collect()
 }
@@ -113,9 +113,9 @@ pub fn check_kernel_name(name: &str) -> Result<(), String> {
             "unknown kernel {name:?}; kernels this CPU can run: {} (`tern demo` lists them all)",
             available.join(", ")
         )),
-        Some(k) if !(k.available)() => Err(format!(
+        Some(k) if !k.is_available() => Err(format!(
             "kernel {name} needs {}, which this CPU lacks; pick one of: {}",
-            k.requires,
+            k.requires(),
             available.join(", ")
         )),
         Some(_) => Ok(()),

@@ -13,27 +13,33 @@ use crate::adapter::requantize_i8_absmax;
 use crate::error::{Error, Result};
 use crate::event::{emit, Event, EventKind, EventSink};
 use crate::format::Format;
-use crate::kernel::{reference::DECODING_MATMUL, registry, Kernel, MatRef, OutRows};
+use crate::kernel::{self, reference::DECODING_MATMUL, registry, Kernel, MatRef, OutTile};
 use crate::scope::Scope;
 use crate::tensor::Tensor;
-use pool::Pool;
+use pool::{Pool, PoolError};
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+pub use pool::MAX_THREADS;
 
 /// Environment variable that forces a kernel by name, like [`DispatcherOptions::kernel`].
 pub const KERNEL_ENV: &str = "TERN_KERNEL";
 
-/// Below this many weight elements a matmul runs on the calling thread: waking workers
+/// Below this many multiply-adds a matmul runs on the calling thread: waking workers
 /// costs more than it saves.
-const PARALLEL_MIN_ELEMS: usize = 1 << 18;
+const PARALLEL_MIN_MACS: usize = 1 << 18;
 
-/// Output rows per thread are a multiple of this, so SIMD row tiles stay whole.
-const ROW_ALIGN: usize = 16;
+/// Tasks per thread of a split matmul. More tasks than threads is what lets the others
+/// take over the share of a thread the OS has descheduled; each task should still be long
+/// against claiming it (an atomic add): at 4096x4096, m = 1, 2 threads, a task is 512
+/// rows, about 20 us.
+const TASKS_PER_THREAD: usize = 4;
 
 #[derive(Debug, Clone, Default)]
 pub struct DispatcherOptions {
-    /// Threads per matmul, counting the caller (0 and 1 both mean the caller alone).
+    /// Threads per matmul, counting the caller (0 and 1 both mean the caller alone); at
+    /// most [`MAX_THREADS`].
     pub n_threads: usize,
     /// Force this kernel for the pairs it serves (others are chosen as usual). `None`
     /// reads [`KERNEL_ENV`].
@@ -42,7 +48,7 @@ pub struct DispatcherOptions {
 
 /// The kernels this CPU can run, best first within each (weight, activation) pair.
 pub fn available_kernels() -> impl Iterator<Item = &'static Kernel> {
-    registry().iter().filter(|k| (k.available)())
+    registry().iter().filter(|k| k.is_available())
 }
 
 /// What a matmul will do: an optional adapter into `act`, then `kernel`.
@@ -53,22 +59,23 @@ pub struct Plan {
 }
 
 pub struct Dispatcher {
-    forced: Option<&'static str>,
+    forced: Option<String>,
     sink: Option<Arc<dyn EventSink>>,
     pool: Option<Pool>,
 }
 
 impl Dispatcher {
     pub fn new(options: DispatcherOptions) -> Result<Dispatcher> {
-        let name = options.kernel.or_else(|| std::env::var(KERNEL_ENV).ok().filter(|s| !s.is_empty()));
-        let forced = name
-            .map(|name| {
-                registry().iter().find(|k| k.name() == name).map(|k| k.name()).ok_or(Error::UnknownKernel(name))
-            })
-            .transpose()?;
+        let forced = options.kernel.or_else(|| std::env::var(KERNEL_ENV).ok().filter(|s| !s.is_empty()));
+        if let Some(name) = forced.as_deref().filter(|name| !kernel::exists(name)) {
+            return Err(Error::UnknownKernel(name.to_owned()));
+        }
         let pool = match options.n_threads {
             0 | 1 => None,
-            n => Some(Pool::new(n).map_err(|_| Error::AllocationFailed(0))?),
+            n => Some(Pool::new(n).map_err(|e| match e {
+                PoolError::TooManyThreads(requested) => Error::TooManyThreads { requested, max: MAX_THREADS },
+                PoolError::Spawn { index, error } => Error::ThreadSpawn { index, reason: error.to_string() },
+            })?),
         };
         Ok(Dispatcher { forced, sink: None, pool })
     }
@@ -81,31 +88,17 @@ impl Dispatcher {
         self.pool.as_ref().map_or(1, Pool::threads)
     }
 
-    /// Chooses what a matmul of an `act`-format activation by a `weight`-format weight
-    /// runs, without running anything.
-    pub fn plan(&self, weight: Format, act: Format) -> Result<Plan> {
+    /// Chooses what an `m`-token matmul of an `act`-format activation by a `weight`-format
+    /// weight runs, without running anything.
+    pub fn plan(&self, weight: Format, act: Format, m: usize) -> Result<Plan> {
+        let forced = self.forced.as_deref();
         if let Some(hint) = weight.activation_hint().filter(|&h| h != act && adapter_exists(act, h)) {
-            if let Some(kernel) = self.best(weight, hint)? {
+            if let Some(kernel) = kernel::select(weight, hint, m, forced)? {
                 return Ok(Plan { adapter: Some((act, hint)), kernel });
             }
         }
-        let kernel = self.best(weight, act)?.unwrap_or(&DECODING_MATMUL);
+        let kernel = kernel::select(weight, act, m, forced)?.unwrap_or(&DECODING_MATMUL);
         Ok(Plan { adapter: None, kernel })
-    }
-
-    /// The forced kernel if it serves the pair, else the first available one.
-    fn best(&self, weight: Format, act: Format) -> Result<Option<&'static Kernel>> {
-        let mut serving = registry().iter().filter(|k| k.weight == weight && k.act == act);
-        if let Some(name) = self.forced {
-            if let Some(kernel) = serving.clone().find(|k| k.name() == name) {
-                return if (kernel.available)() {
-                    Ok(Some(kernel))
-                } else {
-                    Err(Error::KernelUnavailable(kernel.name()))
-                };
-            }
-        }
-        Ok(serving.find(|k| (k.available)()))
     }
 
     /// `out[m][n] = sum_k act[m][k] * weight[n][k]`: `act` is `m x k`, `weight` is `n x k`,
@@ -116,10 +109,10 @@ impl Dispatcher {
         if act.cols() != k {
             return Err(Error::ShapeMismatch("activation cols differ from weight cols"));
         }
-        let w = MatRef::new(weight.format(), n, k, weight.bytes()?)?;
+        let w = MatRef::of(weight)?;
         act.bytes()?;
-        let out = OutRows::new(out, m, n, 0..n)?;
-        let plan = self.plan(weight.format(), act.format())?;
+        let out = OutTile::new(out, m, n)?;
+        let plan = self.plan(weight.format(), act.format(), m)?;
         let sink = self.sink.as_deref();
         let requantized;
         let act = match plan.adapter {
@@ -130,41 +123,62 @@ impl Dispatcher {
             }
             None => act,
         };
-        let a = MatRef::new(act.format(), m, k, act.bytes()?)?;
-        self.run(plan.kernel, &w, &a, out);
-        Ok(())
+        self.run(plan.kernel, &w, &MatRef::of(act)?, out)
     }
 
-    fn run(&self, kernel: &'static Kernel, w: &MatRef, a: &MatRef, out: OutRows) {
+    /// Runs `kernel` on the whole of `out`, split into tasks over the pool when the work
+    /// is large enough, and reports it.
+    fn run(&self, kernel: &'static Kernel, w: &MatRef, a: &MatRef, mut out: OutTile) -> Result<()> {
         let start = Instant::now();
-        let (m, n) = (a.rows, w.rows);
+        let (m, n) = (a.rows(), w.rows());
+        let prepared = kernel.prepare(a)?;
         match &self.pool {
-            Some(pool) if w.rows * w.cols >= PARALLEL_MIN_ELEMS => {
-                let parts: Vec<_> =
-                    out.split(pool.threads(), ROW_ALIGN).into_iter().map(std::sync::Mutex::new).collect();
-                let ok = pool.run(&|part| {
-                    if let Some(view) = parts.get(part) {
-                        (kernel.run)(w, a, &mut view.lock().unwrap_or_else(|e| e.into_inner()));
+            Some(pool) if m * n * w.cols() >= PARALLEL_MIN_MACS => {
+                let (rows, tokens) = task_blocks(kernel, m, n, pool.threads());
+                let views: Vec<_> = out.split(rows, tokens).into_iter().map(|v| Mutex::new(Some(v))).collect();
+                let failure = Mutex::new(None);
+                let ok = pool.for_each(views.len(), &|i| {
+                    let view = views[i].lock().unwrap_or_else(|e| e.into_inner()).take();
+                    let mut view = view.expect("each task runs once");
+                    if let Err(e) = kernel.run_prepared(w, &prepared, &mut view) {
+                        *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
                     }
                 });
-                assert!(ok, "a kernel panicked on a worker thread");
+                assert!(ok, "a kernel panicked on a pool thread");
+                if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                    return Err(e);
+                }
             }
-            _ => {
-                let mut out = out;
-                (kernel.run)(w, a, &mut out);
-            }
+            _ => kernel.run_prepared(w, &prepared, &mut out)?,
         }
         emit(self.sink.as_deref(), || Event {
             kind: EventKind::KernelSelected,
-            name: kernel.name,
-            from: w.format,
-            to: a.format,
+            name: kernel.c_name(),
+            from: w.format(),
+            to: a.format(),
             rows: m,
             cols: n,
             bytes: w.bytes.len(),
             nanos: start.elapsed().as_nanos() as u64,
         });
+        Ok(())
     }
+}
+
+/// The (rows, tokens) of each task when an `m x n` output is split over `threads`: about
+/// [`TASKS_PER_THREAD`] tasks per thread, in row blocks first (every token of a row block
+/// reuses its weights), then in token blocks when there are too few rows; both multiples
+/// of the kernel's geometry.
+fn task_blocks(kernel: &Kernel, m: usize, n: usize, threads: usize) -> (usize, usize) {
+    let target = threads * TASKS_PER_THREAD;
+    let whole = |len: usize, parts: usize, align: usize| {
+        len.div_ceil(parts.max(1)).checked_next_multiple_of(align.max(1)).unwrap_or(len).clamp(1, len.max(1))
+    };
+    let rows = whole(n, target, kernel.geometry.rows);
+    let row_tasks = n.div_ceil(rows);
+    let tokens =
+        if row_tasks >= target { m.max(1) } else { whole(m, target.div_ceil(row_tasks), kernel.geometry.tokens) };
+    (rows, tokens)
 }
 
 fn adapter_exists(from: Format, to: Format) -> bool {
@@ -172,9 +186,9 @@ fn adapter_exists(from: Format, to: Format) -> bool {
 }
 
 /// Runs a ternary GEMV on output rows `rows` with the named kernel (`None`: the best this
-/// CPU has), for engines that split work over their own threads. `act` must already be
-/// I8_ABSMAX; `out` is the whole `m x n` output, of which only the columns in `rows` are
-/// written. Returns the kernel that ran.
+/// CPU has for the call's token count), for engines that split work over their own
+/// threads. `act` must already be I8_ABSMAX; `out` is the whole `m x n` output, of which
+/// only the columns in `rows` are written. Returns the kernel that ran.
 pub fn bitnet_gemv(
     kernel: Option<&str>,
     act: &Tensor,
@@ -182,7 +196,7 @@ pub fn bitnet_gemv(
     rows: Range<usize>,
     out: &mut [f32],
 ) -> Result<&'static Kernel> {
-    bitnet_gemv_with(kernel, act, weight, |m, n| OutRows::new(out, m, n, rows))
+    bitnet_gemv_with(kernel, act, weight, |m, n| OutTile::new(out, m, n)?.restrict(rows, 0..m))
 }
 
 /// [`bitnet_gemv`] with the output view made by `out(m, n)` once every operand has been
@@ -192,40 +206,18 @@ pub fn bitnet_gemv_with<'o>(
     kernel: Option<&str>,
     act: &Tensor,
     weight: &Tensor,
-    out: impl FnOnce(usize, usize) -> Result<OutRows<'o>>,
+    out: impl FnOnce(usize, usize) -> Result<OutTile<'o>>,
 ) -> Result<&'static Kernel> {
-    let (w, a) = gemv_operands(act, weight)?;
-    let kernel = gemv_kernel(kernel, w.format)?;
-    let mut out = out(a.rows, w.rows)?;
-    (kernel.run)(&w, &a, &mut out);
-    Ok(kernel)
-}
-
-/// Checks the operands of [`bitnet_gemv`] (ternary weight, I8_ABSMAX activation, equal k).
-pub fn gemv_operands<'a>(act: &'a Tensor, weight: &'a Tensor) -> Result<(MatRef<'a>, MatRef<'a>)> {
     if !weight.format().is_ternary() || act.format() != Format::I8Absmax {
         return Err(Error::Unsupported { weight: weight.format(), act: act.format() });
     }
-    if act.cols() != weight.cols() {
-        return Err(Error::ShapeMismatch("activation cols differ from weight cols"));
+    let (w, a) = (MatRef::of(weight)?, MatRef::of(act)?);
+    let chosen = kernel::select(w.format(), Format::I8Absmax, a.rows(), kernel)?
+        .ok_or(Error::Unsupported { weight: w.format(), act: Format::I8Absmax })?;
+    // A name this call asked for must be the kernel that runs, not merely exist.
+    if let Some(name) = kernel.filter(|&name| name != chosen.name()) {
+        return Err(Error::KernelMismatch { name: name.to_owned(), weight: w.format() });
     }
-    let w = MatRef::new(weight.format(), weight.rows(), weight.cols(), weight.bytes()?)?;
-    let a = MatRef::new(act.format(), act.rows(), act.cols(), act.bytes()?)?;
-    Ok((w, a))
-}
-
-/// The named ternary kernel for `weight` (or the best available one).
-pub fn gemv_kernel(name: Option<&str>, weight: Format) -> Result<&'static Kernel> {
-    let mut serving = registry().iter().filter(|k| k.weight == weight && k.act == Format::I8Absmax);
-    match name {
-        None => serving.find(|k| (k.available)()).ok_or(Error::Unsupported { weight, act: Format::I8Absmax }),
-        Some(name) => {
-            let kernel = serving.find(|k| k.name() == name).ok_or_else(|| Error::UnknownKernel(name.to_owned()))?;
-            if (kernel.available)() {
-                Ok(kernel)
-            } else {
-                Err(Error::KernelUnavailable(kernel.name()))
-            }
-        }
-    }
+    chosen.run(&w, &a, &mut out(a.rows(), w.rows())?)?;
+    Ok(chosen)
 }

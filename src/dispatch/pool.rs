@@ -1,17 +1,29 @@
-//! A persistent pool of worker threads for splitting one matmul's output rows. Threads are
-//! spawned once, when the dispatcher is made, and parked between calls.
+//! A persistent, work-sharing pool of worker threads. Threads are spawned once, when the
+//! dispatcher is made, and wait between calls.
+//!
+//! One call ([`Pool::for_each`]) is a list of tasks. Every participant (the caller and each
+//! worker) claims the next task from an atomic counter until none is left, so a worker that
+//! the OS has descheduled delays nothing: the others, the caller among them, take the tasks
+//! it has not started. The caller returns once every claimed task has finished; a worker
+//! that wakes after that finds the counter exhausted and goes back to waiting.
+//!
+//! Wait policy: a worker polls for the next call for up to [`SPIN`], then parks on a
+//! condvar; the caller polls for the last running task for up to [`SPIN`], then parks.
+//! Matmuls of one forward pass follow each other closely, and parking and waking through
+//! the kernel costs tens of microseconds, a large part of a split GEMV.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How long a thread polls for its wake-up before it parks on a condvar. Parking and
-/// waking through the kernel costs tens of microseconds, a large part of a GEMV split
-/// over threads (about 80 us per part at 4096x4096); matmuls of one forward pass follow
-/// each other closely, so a short spin usually sees the next job.
+/// How long a thread polls before it parks (see the module docs).
 const SPIN: Duration = Duration::from_micros(50);
+
+/// The most threads a pool may have. Far above any core count tern runs on; a larger
+/// request is a caller's bug (an unset or garbage count), refused rather than honoured.
+pub const MAX_THREADS: usize = 1024;
 
 /// Polls `ready` for at most [`SPIN`]; true if it turned true.
 fn spin_until(ready: impl Fn() -> bool) -> bool {
@@ -29,108 +41,193 @@ fn spin_until(ready: impl Fn() -> bool) -> bool {
     }
 }
 
-/// A job borrowed from the caller of [`Pool::run`], with its lifetime erased.
+/// A task function borrowed from the caller of [`Pool::for_each`], with its lifetime erased.
 #[derive(Clone, Copy)]
-struct JobPtr(*const (dyn Fn(usize) + Sync + 'static));
+struct TaskPtr(*const (dyn Fn(usize) + Sync + 'static));
 
-// SAFETY: the pointee is `Sync`, and `run` keeps it alive until every worker is done.
-unsafe impl Send for JobPtr {}
+// SAFETY: the pointee is `Sync`; it is called only for claimed tasks, and `for_each` does
+// not return before every claimed task has finished (see `Job::work`).
+unsafe impl Send for TaskPtr {}
+// SAFETY: as above; sharing the pointer only shares calls of a `Sync` function.
+unsafe impl Sync for TaskPtr {}
+
+/// One call's tasks. Shared through an `Arc`, so a late worker can still read the counters
+/// after the call returned; it never calls the task then.
+struct Job {
+    task: TaskPtr,
+    n_tasks: usize,
+    /// The next unclaimed task.
+    next: AtomicUsize,
+    /// Tasks that have finished (or panicked).
+    finished: AtomicUsize,
+    panicked: AtomicBool,
+}
+
+impl Job {
+    /// Claims and runs tasks until none is left; true if this call finished the last one.
+    fn work(&self) -> bool {
+        let mut last = false;
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            if i >= self.n_tasks {
+                return last;
+            }
+            // SAFETY: task `i` was claimed, so `for_each` is still waiting for it (it
+            // returns only when `finished == n_tasks`), and the function is alive.
+            let ok = catch_unwind(AssertUnwindSafe(|| unsafe { (*self.task.0)(i) })).is_ok();
+            if !ok {
+                self.panicked.store(true, Ordering::Relaxed);
+            }
+            last = self.finished.fetch_add(1, Ordering::AcqRel) + 1 == self.n_tasks;
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.finished.load(Ordering::Acquire) == self.n_tasks
+    }
+}
 
 struct State {
-    job: Option<JobPtr>,
+    job: Option<Arc<Job>>,
     epoch: u64,
-    remaining: usize,
-    panicked: bool,
     shutdown: bool,
 }
 
 struct Shared {
     state: Mutex<State>,
+    /// Workers wait here for a new epoch.
     work: Condvar,
+    /// The caller waits here for the last task.
     done: Condvar,
-    /// Copies of `State::epoch` and `State::remaining`, written under the lock, so that
-    /// spinning threads poll them without it; the lock and the condvars stay the
-    /// authority, the copies only end a spin early.
+    /// A copy of `State::epoch`, so that spinning workers poll it without the lock.
     epoch: AtomicU64,
-    remaining: AtomicUsize,
 }
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Wakes every worker into shutdown.
+    fn shut_down(&self) {
+        self.lock().shutdown = true;
+        self.work.notify_all();
+    }
+}
+
+/// Why a pool could not be made.
+#[derive(Debug)]
+pub enum PoolError {
+    /// More than [`MAX_THREADS`] threads were asked for.
+    TooManyThreads(usize),
+    /// The OS refused to start worker `index`; the workers already started were stopped.
+    Spawn { index: usize, error: std::io::Error },
 }
 
 pub struct Pool {
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<()>>,
-    /// Held for a whole `run`; a second caller that finds it taken runs inline instead
-    /// of waiting.
+    /// Held for a whole call; a second caller that finds it taken runs inline instead of
+    /// waiting.
     busy: Mutex<()>,
 }
 
 impl Pool {
-    /// A pool where `threads` parts run at once: the caller plus `threads - 1` workers.
-    pub fn new(threads: usize) -> std::io::Result<Pool> {
+    /// A pool where `threads` participants run at once: the caller plus `threads - 1`
+    /// workers. If a worker cannot be started, the ones already running are stopped and
+    /// joined before the error returns.
+    pub fn new(threads: usize) -> Result<Pool, PoolError> {
+        Pool::with_spawner(threads, |name, body| std::thread::Builder::new().name(name).spawn(body))
+    }
+
+    /// [`Pool::new`] with the thread-starting function given (tests make it fail).
+    fn with_spawner(
+        threads: usize,
+        mut spawn: impl FnMut(String, Worker) -> std::io::Result<JoinHandle<()>>,
+    ) -> Result<Pool, PoolError> {
+        if threads > MAX_THREADS {
+            return Err(PoolError::TooManyThreads(threads));
+        }
         let shared = Arc::new(Shared {
-            state: Mutex::new(State { job: None, epoch: 0, remaining: 0, panicked: false, shutdown: false }),
+            state: Mutex::new(State { job: None, epoch: 0, shutdown: false }),
             work: Condvar::new(),
             done: Condvar::new(),
             epoch: AtomicU64::new(0),
-            remaining: AtomicUsize::new(0),
         });
-        let workers = (1..threads.max(1))
-            .map(|part| {
-                let shared = Arc::clone(&shared);
-                std::thread::Builder::new().name(format!("tern-{part}")).spawn(move || worker(&shared, part))
-            })
-            .collect::<std::io::Result<_>>()?;
-        Ok(Pool { shared, workers, busy: Mutex::new(()) })
+        let mut pool = Pool { shared, workers: Vec::new(), busy: Mutex::new(()) };
+        for index in 1..threads.max(1) {
+            let shared = Arc::clone(&pool.shared);
+            match spawn(format!("tern-{index}"), Box::new(move || worker(&shared))) {
+                Ok(handle) => pool.workers.push(handle),
+                // Dropping the pool stops and joins the workers started so far.
+                Err(error) => return Err(PoolError::Spawn { index, error }),
+            }
+        }
+        Ok(pool)
     }
 
-    /// Parts that run at once.
+    /// Participants that run at once.
     pub fn threads(&self) -> usize {
         self.workers.len() + 1
     }
 
-    /// Runs `job(part)` for every part in `0..threads()`, part 0 on the calling thread, and
-    /// returns when all are done. Returns false if any part panicked. If another thread is
-    /// using the pool, every part runs on the calling thread.
-    pub fn run(&self, job: &(dyn Fn(usize) + Sync)) -> bool {
+    /// Runs `task(i)` for every `i < n_tasks`, each exactly once, on the calling thread and
+    /// the workers, and returns when all have finished. Returns false if any task panicked
+    /// (the others still ran). If another thread is using the pool, every task runs on the
+    /// calling thread.
+    pub fn for_each(&self, n_tasks: usize, task: &(dyn Fn(usize) + Sync)) -> bool {
+        // Every task runs even after one panicked, as on the pool.
+        let inline = || {
+            let mut ok = true;
+            for i in 0..n_tasks {
+                ok &= catch_unwind(AssertUnwindSafe(|| task(i))).is_ok();
+            }
+            ok
+        };
+        if self.workers.is_empty() || n_tasks <= 1 {
+            return inline();
+        }
         let _busy = match self.busy.try_lock() {
             Ok(guard) => guard,
             Err(TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(TryLockError::WouldBlock) => {
-                return (0..self.threads()).all(|part| catch_unwind(AssertUnwindSafe(|| job(part))).is_ok());
-            }
+            Err(TryLockError::WouldBlock) => return inline(),
         };
-        // SAFETY: erases the borrow's lifetime; this function does not return before every
-        // worker has finished with the job (`remaining == 0` below), so it outlives all uses.
-        let ptr = JobPtr(unsafe {
-            std::mem::transmute::<*const (dyn Fn(usize) + Sync + '_), *const (dyn Fn(usize) + Sync + 'static)>(job)
+        // SAFETY: erases the borrow's lifetime; the function is called only for claimed
+        // tasks, and this function returns only after every claimed task has finished
+        // (`job.done()` below), so every call happens while the borrow is alive.
+        let task = TaskPtr(unsafe {
+            std::mem::transmute::<*const (dyn Fn(usize) + Sync + '_), *const (dyn Fn(usize) + Sync + 'static)>(task)
+        });
+        let job = Arc::new(Job {
+            task,
+            n_tasks,
+            next: AtomicUsize::new(0),
+            finished: AtomicUsize::new(0),
+            panicked: AtomicBool::new(false),
         });
         {
             let mut state = self.shared.lock();
-            state.job = Some(ptr);
+            state.job = Some(Arc::clone(&job));
             state.epoch += 1;
-            state.remaining = self.workers.len();
-            state.panicked = false;
-            self.shared.remaining.store(state.remaining, Ordering::Release);
             self.shared.epoch.store(state.epoch, Ordering::Release);
         }
         self.shared.work.notify_all();
-        let mine = catch_unwind(AssertUnwindSafe(|| job(0))).is_ok();
-        spin_until(|| self.shared.remaining.load(Ordering::Acquire) == 0);
-        let mut state = self.shared.lock();
-        while state.remaining > 0 {
-            state = self.shared.done.wait(state).unwrap_or_else(PoisonError::into_inner);
+        job.work();
+        if !spin_until(|| job.done()) {
+            let mut state = self.shared.lock();
+            while !job.done() {
+                state = self.shared.done.wait(state).unwrap_or_else(PoisonError::into_inner);
+            }
         }
-        state.job = None;
-        mine && !state.panicked
+        self.shared.lock().job = None;
+        !job.panicked.load(Ordering::Relaxed)
     }
 }
 
-fn worker(shared: &Shared, part: usize) {
+/// A worker thread's body.
+type Worker = Box<dyn FnOnce() + Send + 'static>;
+
+fn worker(shared: &Shared) {
     let mut seen = 0;
     loop {
         spin_until(|| shared.epoch.load(Ordering::Acquire) != seen);
@@ -143,26 +240,104 @@ fn worker(shared: &Shared, part: usize) {
                 return;
             }
             seen = state.epoch;
-            state.job.expect("a new epoch carries a job")
+            // None when the call already finished without this worker.
+            state.job.clone()
         };
-        // SAFETY: `run` keeps the job alive until this worker decrements `remaining`.
-        let ok = catch_unwind(AssertUnwindSafe(|| unsafe { (*job.0)(part) })).is_ok();
-        let mut state = shared.lock();
-        state.panicked |= !ok;
-        state.remaining -= 1;
-        shared.remaining.store(state.remaining, Ordering::Release);
-        if state.remaining == 0 {
-            shared.done.notify_all();
+        if let Some(job) = job {
+            if job.work() {
+                // Taking the lock orders this notification after the caller's check of
+                // `done()` under the lock, so the wake-up cannot be lost.
+                let _state = shared.lock();
+                shared.done.notify_all();
+            }
         }
     }
 }
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        self.shared.lock().shutdown = true;
-        self.shared.work.notify_all();
+        self.shared.shut_down();
         for worker in self.workers.drain(..) {
             let _ = worker.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU32;
+
+    #[test]
+    fn every_task_runs_exactly_once() {
+        let pool = Pool::new(3).unwrap();
+        for n in [0, 1, 2, 3, 7, 64, 1000] {
+            let counts: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+            assert!(pool.for_each(n, &|i| {
+                counts[i].fetch_add(1, Ordering::Relaxed);
+            }));
+            assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1), "{n} tasks");
+        }
+    }
+
+    #[test]
+    fn a_panicking_task_is_reported_and_the_others_still_run() {
+        let pool = Pool::new(2).unwrap();
+        let ran = AtomicU32::new(0);
+        let ok = pool.for_each(16, &|i| {
+            ran.fetch_add(1, Ordering::Relaxed);
+            assert!(i != 5, "task 5 fails on purpose");
+        });
+        assert!(!ok);
+        assert_eq!(ran.load(Ordering::Relaxed), 16);
+        // The pool still works afterwards.
+        assert!(pool.for_each(4, &|_| {}));
+    }
+
+    #[test]
+    fn a_blocked_worker_does_not_hold_the_call() {
+        // One task blocks until every other task has run: with a static split it would
+        // wait for a part nobody runs; with work sharing the other participant takes the
+        // rest.
+        let pool = Pool::new(2).unwrap();
+        let others = AtomicU32::new(0);
+        let n = 32;
+        assert!(pool.for_each(n, &|i| {
+            if i == 0 {
+                let start = Instant::now();
+                while others.load(Ordering::Acquire) < n as u32 - 1 {
+                    assert!(start.elapsed() < Duration::from_secs(10), "the other tasks never ran");
+                    std::thread::yield_now();
+                }
+            } else {
+                others.fetch_add(1, Ordering::Release);
+            }
+        }));
+    }
+
+    #[test]
+    fn a_failed_spawn_stops_the_workers_already_started() {
+        let live = Arc::new(AtomicU32::new(0));
+        let mut started = 0;
+        let result = Pool::with_spawner(4, |name, body| {
+            started += 1;
+            if started == 3 {
+                return Err(std::io::Error::other("refused on purpose"));
+            }
+            let live = Arc::clone(&live);
+            live.fetch_add(1, Ordering::SeqCst);
+            std::thread::Builder::new().name(name).spawn(move || {
+                body();
+                live.fetch_sub(1, Ordering::SeqCst);
+            })
+        });
+        assert!(matches!(result, Err(PoolError::Spawn { index: 3, .. })));
+        // The error returns after the two started workers were joined.
+        assert_eq!(live.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn too_many_threads_are_refused() {
+        assert!(matches!(Pool::new(MAX_THREADS + 1), Err(PoolError::TooManyThreads(n)) if n == MAX_THREADS + 1));
     }
 }

@@ -8,7 +8,7 @@ use crate::adapter::{requantize_i8_absmax, requantize_i8_absmax_into};
 use crate::dispatch::{bitnet_gemv_with, Dispatcher, DispatcherOptions};
 use crate::error::Error;
 use crate::event::{Event, EventSink};
-use crate::kernel::{check_out, registry, OutRows};
+use crate::kernel::{check_out, registry, OutTile};
 use crate::tensor::Tensor;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::Arc;
@@ -298,10 +298,11 @@ pub unsafe extern "C" fn tern_bitnet_gemv(
             check_out_disjoint(act, out, out_len)?;
             check_out_disjoint(weight, out, out_len)?;
             bitnet_gemv_with(name, act, weight, |m, n| {
-                check_out(out_len, m, n, &(row_begin..row_end))?;
-                // SAFETY: `out` is non-NULL with room for m * n floats (checked), and this
-                // view writes only columns the caller reserved for this call.
-                Ok(OutRows::from_raw(out, m, n, row_begin..row_end))
+                check_out(out_len, m, n, &(row_begin..row_end), &(0..m))?;
+                // SAFETY: `out` is non-NULL with room for m * n floats (checked), the
+                // ranges lie in the output (checked), and this view writes only columns
+                // the caller reserved for this call.
+                Ok(OutTile::from_raw(out, m, n, row_begin..row_end, 0..m))
             })?;
         }
         Ok(())
@@ -339,10 +340,10 @@ pub unsafe extern "C" fn tern_kernel_info_get(index: usize, out: *mut tern_kerne
         let k =
             registry().get(index).ok_or(Error::OutOfBounds { row: index, col: 0, rows: registry().len(), cols: 1 })?;
         out.write(tern_kernel_info {
-            name: k.name.as_ptr(),
-            weight: k.weight.id(),
-            act: k.act.id(),
-            available: (k.available)() as u32,
+            name: k.c_name().as_ptr(),
+            weight: k.weight().id(),
+            act: k.act().id(),
+            available: k.is_available() as u32,
         });
         Ok(())
     })

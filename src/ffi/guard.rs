@@ -186,7 +186,7 @@ mod tests {
     #[test]
     fn slices_refuse_null_misaligned_and_oversized() {
         let xs = [1.0f32, 2.0];
-        // SAFETY (all calls): each pointer is NULL, misaligned or oversized (refused before
+        // SAFETY: (all calls) each pointer is NULL, misaligned or oversized (refused before
         // any read), or points into `xs` with a length inside it.
         unsafe {
             assert_eq!(slice::<f32>(std::ptr::null(), 0), Err(NULL));

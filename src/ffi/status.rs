@@ -69,6 +69,9 @@ pub fn status_of(error: &Error) -> tern_status {
         Error::ScopeRequired => TERN_ERR_SCOPE_REQUIRED,
         Error::AllocationFailed(_) => TERN_ERR_ALLOCATION_FAILED,
         Error::InvalidArgument(_) => TERN_ERR_INVALID_ARGUMENT,
+        Error::KernelMismatch { .. } => TERN_ERR_UNKNOWN_KERNEL,
+        Error::TooManyThreads { .. } => TERN_ERR_INVALID_ARGUMENT,
+        Error::ThreadSpawn { .. } => TERN_ERR_ALLOCATION_FAILED,
     }
 }
 
@@ -133,15 +136,21 @@ mod tests {
             (Error::ScopeRequired, TERN_ERR_SCOPE_REQUIRED),
             (Error::AllocationFailed(1), TERN_ERR_ALLOCATION_FAILED),
             (Error::InvalidArgument("x"), TERN_ERR_INVALID_ARGUMENT),
+            (Error::KernelMismatch { name: "x".into(), weight: Format::Tq2_0 }, TERN_ERR_UNKNOWN_KERNEL),
+            (Error::TooManyThreads { requested: 5000, max: 1024 }, TERN_ERR_INVALID_ARGUMENT),
+            (Error::ThreadSpawn { index: 1, reason: "x".into() }, TERN_ERR_ALLOCATION_FAILED),
         ];
         for (error, status) in &errors {
             assert_eq!(status_of(error), *status, "{error:?}");
         }
-        // Only the two index errors share a status; every other error has its own.
+        // Shared statuses, by design: the two index errors; a kernel name that does not
+        // serve the weight and an unknown one; a refused thread count and any invalid
+        // argument; a thread the OS refused and memory it refused. Every other error has
+        // its own.
         let mut seen: Vec<_> = errors.iter().map(|(e, _)| status_of(e)).collect();
         seen.sort();
         seen.dedup();
-        assert_eq!(seen.len(), errors.len() - 1, "two errors share a status");
+        assert_eq!(seen.len(), errors.len() - 4, "unexpected errors share a status");
     }
 
     #[test]

@@ -1,12 +1,21 @@
-//! Kernels: the arithmetic. A kernel computes `out[m][r] = sum_k act[m][k] * w[r][k]` for
-//! the output rows `r` of its [`OutRows`], from operands whose shapes the caller checked.
+//! Kernels: the arithmetic. A kernel computes `out[t][r] = sum_k act[t][k] * w[r][k]` for
+//! the block of tokens `t` and output rows `r` of its [`OutTile`].
+//!
+//! - [`reference`]: the definition every other kernel matches.
+//! - [`tile`]: the one SIMD skeleton (activation preparation, row x token tiles, the block
+//!   loop); `arch/<isa>` supplies only vector operations through its [`tile::Simd`].
+//! - [`prep`]: where activations go in a kernel's unpack order, and their lane sums.
 //!
 //! The registry lists kernels in preference order; the dispatcher (`crate::dispatch`)
-//! owns the policy of choosing among them.
+//! owns the policy of choosing among them through [`select`]. [`Kernel::run`] is the one
+//! entry: it checks formats and shapes, so no safe call can make a kernel read out of
+//! bounds.
 
-pub mod arch;
-pub mod prep;
-pub mod reference;
+pub(crate) mod arch;
+pub(crate) mod prep;
+pub(crate) mod reference;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod tile;
 
 use crate::error::{Error, Result};
 use crate::format::Format;
@@ -15,24 +24,43 @@ use std::marker::PhantomData;
 use std::ops::Range;
 use std::sync::OnceLock;
 
-/// Checked operand bytes: a `rows x cols` matrix in `format`.
+/// Checked operand bytes: a `rows x cols` matrix in `format`. Made only by [`MatRef::new`],
+/// so a kernel can rely on `bytes` holding exactly such a matrix.
 #[derive(Clone, Copy, Debug)]
 pub struct MatRef<'a> {
-    pub format: Format,
-    pub rows: usize,
-    pub cols: usize,
-    pub bytes: &'a [u8],
+    pub(crate) format: Format,
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) bytes: &'a [u8],
 }
 
 impl<'a> MatRef<'a> {
+    /// Checks that `bytes` is exactly a `rows x cols` matrix in `format`.
     pub fn new(format: Format, rows: usize, cols: usize, bytes: &'a [u8]) -> Result<MatRef<'a>> {
         format.check_bytes(bytes, rows, cols)?;
         Ok(MatRef { format, rows, cols, bytes })
     }
+
+    /// The operand of a tensor, if its bytes are still valid.
+    pub fn of(tensor: &'a crate::Tensor) -> Result<MatRef<'a>> {
+        MatRef::new(tensor.format(), tensor.rows(), tensor.cols(), tensor.bytes()?)
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
 }
 
 /// I8_ABSMAX activations split into their codes and scales.
-pub struct ActI8<'a> {
+pub(crate) struct ActI8<'a> {
     pub m: usize,
     pub k: usize,
     pub codes: &'a [i8],
@@ -41,7 +69,7 @@ pub struct ActI8<'a> {
 
 impl<'a> ActI8<'a> {
     pub fn parse(a: &MatRef<'a>) -> ActI8<'a> {
-        debug_assert_eq!(a.format, Format::I8Absmax);
+        assert_eq!(a.format, Format::I8Absmax, "activations must be I8_ABSMAX");
         let (codes, scales) = a.bytes.split_at(a.rows * a.cols);
         let scales = scales.chunks_exact(4).map(|s| f32::from_le_bytes([s[0], s[1], s[2], s[3]])).collect();
         ActI8 { m: a.rows, k: a.cols, codes: bytemuck::cast_slice(codes), scales }
@@ -52,67 +80,108 @@ impl<'a> ActI8<'a> {
     }
 }
 
-/// The output matrix `m x n` (row-major), of which a kernel writes only the columns in
-/// `rows` (the weight rows it owns). Views made by [`OutRows::split`] cover disjoint
-/// column ranges, so threads can fill one output buffer together.
-pub struct OutRows<'a> {
+/// The `m x n` output matrix (row-major: token-major, one column per weight row), of which
+/// this view writes only the block `tokens x rows`. Views made by [`OutTile::split`] cover
+/// disjoint blocks, so threads can fill one output buffer together.
+pub struct OutTile<'a> {
     ptr: *mut f32,
     m: usize,
     n: usize,
     rows: Range<usize>,
+    tokens: Range<usize>,
     _out: PhantomData<&'a mut [f32]>,
 }
 
-// SAFETY: an OutRows only writes the columns in its own range; ranges of views that exist
-// at the same time are disjoint by construction (`split`), or by the caller's promise
-// (`from_raw`).
-unsafe impl Send for OutRows<'_> {}
+// SAFETY: an OutTile writes only the elements of its own block; blocks of views that exist
+// at the same time are disjoint by construction (`split`, `restrict`), or by the caller's
+// promise (`from_raw`).
+unsafe impl Send for OutTile<'_> {}
 
-impl<'a> OutRows<'a> {
-    /// A view over all of `out` (`m * n` floats) that writes the columns in `rows`.
-    pub fn new(out: &'a mut [f32], m: usize, n: usize, rows: Range<usize>) -> Result<OutRows<'a>> {
-        check_out(out.len(), m, n, &rows)?;
-        Ok(OutRows { ptr: out.as_mut_ptr(), m, n, rows, _out: PhantomData })
+impl<'a> OutTile<'a> {
+    /// A view that writes all of `out`, which must hold at least `m * n` floats.
+    pub fn new(out: &'a mut [f32], m: usize, n: usize) -> Result<OutTile<'a>> {
+        check_out(out.len(), m, n, &(0..n), &(0..m))?;
+        Ok(OutTile { ptr: out.as_mut_ptr(), m, n, rows: 0..n, tokens: 0..m, _out: PhantomData })
     }
 
-    /// A view over caller memory that other threads may be writing too, in other columns.
+    /// A view over caller memory that other threads may be writing too, in other blocks.
     ///
     /// # Safety
-    /// `ptr` must be valid for writes of `m * n` floats for `'a`, and no other live view
-    /// may write the columns in `rows`.
-    pub unsafe fn from_raw(ptr: *mut f32, m: usize, n: usize, rows: Range<usize>) -> OutRows<'a> {
-        OutRows { ptr, m, n, rows, _out: PhantomData }
+    /// `ptr` must be valid for writes of `m * n` floats for `'a`, no other live view may
+    /// write the block `tokens x rows`, and both ranges must lie in `0..m` and `0..n`.
+    pub(crate) unsafe fn from_raw(
+        ptr: *mut f32,
+        m: usize,
+        n: usize,
+        rows: Range<usize>,
+        tokens: Range<usize>,
+    ) -> OutTile<'a> {
+        OutTile { ptr, m, n, rows, tokens, _out: PhantomData }
     }
 
+    /// Narrows the view to the block `tokens x rows`, which must lie inside the current one.
+    pub fn restrict(self, rows: Range<usize>, tokens: Range<usize>) -> Result<OutTile<'a>> {
+        let inside = |inner: &Range<usize>, outer: &Range<usize>| {
+            inner.start <= inner.end && outer.start <= inner.start && inner.end <= outer.end
+        };
+        if !inside(&rows, &self.rows) {
+            return Err(Error::InvalidRowRange { begin: rows.start, end: rows.end, rows: self.rows.end });
+        }
+        if !inside(&tokens, &self.tokens) {
+            return Err(Error::InvalidRowRange { begin: tokens.start, end: tokens.end, rows: self.tokens.end });
+        }
+        Ok(OutTile { rows, tokens, ..self })
+    }
+
+    /// The output rows (weight rows) this view writes.
     pub fn rows(&self) -> Range<usize> {
         self.rows.clone()
     }
 
+    /// The tokens (activation rows) this view writes.
+    pub fn tokens(&self) -> Range<usize> {
+        self.tokens.clone()
+    }
+
+    /// Tokens of the whole output.
     pub fn m(&self) -> usize {
         self.m
     }
 
+    /// Output rows of the whole output.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
     #[inline(always)]
-    pub fn set(&mut self, token: usize, row: usize, value: f32) {
-        assert!(token < self.m && self.rows.contains(&row), "output ({token}, {row}) outside the view");
-        // SAFETY: in bounds (asserted), and this view owns column `row` (see the type docs).
+    pub(crate) fn set(&mut self, token: usize, row: usize, value: f32) {
+        assert!(self.tokens.contains(&token) && self.rows.contains(&row), "output ({token}, {row}) outside the view");
+        // SAFETY: in bounds (the view's block lies in `m x n`, asserted membership), and this
+        // view owns the element (see the type docs).
         unsafe { *self.ptr.add(token * self.n + row) = value }
     }
 
-    /// Splits into at most `parts` views over consecutive, disjoint row ranges, each a
-    /// multiple of `align` rows long (except the last).
-    pub fn split(self, parts: usize, align: usize) -> Vec<OutRows<'a>> {
-        let len = self.rows.len();
-        let chunk = len.div_ceil(parts.max(1)).next_multiple_of(align.max(1)).max(1);
-        (self.rows.start..self.rows.end)
-            .step_by(chunk)
-            .map(|start| OutRows { rows: start..(start + chunk).min(self.rows.end), ..self })
-            .collect()
+    /// Splits into disjoint views of at most `row_chunk` rows x `token_chunk` tokens,
+    /// row blocks outermost.
+    pub(crate) fn split(self, row_chunk: usize, token_chunk: usize) -> Vec<OutTile<'a>> {
+        let (row_chunk, token_chunk) = (row_chunk.max(1), token_chunk.max(1));
+        let mut views = Vec::new();
+        for r in self.rows.clone().step_by(row_chunk) {
+            for t in self.tokens.clone().step_by(token_chunk) {
+                views.push(OutTile {
+                    rows: r..(r + row_chunk).min(self.rows.end),
+                    tokens: t..(t + token_chunk).min(self.tokens.end),
+                    ..self
+                });
+            }
+        }
+        views
     }
 }
 
-/// Checks that `len` floats hold an `m x n` output and that `rows` lies in `0..n`.
-pub fn check_out(len: usize, m: usize, n: usize, rows: &Range<usize>) -> Result<()> {
+/// Checks that `len` floats hold an `m x n` output and that `rows` and `tokens` lie in
+/// `0..n` and `0..m`.
+pub(crate) fn check_out(len: usize, m: usize, n: usize, rows: &Range<usize>, tokens: &Range<usize>) -> Result<()> {
     let need = m.checked_mul(n).ok_or(Error::SizeOverflow { rows: m, cols: n })?;
     if len < need {
         return Err(Error::LengthMismatch { want: need, got: len });
@@ -120,28 +189,163 @@ pub fn check_out(len: usize, m: usize, n: usize, rows: &Range<usize>) -> Result<
     if rows.start > rows.end || rows.end > n {
         return Err(Error::InvalidRowRange { begin: rows.start, end: rows.end, rows: n });
     }
+    if tokens.start > tokens.end || tokens.end > m {
+        return Err(Error::InvalidRowRange { begin: tokens.start, end: tokens.end, rows: m });
+    }
     Ok(())
 }
 
-/// `run(weight, act, out)`: shapes already agree (`weight.cols == act.cols`, `out` is
-/// `act.rows x weight.rows`) and the formats are the kernel's own.
-pub type KernelFn = fn(&MatRef, &MatRef, &mut OutRows);
+/// Activations made ready for one kernel, once per call, shared by every task of the call.
+pub(crate) enum Prep<'a> {
+    /// As they are: the kernel reads the checked operand itself.
+    Raw(MatRef<'a>),
+    /// Placed in a SIMD kernel's unpack order, with lane sums (see [`tile::Prepared`]).
+    #[cfg(target_arch = "x86_64")]
+    Tile(tile::Prepared),
+}
 
-/// One entry of the registry.
+impl<'a> Prep<'a> {
+    /// The operand of a kernel that prepares with [`raw`].
+    pub(crate) fn raw(&self) -> &MatRef<'a> {
+        match self {
+            Prep::Raw(a) => a,
+            #[allow(unreachable_patterns)]
+            _ => unreachable!("Kernel::run_prepared checks that a kernel gets its own preparation"),
+        }
+    }
+}
+
+/// The preparation of kernels that read the operand as it is.
+pub(crate) fn raw<'a>(a: &MatRef<'a>) -> Prep<'a> {
+    Prep::Raw(*a)
+}
+
+/// `prepare(act)`: what [`Kernel::prepare`] runs once the format and CPU were checked.
+pub(crate) type PrepareFn = for<'a> fn(&MatRef<'a>) -> Prep<'a>;
+
+/// `run(weight, act, out)`, called only through [`Kernel::run_prepared`], which checked that
+/// the formats are the kernel's own, the CPU runs it, `act` was prepared by this kernel,
+/// `weight.cols == act.cols` and `out` is `act.rows x weight.rows`.
+pub(crate) type KernelFn = fn(&MatRef, &Prep, &mut OutTile);
+
+/// Activations prepared by one kernel ([`Kernel::prepare`]), for any number of its runs.
+pub struct PreparedAct<'a> {
+    kernel: &'static Kernel,
+    rows: usize,
+    cols: usize,
+    prep: Prep<'a>,
+}
+
+impl PreparedAct<'_> {
+    /// Tokens (activation rows).
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The kernel that prepared them, the only one that can use them.
+    pub fn kernel(&self) -> &'static Kernel {
+        self.kernel
+    }
+}
+
+/// How a kernel likes its work cut when the dispatcher splits a matmul over threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    /// Row blocks are multiples of this (the kernel's row tile or panel).
+    pub rows: usize,
+    /// Token blocks are multiples of this (the kernel's token tile).
+    pub tokens: usize,
+}
+
+/// One entry of the registry: a kernel for one (weight, activation) format pair.
 pub struct Kernel {
-    /// Reported in events and used to force a kernel, e.g. `bitnet_gemv/avx2`.
-    pub name: &'static CStr,
-    pub weight: Format,
-    pub act: Format,
-    /// The CPU features the kernel needs, for humans.
-    pub requires: &'static str,
-    pub available: fn() -> bool,
-    pub run: KernelFn,
+    pub(crate) name: &'static CStr,
+    pub(crate) weight: Format,
+    pub(crate) act: Format,
+    pub(crate) requires: &'static str,
+    pub(crate) available: fn() -> bool,
+    /// The smallest token count for which the kernel is preferred (every kernel computes
+    /// any token count correctly; a GEMM pays off only past a threshold).
+    pub(crate) min_tokens: usize,
+    pub(crate) geometry: Geometry,
+    pub(crate) prepare: PrepareFn,
+    pub(crate) run: KernelFn,
 }
 
 impl Kernel {
+    /// Reported in events and used to force a kernel, e.g. `bitnet_gemv/avx2`.
     pub fn name(&self) -> &'static str {
         self.name.to_str().expect("kernel names are ASCII")
+    }
+
+    /// [`Kernel::name`] as a NUL-terminated string, for the C ABI.
+    pub fn c_name(&self) -> &'static CStr {
+        self.name
+    }
+
+    /// The weight format it serves.
+    pub fn weight(&self) -> Format {
+        self.weight
+    }
+
+    /// The activation format it serves.
+    pub fn act(&self) -> Format {
+        self.act
+    }
+
+    /// The CPU features it needs, for humans (empty for portable kernels).
+    pub fn requires(&self) -> &'static str {
+        self.requires
+    }
+
+    /// Whether this CPU runs it.
+    pub fn is_available(&self) -> bool {
+        (self.available)()
+    }
+
+    /// The smallest token count for which the dispatcher prefers it.
+    pub fn min_tokens(&self) -> usize {
+        self.min_tokens
+    }
+
+    /// Prepares `act` for any number of [`Kernel::run_prepared`] calls (activation
+    /// placement and sums, paid once per call instead of once per task).
+    pub fn prepare<'a>(&'static self, act: &MatRef<'a>) -> Result<PreparedAct<'a>> {
+        if act.format != self.act {
+            return Err(Error::Unsupported { weight: self.weight, act: act.format });
+        }
+        if !self.is_available() {
+            return Err(Error::KernelUnavailable(self.name()));
+        }
+        Ok(PreparedAct { kernel: self, rows: act.rows, cols: act.cols, prep: (self.prepare)(act) })
+    }
+
+    /// `out[t][r] = sum_k act[t][k] * weight[r][k]` for the block of `out`. Checks the
+    /// weight's format, that `act` was prepared by this kernel, `weight.cols == act.cols`
+    /// and that `out` is `act.rows x weight.rows`, and writes nothing when a check fails.
+    pub fn run_prepared(&self, weight: &MatRef, act: &PreparedAct, out: &mut OutTile) -> Result<()> {
+        if weight.format != self.weight {
+            return Err(Error::Unsupported { weight: weight.format, act: self.act });
+        }
+        if !std::ptr::eq(act.kernel, self) {
+            return Err(Error::InvalidArgument("activations were prepared by another kernel"));
+        }
+        if weight.cols != act.cols {
+            return Err(Error::ShapeMismatch("activation cols differ from weight cols"));
+        }
+        if out.m != act.rows || out.n != weight.rows {
+            return Err(Error::ShapeMismatch("output is not activation rows x weight rows"));
+        }
+        (self.run)(weight, &act.prep, out);
+        Ok(())
+    }
+
+    /// [`Kernel::prepare`], then [`Kernel::run_prepared`].
+    pub fn run(&'static self, weight: &MatRef, act: &MatRef, out: &mut OutTile) -> Result<()> {
+        if weight.format != self.weight {
+            return Err(Error::Unsupported { weight: weight.format, act: act.format });
+        }
+        self.run_prepared(weight, &self.prepare(act)?, out)
     }
 }
 
@@ -151,7 +355,7 @@ impl std::fmt::Debug for Kernel {
     }
 }
 
-pub fn always() -> bool {
+pub(crate) fn always() -> bool {
     true
 }
 
@@ -165,11 +369,32 @@ pub fn registry() -> &'static [Kernel] {
     })
 }
 
+/// The kernel for an `m`-token matmul of a `weight` by an `act` matrix: the named one if
+/// `forced` names a kernel serving the pair (an error if this CPU cannot run it), else the
+/// first available one preferred at `m` tokens. `None` when no kernel serves the pair.
+/// A forced name that serves other pairs only leaves this pair's choice alone; a name no
+/// kernel has is an error.
+pub(crate) fn select(weight: Format, act: Format, m: usize, forced: Option<&str>) -> Result<Option<&'static Kernel>> {
+    let serving = || registry().iter().filter(move |k| k.weight == weight && k.act == act);
+    if let Some(name) = forced.filter(|&name| !exists(name)) {
+        return Err(Error::UnknownKernel(name.to_owned()));
+    }
+    if let Some(kernel) = forced.and_then(|name| serving().find(|k| k.name() == name)) {
+        return if kernel.is_available() { Ok(Some(kernel)) } else { Err(Error::KernelUnavailable(kernel.name())) };
+    }
+    Ok(serving().find(|k| k.is_available() && k.min_tokens <= m.max(1)))
+}
+
+/// Whether any kernel (of any pair) has this name.
+pub(crate) fn exists(name: &str) -> bool {
+    registry().iter().any(|k| k.name() == name)
+}
+
 /// Quantizes one activation row to I8_ABSMAX codes and returns its scale, bit-identical to
 /// `format::i8_absmax::encode_row` (the definition).
-pub type RequantRowFn = fn(&[f32], &mut [i8]) -> f32;
+pub(crate) type RequantRowFn = fn(&[f32], &mut [i8]) -> f32;
 
 /// The fastest row requantizer this CPU runs.
-pub fn requant_row() -> RequantRowFn {
+pub(crate) fn requant_row() -> RequantRowFn {
     arch::requant_row().unwrap_or(crate::format::i8_absmax::encode_row)
 }

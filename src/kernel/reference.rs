@@ -5,16 +5,22 @@
 //! with no multiply in the inner loop: a trit adds, subtracts or skips. Each weight row is
 //! decoded once per call and reused for every activation row.
 
-use super::{always, ActI8, Kernel, MatRef, OutRows};
+use super::{always, raw, ActI8, Geometry, Kernel, MatRef, OutTile, Prep};
 use crate::format::Format;
 
-pub fn kernels() -> Vec<Kernel> {
+/// Any cut of the work suits a scalar kernel.
+const ANY: Geometry = Geometry { rows: 1, tokens: 1 };
+
+pub(crate) fn kernels() -> Vec<Kernel> {
     let ternary = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158].map(|weight| Kernel {
         name: c"bitnet_gemv/reference",
         weight,
         act: Format::I8Absmax,
         requires: "",
         available: always,
+        min_tokens: 1,
+        geometry: ANY,
+        prepare: raw,
         run: bitnet_gemv,
     });
     let dense = Kernel {
@@ -23,30 +29,37 @@ pub fn kernels() -> Vec<Kernel> {
         act: Format::F32,
         requires: "",
         available: always,
+        min_tokens: 1,
+        geometry: ANY,
+        prepare: raw,
         run: dense_gemv,
     };
     ternary.into_iter().chain([dense]).collect()
 }
 
 /// The fallback for pairs no kernel serves: decode both operands to f32, then multiply.
-pub static DECODING_MATMUL: Kernel = Kernel {
+/// Its formats are nominal: the dispatcher runs it for any pair (see `crate::dispatch`).
+pub(crate) static DECODING_MATMUL: Kernel = Kernel {
     name: c"matmul/reference",
     weight: Format::F32,
     act: Format::F32,
     requires: "",
     available: always,
+    min_tokens: 1,
+    geometry: ANY,
+    prepare: raw,
     run: decoding_matmul,
 };
 
-pub fn bitnet_gemv(w: &MatRef, a: &MatRef, out: &mut OutRows) {
-    let act = ActI8::parse(a);
+fn bitnet_gemv(w: &MatRef, a: &Prep, out: &mut OutTile) {
+    let act = ActI8::parse(a.raw());
     let k = w.cols;
     let block = w.format.kernel_block(k);
     let mut trits = vec![0i8; k];
     let mut scales = vec![0f32; k / block];
     for r in out.rows() {
         w.format.ternary_row(w.bytes, k, r, &mut trits, &mut scales);
-        for token in 0..act.m {
+        for token in out.tokens() {
             let mut acc = 0f32;
             for ((t, x), &d) in trits.chunks_exact(block).zip(act.row(token).chunks_exact(block)).zip(&scales) {
                 acc += d * trit_dot(t, x) as f32;
@@ -72,19 +85,21 @@ fn trit_dot(t: &[i8], x: &[i8]) -> i32 {
     s
 }
 
-pub fn dense_gemv(w: &MatRef, a: &MatRef, out: &mut OutRows) {
+fn dense_gemv(w: &MatRef, a: &Prep, out: &mut OutTile) {
+    let a = a.raw();
     let w_row = |r: usize| w.bytes[r * w.cols * 4..][..w.cols * 4].chunks_exact(4);
     let a_row = |i: usize| a.bytes[i * a.cols * 4..][..a.cols * 4].chunks_exact(4);
     let f = |s: &[u8]| f32::from_le_bytes([s[0], s[1], s[2], s[3]]);
     for r in out.rows() {
-        for token in 0..a.rows {
+        for token in out.tokens() {
             let dot = w_row(r).zip(a_row(token)).map(|(x, y)| f(x) * f(y)).sum();
             out.set(token, r, dot);
         }
     }
 }
 
-fn decoding_matmul(w: &MatRef, a: &MatRef, out: &mut OutRows) {
+fn decoding_matmul(w: &MatRef, a: &Prep, out: &mut OutTile) {
+    let a = a.raw();
     let decode = |m: &MatRef| {
         let mut v = vec![0f32; m.rows * m.cols];
         m.format.decode(m.bytes, m.rows, m.cols, &mut v).expect("operands were checked");
@@ -93,7 +108,7 @@ fn decoding_matmul(w: &MatRef, a: &MatRef, out: &mut OutRows) {
     let (wf, af) = (decode(w), decode(a));
     let k = w.cols;
     for r in out.rows() {
-        for token in 0..a.rows {
+        for token in out.tokens() {
             let dot = wf[r * k..][..k].iter().zip(&af[token * k..][..k]).map(|(x, y)| x * y).sum();
             out.set(token, r, dot);
         }

@@ -1,13 +1,13 @@
 //! SIMD kernels, one folder per architecture, each registering its kernels best first.
 
 #[cfg(target_arch = "aarch64")]
-pub mod aarch64;
+pub(crate) mod aarch64;
 #[cfg(target_arch = "x86_64")]
-pub mod x86_64;
+pub(crate) mod x86_64;
 
 use super::Kernel;
 
-pub fn kernels() -> Vec<Kernel> {
+pub(crate) fn kernels() -> Vec<Kernel> {
     #[cfg(target_arch = "x86_64")]
     return x86_64::kernels();
     #[cfg(target_arch = "aarch64")]
@@ -16,7 +16,7 @@ pub fn kernels() -> Vec<Kernel> {
     Vec::new()
 }
 
-pub fn requant_row() -> Option<super::RequantRowFn> {
+pub(crate) fn requant_row() -> Option<super::RequantRowFn> {
     #[cfg(target_arch = "x86_64")]
     return x86_64::requant_row();
     #[cfg(target_arch = "aarch64")]

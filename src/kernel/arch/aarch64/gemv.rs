@@ -9,7 +9,7 @@
 use super::act::{block_bias, BitnetAct};
 use super::unpack::{bitnet_chunk, TqBlock};
 use crate::format::{bitnet, ternary::QK};
-use crate::kernel::{ActI8, MatRef, OutRows};
+use crate::kernel::{ActI8, MatRef, OutTile};
 use core::arch::aarch64::*;
 
 /// Multiply-accumulate of 16 unsigned codes (at most 3) by 16 signed activation codes.
@@ -216,7 +216,7 @@ pub(super) struct RowFns {
 }
 
 /// The TQ1_0/TQ2_0 kernel driver. The caller checked that this CPU runs `fns`.
-pub(super) fn tq_gemv(w: &MatRef, a: &MatRef, out: &mut OutRows, bytes_per_block: usize, fns: RowFns) {
+pub(super) fn tq_gemv(w: &MatRef, a: &MatRef, out: &mut OutTile, bytes_per_block: usize, fns: RowFns) {
     let act = ActI8::parse(a);
     let blocks = w.cols / QK;
     let row_bytes = blocks * bytes_per_block;
@@ -232,8 +232,9 @@ pub(super) fn tq_gemv(w: &MatRef, a: &MatRef, out: &mut OutRows, bytes_per_block
             // SAFETY: as above.
             unsafe { (fns.tq_rows)(row, act.codes, &bias, &mut acc) };
         }
-        for (t, &v) in acc.iter().enumerate() {
-            out.set(t, r, act.scales[t] * v);
+        // Every token is computed (this path has no token tiles yet); the view's are kept.
+        for t in out.tokens() {
+            out.set(t, r, act.scales[t] * acc[t]);
         }
     }
 }
@@ -243,7 +244,7 @@ pub(super) fn tq_gemv(w: &MatRef, a: &MatRef, out: &mut OutRows, bytes_per_block
 pub(super) fn bitnet_gemv(
     w: &MatRef,
     a: &MatRef,
-    out: &mut OutRows,
+    out: &mut OutTile,
     row_fn: unsafe fn(&[u8], &[i8]) -> i32,
     rows_fn: unsafe fn(&[u8], &BitnetAct, &mut [i32]),
 ) {
@@ -261,8 +262,9 @@ pub(super) fn bitnet_gemv(
             // SAFETY: as above.
             unsafe { rows_fn(row, &perm, &mut dots) };
         }
-        for (t, &dot) in dots.iter().enumerate() {
-            out.set(t, r, act.scales[t] * (scale * (dot - perm.sums[t]) as f32));
+        // Every token is computed (this path has no token tiles yet); the view's are kept.
+        for t in out.tokens() {
+            out.set(t, r, act.scales[t] * (scale * (dots[t] - perm.sums[t]) as f32));
         }
     }
 }
@@ -274,7 +276,7 @@ macro_rules! path_kernels {
     ($mac:ty, $features:literal, $available:path) => {
         use super::gemv::{self, RowFns};
         use super::unpack::{Tq1, Tq2, TqBlock};
-        use crate::kernel::{MatRef, OutRows};
+        use crate::kernel::{MatRef, OutTile, Prep};
 
         #[inline(never)]
         #[target_feature(enable = $features)]
@@ -316,18 +318,21 @@ macro_rules! path_kernels {
             assert!($available(), concat!("this CPU lacks ", $features));
         }
 
-        pub fn tq1_0(w: &MatRef, a: &MatRef, out: &mut OutRows) {
+        pub fn tq1_0(w: &MatRef, a: &Prep, out: &mut OutTile) {
             check_cpu();
+            let a = a.raw();
             gemv::tq_gemv(w, a, out, Tq1::BYTES, RowFns { tq_row: tq1_0_row, tq_rows: tq1_0_rows });
         }
 
-        pub fn tq2_0(w: &MatRef, a: &MatRef, out: &mut OutRows) {
+        pub fn tq2_0(w: &MatRef, a: &Prep, out: &mut OutTile) {
             check_cpu();
+            let a = a.raw();
             gemv::tq_gemv(w, a, out, Tq2::BYTES, RowFns { tq_row: tq2_0_row, tq_rows: tq2_0_rows });
         }
 
-        pub fn bitnet(w: &MatRef, a: &MatRef, out: &mut OutRows) {
+        pub fn bitnet(w: &MatRef, a: &Prep, out: &mut OutTile) {
             check_cpu();
+            let a = a.raw();
             gemv::bitnet_gemv(w, a, out, bitnet_row, bitnet_rows);
         }
     };

@@ -16,7 +16,7 @@ mod requant;
 mod unpack;
 
 use crate::format::Format;
-use crate::kernel::{Kernel, KernelFn, RequantRowFn};
+use crate::kernel::{raw, Geometry, Kernel, KernelFn, RequantRowFn};
 use std::ffi::CStr;
 
 /// One instruction path: its kernel name, the features it needs, and its kernels for
@@ -28,7 +28,7 @@ struct Path {
     runs: [KernelFn; 3],
 }
 
-pub fn kernels() -> Vec<Kernel> {
+pub(crate) fn kernels() -> Vec<Kernel> {
     let paths = [
         Path {
             name: c"bitnet_gemv/neon-dotprod",
@@ -53,12 +53,15 @@ pub fn kernels() -> Vec<Kernel> {
                 act: Format::I8Absmax,
                 requires: p.requires,
                 available: p.available,
+                min_tokens: 1,
+                geometry: Geometry { rows: 16, tokens: 1 },
+                prepare: raw,
                 run,
             })
         })
         .collect()
 }
 
-pub fn requant_row() -> Option<RequantRowFn> {
+pub(crate) fn requant_row() -> Option<RequantRowFn> {
     Some(requant::encode_row)
 }

@@ -1,8 +1,7 @@
 //! AVX2: 32-byte vectors; u8 x i8 products through `vpmaddubsw` into int16 partial sums
 //! (one weight load's planes at a time, far from saturating), widened by `vpmaddwd`.
 
-use super::gemv::{self, Simd, Tq1, Tq2};
-use crate::kernel::{MatRef, OutRows};
+use crate::kernel::tile::Simd;
 use std::arch::x86_64::*;
 
 pub(super) const FEATURES: &str = "avx2, fma, f16c";
@@ -24,63 +23,77 @@ impl Simd for Avx2 {
 
     #[inline(always)]
     unsafe fn zero() -> __m256i {
-        _mm256_setzero_si256()
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm256_setzero_si256() }
     }
 
     #[inline(always)]
     unsafe fn load(p: *const u8) -> __m256i {
-        _mm256_loadu_si256(p as *const __m256i)
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm256_loadu_si256(p as *const __m256i) }
     }
 
     #[inline(always)]
     unsafe fn load_partial(p: *const u8, len: usize) -> __m256i {
-        debug_assert!(len < 32);
-        let mut buf = [0u8; 32];
-        std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), len);
-        Self::load(buf.as_ptr())
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe {
+            assert!(len < 32);
+            let mut buf = [0u8; 32];
+            std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), len);
+            Self::load(buf.as_ptr())
+        }
     }
 
     #[inline(always)]
     unsafe fn splat8(x: u8) -> __m256i {
-        _mm256_set1_epi8(x as i8)
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm256_set1_epi8(x as i8) }
     }
 
     #[inline(always)]
     unsafe fn plane2(x: __m256i, plane: usize, mask3: __m256i) -> __m256i {
-        let shifted = match plane {
-            0 => x,
-            1 => _mm256_srli_epi16::<2>(x),
-            2 => _mm256_srli_epi16::<4>(x),
-            _ => _mm256_srli_epi16::<6>(x),
-        };
-        _mm256_and_si256(shifted, mask3)
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe {
+            let shifted = match plane {
+                0 => x,
+                1 => _mm256_srli_epi16::<2>(x),
+                2 => _mm256_srli_epi16::<4>(x),
+                _ => _mm256_srli_epi16::<6>(x),
+            };
+            _mm256_and_si256(shifted, mask3)
+        }
     }
 
     #[inline(always)]
     unsafe fn and(a: __m256i, b: __m256i) -> __m256i {
-        _mm256_and_si256(a, b)
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm256_and_si256(a, b) }
     }
 
     #[inline(always)]
     unsafe fn srl4(x: __m256i) -> __m256i {
-        _mm256_srli_epi16::<4>(x)
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm256_srli_epi16::<4>(x) }
     }
 
     #[inline(always)]
     unsafe fn p_start(_acc: __m256i) -> __m256i {
-        _mm256_setzero_si256()
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm256_setzero_si256() }
     }
 
     /// Pairs of products of codes <= 3 and |a| <= 127 are at most 762, so int16 holds the
     /// sum of a load's four (2-bit) or five (TQ1_0) planes.
     #[inline(always)]
     unsafe fn p_dot(p: __m256i, u: __m256i, s: __m256i) -> __m256i {
-        _mm256_add_epi16(p, _mm256_maddubs_epi16(u, s))
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm256_add_epi16(p, _mm256_maddubs_epi16(u, s)) }
     }
 
     #[inline(always)]
     unsafe fn p_end(p: __m256i, acc: __m256i) -> __m256i {
-        _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)))
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1))) }
     }
 
     /// Two loads per block: `qs[0..32]`, then `qs[32..48]` with `qh` in lanes 16..20.
@@ -93,42 +106,45 @@ impl Simd for Avx2 {
         a: [*const i8; T],
         acc: &mut [[__m256i; T]; R],
     ) {
-        let high = _mm256_set1_epi16(0xFF00u16 as i16);
-        let three = _mm256_set1_epi16(3);
-        for chunk in 0..2 {
-            let zero = _mm256_setzero_si256();
-            let (mut odd, mut even) = ([zero; R], [zero; R]);
-            for r in 0..R {
-                let x = match chunk {
-                    0 => Self::load(w[r]),
-                    _ => {
-                        let qs = _mm_loadu_si128(w[r].add(32) as *const __m128i);
-                        let qh = _mm_cvtsi32_si128(i32::from_le_bytes(*(w[r].add(48) as *const [u8; 4])));
-                        _mm256_set_m128i(qh, qs)
-                    }
-                };
-                odd[r] = _mm256_and_si256(x, high);
-                even[r] = _mm256_slli_epi16::<8>(x);
-            }
-            let mut p = [[zero; T]; R];
-            for (digit, &pow) in POW3.iter().enumerate() {
-                let pow = _mm256_set1_epi16(pow);
-                let mut codes = [zero; R];
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe {
+            let high = _mm256_set1_epi16(0xFF00u16 as i16);
+            let three = _mm256_set1_epi16(3);
+            for chunk in 0..2 {
+                let zero = _mm256_setzero_si256();
+                let (mut odd, mut even) = ([zero; R], [zero; R]);
                 for r in 0..R {
-                    let o = mulhi_epu16(_mm256_mullo_epi16(odd[r], pow), three);
-                    let e = mulhi_epu16(_mm256_mullo_epi16(even[r], pow), three);
-                    codes[r] = _mm256_or_si256(_mm256_slli_epi16::<8>(o), e);
+                    let x = match chunk {
+                        0 => Self::load(w[r]),
+                        _ => {
+                            let qs = _mm_loadu_si128(w[r].add(32) as *const __m128i);
+                            let qh = _mm_cvtsi32_si128(i32::from_le_bytes(*(w[r].add(48) as *const [u8; 4])));
+                            _mm256_set_m128i(qh, qs)
+                        }
+                    };
+                    odd[r] = _mm256_and_si256(x, high);
+                    even[r] = _mm256_slli_epi16::<8>(x);
                 }
-                for t in 0..T {
-                    let av = Self::load(a[t].add(chunk * 160 + digit * 32) as *const u8);
+                let mut p = [[zero; T]; R];
+                for (digit, &pow) in POW3.iter().enumerate() {
+                    let pow = _mm256_set1_epi16(pow);
+                    let mut codes = [zero; R];
                     for r in 0..R {
-                        p[r][t] = Self::p_dot(p[r][t], codes[r], av);
+                        let o = mulhi_epu16(_mm256_mullo_epi16(odd[r], pow), three);
+                        let e = mulhi_epu16(_mm256_mullo_epi16(even[r], pow), three);
+                        codes[r] = _mm256_or_si256(_mm256_slli_epi16::<8>(o), e);
+                    }
+                    for t in 0..T {
+                        let av = Self::load(a[t].add(chunk * 160 + digit * 32) as *const u8);
+                        for r in 0..R {
+                            p[r][t] = Self::p_dot(p[r][t], codes[r], av);
+                        }
                     }
                 }
-            }
-            for r in 0..R {
-                for t in 0..T {
-                    acc[r][t] = Self::p_end(p[r][t], acc[r][t]);
+                for r in 0..R {
+                    for t in 0..T {
+                        acc[r][t] = Self::p_end(p[r][t], acc[r][t]);
+                    }
                 }
             }
         }
@@ -136,26 +152,46 @@ impl Simd for Avx2 {
 
     #[inline(always)]
     unsafe fn fzero() -> __m256 {
-        _mm256_setzero_ps()
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm256_setzero_ps() }
     }
 
     #[inline(always)]
     unsafe fn fmadd(acc: __m256i, d: f32, f: __m256) -> __m256 {
-        _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(d), f)
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(d), f) }
     }
 
     #[inline(always)]
     unsafe fn fsum(f: __m256) -> f32 {
-        let x = _mm_add_ps(_mm256_castps256_ps128(f), _mm256_extractf128_ps::<1>(f));
-        let x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-        _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)))
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe {
+            let x = _mm_add_ps(_mm256_castps256_ps128(f), _mm256_extractf128_ps::<1>(f));
+            let x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+            _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)))
+        }
     }
 
     #[inline(always)]
     unsafe fn hsum(v: __m256i) -> i32 {
-        let x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
-        let x = _mm_add_epi32(x, _mm_unpackhi_epi64(x, x));
-        _mm_cvtsi128_si32(_mm_add_epi32(x, _mm_shuffle_epi32::<1>(x)))
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe {
+            let x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+            let x = _mm_add_epi32(x, _mm_unpackhi_epi64(x, x));
+            _mm_cvtsi128_si32(_mm_add_epi32(x, _mm_shuffle_epi32::<1>(x)))
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn f16(p: *const u8) -> f32 {
+        // SAFETY: the trait's contract (F16C is among this ISA's features; 2 bytes at `p`).
+        unsafe { super::f16c(p) }
+    }
+
+    #[inline(always)]
+    unsafe fn prefetch_l2(p: *const u8) {
+        // SAFETY: a prefetch never faults, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T1>(p as *const i8) }
     }
 }
 
@@ -174,21 +210,4 @@ unsafe fn mulhi_epu16(a: __m256i, b: __m256i) -> __m256i {
     out
 }
 
-macro_rules! entry {
-    ($name:ident, $inner:ident, $body:expr) => {
-        #[target_feature(enable = "avx2,fma,f16c")]
-        unsafe fn $inner(w: &MatRef, a: &MatRef, out: &mut OutRows) {
-            $body(w, a, out)
-        }
-
-        pub(super) fn $name(w: &MatRef, a: &MatRef, out: &mut OutRows) {
-            assert!(available(), "bitnet_gemv/avx2 needs {FEATURES}");
-            // SAFETY: the CPU has every feature the inner function enables (asserted).
-            unsafe { $inner(w, a, out) }
-        }
-    };
-}
-
-entry!(tq1_0, tq1_0_inner, gemv::tq::<Avx2, Tq1, 2, 2, 2>);
-entry!(tq2_0, tq2_0_inner, gemv::tq::<Avx2, Tq2, 2, 2, 2>);
-entry!(bitnet, bitnet_inner, gemv::bitnet::<Avx2, 2, 2, 2>);
+super::isa_kernels!(Avx2, c"bitnet_gemv/avx2", "avx2,fma,f16c", 2, 2, 2);

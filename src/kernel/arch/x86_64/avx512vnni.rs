@@ -1,9 +1,8 @@
 //! AVX-512 VNNI: 64-byte vectors, `vpdpbusd` (u8 x i8, four products into each int32
 //! lane) and masked loads for tails.
 
-use super::gemm::{self, GemmSimd};
-use super::gemv::{self, Simd, Tq1, Tq2, TQ1_CODE_BYTES};
-use crate::kernel::{MatRef, OutRows};
+use super::gemm::GemmSimd;
+use crate::kernel::tile::{Simd, TQ1_CODE_BYTES};
 use std::arch::x86_64::*;
 
 pub(super) const FEATURES: &str = "avx512f, avx512bw, avx512vnni, f16c, fma";
@@ -26,45 +25,56 @@ impl Simd for Avx512 {
 
     #[inline(always)]
     unsafe fn zero() -> __m512i {
-        _mm512_setzero_si512()
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm512_setzero_si512() }
     }
 
     #[inline(always)]
     unsafe fn load(p: *const u8) -> __m512i {
-        _mm512_loadu_si512(p as *const _)
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm512_loadu_si512(p as *const _) }
     }
 
     #[inline(always)]
     unsafe fn load_partial(p: *const u8, len: usize) -> __m512i {
-        debug_assert!(len < 64);
-        // Masked-off bytes are neither read nor able to fault.
-        _mm512_maskz_loadu_epi8((1u64 << len) - 1, p as *const i8)
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe {
+            assert!(len < 64);
+            // Masked-off bytes are neither read nor able to fault.
+            _mm512_maskz_loadu_epi8((1u64 << len) - 1, p as *const i8)
+        }
     }
 
     #[inline(always)]
     unsafe fn splat8(x: u8) -> __m512i {
-        _mm512_set1_epi8(x as i8)
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm512_set1_epi8(x as i8) }
     }
 
     #[inline(always)]
     unsafe fn plane2(x: __m512i, plane: usize, mask3: __m512i) -> __m512i {
-        let shifted = match plane {
-            0 => x,
-            1 => _mm512_srli_epi16::<2>(x),
-            2 => _mm512_srli_epi16::<4>(x),
-            _ => _mm512_srli_epi16::<6>(x),
-        };
-        _mm512_and_si512(shifted, mask3)
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe {
+            let shifted = match plane {
+                0 => x,
+                1 => _mm512_srli_epi16::<2>(x),
+                2 => _mm512_srli_epi16::<4>(x),
+                _ => _mm512_srli_epi16::<6>(x),
+            };
+            _mm512_and_si512(shifted, mask3)
+        }
     }
 
     #[inline(always)]
     unsafe fn and(a: __m512i, b: __m512i) -> __m512i {
-        _mm512_and_si512(a, b)
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm512_and_si512(a, b) }
     }
 
     #[inline(always)]
     unsafe fn srl4(x: __m512i) -> __m512i {
-        _mm512_srli_epi16::<4>(x)
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm512_srli_epi16::<4>(x) }
     }
 
     #[inline(always)]
@@ -74,7 +84,8 @@ impl Simd for Avx512 {
 
     #[inline(always)]
     unsafe fn p_dot(p: __m512i, u: __m512i, s: __m512i) -> __m512i {
-        _mm512_dpbusd_epi32(p, u, s)
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm512_dpbusd_epi32(p, u, s) }
     }
 
     #[inline(always)]
@@ -92,60 +103,79 @@ impl Simd for Avx512 {
         a: [*const i8; T],
         acc: &mut [[__m512i; T]; R],
     ) {
-        let zero = _mm512_setzero_si512();
-        let mut q = [zero; R];
-        for r in 0..R {
-            q[r] = <Self as Simd>::load_partial(w[r], TQ1_CODE_BYTES);
-        }
-        let mut lo = [[zero; T]; R];
-        // The seed `-sum a` joins as `+256 sum a` in the subtracted sum.
-        let mut hi = [[zero; T]; R];
-        for r in 0..R {
-            for t in 0..T {
-                hi[r][t] = _mm512_slli_epi32::<8>(_mm512_sub_epi32(zero, acc[r][t]));
-            }
-        }
-        for digit in 0..5 {
-            let mut next = [zero; R];
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe {
+            let zero = _mm512_setzero_si512();
+            let mut q = [zero; R];
             for r in 0..R {
-                next[r] = _mm512_add_epi8(q[r], opaque(_mm512_add_epi8(q[r], q[r])));
+                q[r] = Self::load_partial(w[r], TQ1_CODE_BYTES);
             }
-            for t in 0..T {
-                let av = _mm512_loadu_si512(a[t].add(digit * 64) as *const _);
-                for r in 0..R {
-                    lo[r][t] = _mm512_dpbusd_epi32(lo[r][t], q[r], av);
-                    hi[r][t] = _mm512_dpbusd_epi32(hi[r][t], next[r], av);
+            let mut lo = [[zero; T]; R];
+            // The seed `-sum a` joins as `+256 sum a` in the subtracted sum.
+            let mut hi = [[zero; T]; R];
+            for r in 0..R {
+                for t in 0..T {
+                    hi[r][t] = _mm512_slli_epi32::<8>(_mm512_sub_epi32(zero, acc[r][t]));
                 }
             }
-            q = next;
-        }
-        for r in 0..R {
-            for t in 0..T {
-                let lo3 = _mm512_add_epi32(lo[r][t], _mm512_add_epi32(lo[r][t], lo[r][t]));
-                // Exact: every lane's difference is 256 times its dot product.
-                acc[r][t] = _mm512_srai_epi32::<8>(_mm512_sub_epi32(lo3, hi[r][t]));
+            for digit in 0..5 {
+                let mut next = [zero; R];
+                for r in 0..R {
+                    next[r] = _mm512_add_epi8(q[r], opaque(_mm512_add_epi8(q[r], q[r])));
+                }
+                for t in 0..T {
+                    let av = _mm512_loadu_si512(a[t].add(digit * 64) as *const _);
+                    for r in 0..R {
+                        lo[r][t] = _mm512_dpbusd_epi32(lo[r][t], q[r], av);
+                        hi[r][t] = _mm512_dpbusd_epi32(hi[r][t], next[r], av);
+                    }
+                }
+                q = next;
+            }
+            for r in 0..R {
+                for t in 0..T {
+                    let lo3 = _mm512_add_epi32(lo[r][t], _mm512_add_epi32(lo[r][t], lo[r][t]));
+                    // Exact: every lane's difference is 256 times its dot product.
+                    acc[r][t] = _mm512_srai_epi32::<8>(_mm512_sub_epi32(lo3, hi[r][t]));
+                }
             }
         }
     }
 
     #[inline(always)]
     unsafe fn fzero() -> __m512 {
-        _mm512_setzero_ps()
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm512_setzero_ps() }
     }
 
     #[inline(always)]
     unsafe fn fmadd(acc: __m512i, d: f32, f: __m512) -> __m512 {
-        _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(d), f)
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(d), f) }
     }
 
     #[inline(always)]
     unsafe fn fsum(f: __m512) -> f32 {
-        _mm512_reduce_add_ps(f)
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm512_reduce_add_ps(f) }
     }
 
     #[inline(always)]
     unsafe fn hsum(v: __m512i) -> i32 {
-        _mm512_reduce_add_epi32(v)
+        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        unsafe { _mm512_reduce_add_epi32(v) }
+    }
+
+    #[inline(always)]
+    unsafe fn f16(p: *const u8) -> f32 {
+        // SAFETY: the trait's contract (F16C is among this ISA's features; 2 bytes at `p`).
+        unsafe { super::f16c(p) }
+    }
+
+    #[inline(always)]
+    unsafe fn prefetch_l2(p: *const u8) {
+        // SAFETY: a prefetch never faults, whatever the address.
+        unsafe { _mm_prefetch::<_MM_HINT_T1>(p as *const i8) }
     }
 }
 
@@ -156,126 +186,149 @@ impl GemmSimd for Avx512 {
 
     #[inline(always)]
     unsafe fn zero() -> __m512i {
-        _mm512_setzero_si512()
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_setzero_si512() }
     }
 
     #[inline(always)]
     unsafe fn splat32(x: i32) -> __m512i {
-        _mm512_set1_epi32(x)
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_set1_epi32(x) }
     }
 
     #[inline(always)]
     unsafe fn splat8(x: u8) -> __m512i {
-        _mm512_set1_epi8(x as i8)
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_set1_epi8(x as i8) }
     }
 
     #[inline(always)]
     unsafe fn load(p: *const u8) -> __m512i {
-        _mm512_loadu_si512(p as *const _)
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_loadu_si512(p as *const _) }
     }
 
     #[inline(always)]
-    unsafe fn load_partial(p: *const u8, len: usize) -> __m512i {
-        debug_assert!(len <= 64);
-        // Masked-off bytes are neither read nor able to fault.
-        _mm512_maskz_loadu_epi8(u64::MAX >> (64 - len), p as *const i8)
+    unsafe fn load_first(p: *const u8, len: usize) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe {
+            debug_assert!(len <= 64);
+            // Masked-off bytes are neither read nor able to fault.
+            _mm512_maskz_loadu_epi8(u64::MAX >> (64 - len), p as *const i8)
+        }
     }
 
     #[inline(always)]
     unsafe fn store(p: *mut u8, v: __m512i) {
-        _mm512_storeu_si512(p as *mut _, v)
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_storeu_si512(p as *mut _, v) }
     }
 
     /// Three stages: 32-bit and 64-bit interleaves make 4 x 4 blocks within 128-bit lanes,
     /// two rounds of 128-bit shuffles move the blocks into place.
     #[inline(always)]
     unsafe fn transpose(v: &mut [__m512i]) {
-        assert_eq!(v.len(), 16);
-        let mut t = [_mm512_setzero_si512(); 16];
-        for i in 0..8 {
-            t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
-            t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
-        }
-        // u[4i + j], 128-bit lane l: column 4l + j of rows 4i..4i + 4.
-        let mut u = [_mm512_setzero_si512(); 16];
-        for i in 0..4 {
-            u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-            u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-            u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-            u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-        }
-        for j in 0..4 {
-            let (a, b, c, d) = (u[j], u[4 + j], u[8 + j], u[12 + j]);
-            let ab01 = _mm512_shuffle_i32x4::<0x44>(a, b);
-            let ab23 = _mm512_shuffle_i32x4::<0xEE>(a, b);
-            let cd01 = _mm512_shuffle_i32x4::<0x44>(c, d);
-            let cd23 = _mm512_shuffle_i32x4::<0xEE>(c, d);
-            v[j] = _mm512_shuffle_i32x4::<0x88>(ab01, cd01);
-            v[4 + j] = _mm512_shuffle_i32x4::<0xDD>(ab01, cd01);
-            v[8 + j] = _mm512_shuffle_i32x4::<0x88>(ab23, cd23);
-            v[12 + j] = _mm512_shuffle_i32x4::<0xDD>(ab23, cd23);
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe {
+            assert_eq!(v.len(), 16);
+            let mut t = [_mm512_setzero_si512(); 16];
+            for i in 0..8 {
+                t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+                t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+            }
+            // u[4i + j], 128-bit lane l: column 4l + j of rows 4i..4i + 4.
+            let mut u = [_mm512_setzero_si512(); 16];
+            for i in 0..4 {
+                u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+                u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+                u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+                u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+            }
+            for j in 0..4 {
+                let (a, b, c, d) = (u[j], u[4 + j], u[8 + j], u[12 + j]);
+                let ab01 = _mm512_shuffle_i32x4::<0x44>(a, b);
+                let ab23 = _mm512_shuffle_i32x4::<0xEE>(a, b);
+                let cd01 = _mm512_shuffle_i32x4::<0x44>(c, d);
+                let cd23 = _mm512_shuffle_i32x4::<0xEE>(c, d);
+                v[j] = _mm512_shuffle_i32x4::<0x88>(ab01, cd01);
+                v[4 + j] = _mm512_shuffle_i32x4::<0xDD>(ab01, cd01);
+                v[8 + j] = _mm512_shuffle_i32x4::<0x88>(ab23, cd23);
+                v[12 + j] = _mm512_shuffle_i32x4::<0xDD>(ab23, cd23);
+            }
         }
     }
 
     #[inline(always)]
     unsafe fn srli32<const N: u32>(x: __m512i) -> __m512i {
-        _mm512_srli_epi32::<N>(x)
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_srli_epi32::<N>(x) }
     }
 
     #[inline(always)]
     unsafe fn slli32<const N: u32>(x: __m512i) -> __m512i {
-        _mm512_slli_epi32::<N>(x)
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_slli_epi32::<N>(x) }
     }
 
     #[inline(always)]
     unsafe fn and(a: __m512i, b: __m512i) -> __m512i {
-        _mm512_and_si512(a, b)
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_and_si512(a, b) }
     }
 
     #[inline(always)]
     unsafe fn or(a: __m512i, b: __m512i) -> __m512i {
-        _mm512_or_si512(a, b)
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_or_si512(a, b) }
     }
 
     #[inline(always)]
     unsafe fn add8(a: __m512i, b: __m512i) -> __m512i {
-        _mm512_add_epi8(a, b)
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_add_epi8(a, b) }
     }
 
     #[inline(always)]
     unsafe fn subs_u8(a: __m512i, b: __m512i) -> __m512i {
-        _mm512_subs_epu8(a, b)
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_subs_epu8(a, b) }
     }
 
     #[inline(always)]
     unsafe fn min_u8(a: __m512i, b: __m512i) -> __m512i {
-        _mm512_min_epu8(a, b)
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_min_epu8(a, b) }
     }
 
     /// One `vpdpbusd` with an embedded `{1to16}` broadcast of the four activation bytes.
     #[inline(always)]
     unsafe fn dot4(acc: __m512i, w: __m512i, a: *const u8) -> __m512i {
-        _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(std::ptr::read_unaligned(a as *const i32)))
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(std::ptr::read_unaligned(a as *const i32))) }
     }
 
     #[inline(always)]
     unsafe fn fzero() -> __m512 {
-        _mm512_setzero_ps()
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_setzero_ps() }
     }
 
     #[inline(always)]
     unsafe fn fload(p: *const f32) -> __m512 {
-        _mm512_loadu_ps(p)
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_loadu_ps(p) }
     }
 
     #[inline(always)]
     unsafe fn fmadd(acc: __m512i, s: __m512, f: __m512) -> __m512 {
-        _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), s, f)
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), s, f) }
     }
 
     #[inline(always)]
     unsafe fn fstore(p: *mut f32, f: __m512) {
-        _mm512_storeu_ps(p, f)
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_storeu_ps(p, f) }
     }
 }
 
@@ -290,29 +343,13 @@ unsafe fn opaque(mut v: __m512i) -> __m512i {
     v
 }
 
-macro_rules! entry {
-    ($name:ident, $inner:ident, $body:expr) => {
-        #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c,fma")]
-        unsafe fn $inner(w: &MatRef, a: &MatRef, out: &mut OutRows) {
-            $body(w, a, out)
-        }
+super::isa_kernels!(Avx512, c"bitnet_gemv/avx512vnni", "avx512f,avx512bw,avx512vnni,f16c,fma", 4, 2, 4);
 
-        pub(super) fn $name(w: &MatRef, a: &MatRef, out: &mut OutRows) {
-            assert!(available(), "bitnet_gemv/avx512vnni needs {FEATURES}");
-            // SAFETY: the CPU has every feature the inner function enables (asserted).
-            unsafe { $inner(w, a, out) }
-        }
-    };
-}
-
-entry!(tq1_0, tq1_0_inner, gemv::tq::<Avx512, Tq1, 4, 2, 4>);
-entry!(tq2_0, tq2_0_inner, gemv::tq::<Avx512, Tq2, 4, 2, 4>);
-entry!(bitnet, bitnet_inner, gemv::bitnet::<Avx512, 4, 2, 4>);
-
-/// Register block of the GEMM: 4 weight vectors (64 rows) x 6 tokens, 24 accumulators.
-const GEMM_RV: usize = 4;
-const GEMM_T: usize = 6;
-
-entry!(gemm_tq1_0, gemm_tq1_0_inner, gemm::gemm::<Avx512, gemm::Tq1, GEMM_RV, GEMM_T>);
-entry!(gemm_tq2_0, gemm_tq2_0_inner, gemm::gemm::<Avx512, gemm::Tq2, GEMM_RV, GEMM_T>);
-entry!(gemm_bitnet, gemm_bitnet_inner, gemm::gemm::<Avx512, gemm::Bitnet, GEMM_RV, GEMM_T>);
+super::gemm::gemm_kernels!(
+    Avx512,
+    c"bitnet_gemm/avx512vnni",
+    "avx512f,avx512bw,avx512vnni,f16c,fma",
+    rv = 4,
+    t = 6,
+    min_tokens = 8
+);

@@ -21,12 +21,13 @@
 #![allow(clippy::needless_range_loop)]
 
 use crate::format::{bitnet, tq1_0, tq2_0, Format};
-use crate::kernel::{MatRef, OutRows};
+use crate::kernel::{MatRef, OutTile};
 use std::cell::Cell;
 
 /// Vector operations of one ISA for the GEMM. `V` holds `LANES` int32 lanes (or
 /// `4 * LANES` bytes), `F` as many f32 lanes.
 ///
+/// # Safety
 /// Every method needs the CPU features of its ISA; pointer arguments must be valid for
 /// the bytes the method names.
 pub(super) trait GemmSimd {
@@ -41,7 +42,7 @@ pub(super) trait GemmSimd {
     /// Reads `4 * LANES` bytes.
     unsafe fn load(p: *const u8) -> Self::V;
     /// Reads `len <= 4 * LANES` bytes and zeroes the other lanes, reading nothing past `p + len`.
-    unsafe fn load_partial(p: *const u8, len: usize) -> Self::V;
+    unsafe fn load_first(p: *const u8, len: usize) -> Self::V;
     /// Writes `4 * LANES` bytes.
     unsafe fn store(p: *mut u8, v: Self::V);
     /// Transposes `v` (`LANES` vectors) as a `LANES x LANES` matrix of int32.
@@ -82,6 +83,9 @@ pub(super) trait Layout {
     /// group, one per lane) into the codes of the quads it holds: the first `n` entries of
     /// the returned (quad, codes) array. (An array, not a callback: closures are compiled
     /// without the caller's target features.)
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features.
     unsafe fn expand<S: GemmSimd>(i: usize, v: S::V) -> ([(usize, S::V); 5], usize);
 }
 
@@ -96,16 +100,19 @@ impl Layout for Tq2 {
     /// `32 h + 4 (i % 8)` gives quad `32 h + 8 l + i % 8` for each shift.
     #[inline(always)]
     unsafe fn expand<S: GemmSimd>(i: usize, v: S::V) -> ([(usize, S::V); 5], usize) {
-        let m = S::splat8(3);
         let q = 32 * (i / 8) + i % 8;
-        let out = [
-            (q, S::and(v, m)),
-            (q + 8, S::and(S::srli32::<2>(v), m)),
-            (q + 16, S::and(S::srli32::<4>(v), m)),
-            (q + 24, S::and(S::srli32::<6>(v), m)),
-            (0, v),
-        ];
-        (out, 4)
+        // SAFETY: register operations; the caller guarantees `S`'s features.
+        unsafe {
+            let m = S::splat8(3);
+            let out = [
+                (q, S::and(v, m)),
+                (q + 8, S::and(S::srli32::<2>(v), m)),
+                (q + 16, S::and(S::srli32::<4>(v), m)),
+                (q + 24, S::and(S::srli32::<6>(v), m)),
+                (0, v),
+            ];
+            (out, 4)
+        }
     }
 }
 
@@ -127,15 +134,18 @@ impl Layout for Tq1 {
             8..12 => (40 + i - 8, 4),
             _ => (60, 1),
         };
-        let (c85, c170, one) = (S::splat8(85), S::splat8(170), S::splat8(1));
-        let mut out = [(0, v); 5];
-        let mut q = v;
-        for n in 0..5 {
-            let d = S::add8(S::min_u8(S::subs_u8(q, c85), one), S::min_u8(S::subs_u8(q, c170), one));
-            out[n] = (q0 + n * step, d);
-            q = S::add8(q, S::add8(q, q));
+        // SAFETY: register operations; the caller guarantees `S`'s features.
+        unsafe {
+            let (c85, c170, one) = (S::splat8(85), S::splat8(170), S::splat8(1));
+            let mut out = [(0, v); 5];
+            let mut q = v;
+            for n in 0..5 {
+                let d = S::add8(S::min_u8(S::subs_u8(q, c85), one), S::min_u8(S::subs_u8(q, c170), one));
+                out[n] = (q0 + n * step, d);
+                q = S::add8(q, S::add8(q, q));
+            }
+            (out, 5)
         }
-        (out, 5)
     }
 }
 
@@ -150,15 +160,18 @@ impl Layout for Bitnet {
     /// is quad `4 i + c`, spread to one code per byte by `x | x << 6`, then `| << 12`.
     #[inline(always)]
     unsafe fn expand<S: GemmSimd>(i: usize, v: S::V) -> ([(usize, S::V); 5], usize) {
-        let ff = S::splat32(0xFF);
-        let out = [
-            (4 * i, spread::<S>(S::and(v, ff))),
-            (4 * i + 1, spread::<S>(S::and(S::srli32::<8>(v), ff))),
-            (4 * i + 2, spread::<S>(S::and(S::srli32::<16>(v), ff))),
-            (4 * i + 3, spread::<S>(S::srli32::<24>(v))),
-            (0, v),
-        ];
-        (out, 4)
+        // SAFETY: register operations; the caller guarantees `S`'s features.
+        unsafe {
+            let ff = S::splat32(0xFF);
+            let out = [
+                (4 * i, spread::<S>(S::and(v, ff))),
+                (4 * i + 1, spread::<S>(S::and(S::srli32::<8>(v), ff))),
+                (4 * i + 2, spread::<S>(S::and(S::srli32::<16>(v), ff))),
+                (4 * i + 3, spread::<S>(S::srli32::<24>(v))),
+                (0, v),
+            ];
+            (out, 4)
+        }
     }
 }
 
@@ -168,8 +181,11 @@ impl Layout for Bitnet {
 /// The CPU must have `S`'s features.
 #[inline(always)]
 unsafe fn spread<S: GemmSimd>(x: S::V) -> S::V {
-    let y = S::or(x, S::slli32::<6>(x));
-    S::and(S::or(y, S::slli32::<12>(y)), S::splat8(3))
+    // SAFETY: register operations; the caller guarantees `S`'s features.
+    unsafe {
+        let y = S::or(x, S::slli32::<6>(x));
+        S::and(S::or(y, S::slli32::<12>(y)), S::splat8(3))
+    }
 }
 
 /// Per-thread buffers, grown to the largest shape seen and reused.
@@ -197,12 +213,12 @@ fn sized<T: Copy + Default>(v: &mut Vec<T>, len: usize) -> &mut [T] {
     &mut v[..len]
 }
 
-/// Packs the activations of tokens `0..m` in blocks of `tb` (the last one shorter) and
-/// their seeds for blocks of `block` elements.
-fn pack_act(a: &MatRef, tb: usize, block: usize, act: &mut [u8], seeds: &mut [i32]) {
-    let (m, k) = (a.rows, a.cols);
-    let codes = &a.bytes[..m * k];
-    let blocks = k / block;
+/// Packs the activations of `tokens` in blocks of `tb` (the last one shorter), token
+/// `tokens.start + i` at `act[i * k..]`, and their seeds for blocks of `block` elements.
+fn pack_act(a: &MatRef, tokens: std::ops::Range<usize>, tb: usize, block: usize, act: &mut [u8], seeds: &mut [i32]) {
+    let k = a.cols;
+    let codes = &a.bytes[tokens.start * k..tokens.end * k];
+    let (m, blocks) = (tokens.len(), k / block);
     for t0 in (0..m).step_by(tb) {
         let tn = tb.min(m - t0);
         let dst = &mut act[t0 * k..(t0 + tn) * k];
@@ -244,10 +260,11 @@ unsafe fn pack_panel<S: GemmSimd, L: Layout>(
         Format::BitnetB158 => (quads, quads.div_ceil(BLOCK_QUADS)),
         _ => (k / QK * L::BLOCK_BYTES, k / QK),
     };
-    assert!(rows.end <= w.rows && rows.len() <= p && p % S::LANES == 0, "panel rows out of range");
+    assert!(rows.end <= w.rows && rows.len() <= p && p.is_multiple_of(S::LANES), "panel rows out of range");
     assert!(panel.len() >= quads * p * 4 && w.bytes.len() >= w.rows * row_bytes, "panel buffer too small");
     let chunk = 4 * S::LANES;
-    let mut v = [S::zero(); 16];
+    // SAFETY: `S`'s features, as the caller guarantees (so for every block below).
+    let mut v = [unsafe { S::zero() }; 16];
     let v = &mut v[..S::LANES];
     for g in (0..p).step_by(S::LANES) {
         for b in 0..blocks {
@@ -261,19 +278,22 @@ unsafe fn pack_panel<S: GemmSimd, L: Layout>(
                     *x = if r < rows.end {
                         // SAFETY: `r < w.rows` and the block's code bytes lie in row `r`
                         // (`c + len <= code_bytes <= row_bytes - b * BLOCK_BYTES`).
-                        S::load_partial(w.bytes.as_ptr().add(r * row_bytes + b * L::BLOCK_BYTES + c), len)
+                        unsafe { S::load_first(w.bytes.as_ptr().add(r * row_bytes + b * L::BLOCK_BYTES + c), len) }
                     } else {
-                        S::zero()
+                        // SAFETY: see above.
+                        unsafe { S::zero() }
                     };
                 }
-                S::transpose(v);
+                // SAFETY: see above; `v` holds `LANES` vectors.
+                unsafe { S::transpose(v) };
                 for (i, &x) in v.iter().enumerate().take(len.div_ceil(4)) {
-                    let (quads, n) = L::expand::<S>(c / 4 + i, x);
+                    // SAFETY: see above.
+                    let (quads, n) = unsafe { L::expand::<S>(c / 4 + i, x) };
                     for &(q, codes) in &quads[..n] {
                         if q < block_quads {
-                            // SAFETY: `b * 64 + q < k / 4` quads, `g + LANES <= p` rows (asserted
-                            // panel size).
-                            S::store(panel.as_mut_ptr().add(((b * BLOCK_QUADS + q) * p + g) * 4), codes)
+                            // SAFETY: quad `b * 64 + q < k / 4` and rows `g..g + LANES` (with
+                            // `g + LANES <= p`) lie in the panel (`k / 4 * p * 4` bytes, asserted).
+                            unsafe { S::store(panel.as_mut_ptr().add(((b * BLOCK_QUADS + q) * p + g) * 4), codes) }
                         }
                     }
                 }
@@ -307,16 +327,20 @@ unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
     quads: usize,
     acc: &mut [[S::V; T]; RV],
 ) {
-    for q in 0..quads {
-        let wq = w.add(q * w_step);
-        let mut wv = [S::zero(); RV];
-        for v in 0..RV {
-            wv[v] = S::load(wq.add(v * 4 * S::LANES));
-        }
-        let aq = a.add(q * 4 * T);
-        for t in 0..T {
+    // SAFETY: every address is inside the spans the caller guarantees (quad `q < quads`,
+    // vector `v < RV`, token `t < T`); `S`'s features, as the caller guarantees.
+    unsafe {
+        for q in 0..quads {
+            let wq = w.add(q * w_step);
+            let mut wv = [S::zero(); RV];
             for v in 0..RV {
-                acc[v][t] = S::dot4(acc[v][t], wv[v], aq.add(4 * t));
+                wv[v] = S::load(wq.add(v * 4 * S::LANES));
+            }
+            let aq = a.add(q * 4 * T);
+            for t in 0..T {
+                for v in 0..RV {
+                    acc[v][t] = S::dot4(acc[v][t], wv[v], aq.add(4 * t));
+                }
             }
         }
     }
@@ -327,25 +351,28 @@ struct Ctx<'a> {
     a: &'a MatRef<'a>,
     panel: &'a [u8],
     scales: &'a [f32],
+    /// Packed activations of the call's tokens, the first at 0.
     act: &'a [u8],
     seeds: &'a [i32],
+    /// The call's first token.
+    first_token: usize,
     /// Seeds per token: TQ blocks, or 1.
     blocks: usize,
     /// Rows per panel.
     p: usize,
-    /// Rows of this panel, and the row of lane 0 of its first vector.
+    /// Rows of this panel (lane 0 of its first vector is `rows.start`).
     rows: std::ops::Range<usize>,
     /// `Some(d)`: one scale for the whole tensor, int32 along the row.
     scale: Option<f32>,
 }
 
 impl Ctx<'_> {
-    /// Runs tokens `t0..t0 + T` against the `RV` vectors of the panel.
+    /// Runs tokens `t0..t0 + T` (counted from the call's first token) against the panel.
     ///
     /// # Safety
     /// The CPU must have `S`'s features.
     #[inline(always)]
-    unsafe fn tile<S: GemmSimd, const RV: usize, const T: usize>(&self, out: &mut OutRows, t0: usize) {
+    unsafe fn tile<S: GemmSimd, const RV: usize, const T: usize>(&self, out: &mut OutTile, t0: usize) {
         let k = self.a.cols;
         let quads = k / 4;
         let w_step = 4 * self.p;
@@ -354,56 +381,70 @@ impl Ctx<'_> {
         let act = &self.act[t0 * k..(t0 + T) * k];
         let seeds = &self.seeds[t0 * self.blocks..(t0 + T) * self.blocks];
         let w = self.panel.as_ptr();
+        let first = self.first_token + t0;
         let mut lanes = [0f32; 16];
         match self.scale {
             Some(d) => {
-                let mut acc = [[S::zero(); T]; RV];
-                for v in 0..RV {
-                    for t in 0..T {
-                        acc[v][t] = S::splat32(seeds[t]);
+                // SAFETY: `S`'s features (the caller's promise); the panel holds `quads` quads
+                // of `w_step` bytes and `act` `quads * 4 * T` bytes (checked above).
+                let acc = unsafe {
+                    let mut acc = [[S::zero(); T]; RV];
+                    for v in 0..RV {
+                        for t in 0..T {
+                            acc[v][t] = S::splat32(seeds[t]);
+                        }
                     }
-                }
-                micro::<S, RV, T>(w, w_step, act.as_ptr(), quads, &mut acc);
+                    micro::<S, RV, T>(w, w_step, act.as_ptr(), quads, &mut acc);
+                    acc
+                };
                 let mut dots = [0i32; 16];
                 for v in 0..RV {
                     for t in 0..T {
-                        S::store(dots.as_mut_ptr() as *mut u8, acc[v][t]);
+                        // SAFETY: `dots` has room for 16 >= LANES int32; `S`'s features.
+                        unsafe { S::store(dots.as_mut_ptr() as *mut u8, acc[v][t]) };
                         // The reference's order: one block, `a_scale * (d * dot)`.
-                        let a_scale = act_scale(self.a, t0 + t);
+                        let a_scale = act_scale(self.a, first + t);
                         for (l, dot) in dots[..S::LANES].iter().enumerate() {
                             lanes[l] = a_scale * (d * *dot as f32);
                         }
-                        self.write::<S>(out, v, t0 + t, &lanes);
+                        self.write::<S>(out, v, first + t, &lanes);
                     }
                 }
             }
             None => {
                 assert!(self.scales.len() >= self.blocks * self.p, "panel scales too short");
-                let mut f = [[S::fzero(); T]; RV];
-                for b in 0..self.blocks {
-                    let mut acc = [[S::zero(); T]; RV];
-                    for v in 0..RV {
-                        for t in 0..T {
-                            acc[v][t] = S::splat32(seeds[t * self.blocks + b]);
+                assert!(self.blocks * BLOCK_QUADS == quads, "TQ rows are whole blocks");
+                // SAFETY: as above; block `b < blocks` spans quads `64 b..64 (b + 1)` of the
+                // panel and of `act`, and `p` scales at `b * p` (asserted).
+                let f = unsafe {
+                    let mut f = [[S::fzero(); T]; RV];
+                    for b in 0..self.blocks {
+                        let mut acc = [[S::zero(); T]; RV];
+                        for v in 0..RV {
+                            for t in 0..T {
+                                acc[v][t] = S::splat32(seeds[t * self.blocks + b]);
+                            }
+                        }
+                        let a = act.as_ptr().add(b * BLOCK_QUADS * 4 * T);
+                        micro::<S, RV, T>(w.add(b * BLOCK_QUADS * w_step), w_step, a, BLOCK_QUADS, &mut acc);
+                        for v in 0..RV {
+                            let s = S::fload(self.scales.as_ptr().add(b * self.p + v * S::LANES));
+                            for t in 0..T {
+                                f[v][t] = S::fmadd(acc[v][t], s, f[v][t]);
+                            }
                         }
                     }
-                    let a = act.as_ptr().add(b * BLOCK_QUADS * 4 * T);
-                    micro::<S, RV, T>(w.add(b * BLOCK_QUADS * w_step), w_step, a, BLOCK_QUADS, &mut acc);
-                    for v in 0..RV {
-                        let s = S::fload(self.scales.as_ptr().add(b * self.p + v * S::LANES));
-                        for t in 0..T {
-                            f[v][t] = S::fmadd(acc[v][t], s, f[v][t]);
-                        }
-                    }
-                }
+                    f
+                };
                 for v in 0..RV {
                     for t in 0..T {
-                        S::fstore(lanes.as_mut_ptr(), f[v][t]);
-                        let a_scale = act_scale(self.a, t0 + t);
+                        // SAFETY: `lanes` has room for 16 >= LANES floats; `S`'s features.
+                        unsafe { S::fstore(lanes.as_mut_ptr(), f[v][t]) };
+                        let a_scale = act_scale(self.a, first + t);
                         for x in &mut lanes[..S::LANES] {
                             *x *= a_scale;
                         }
-                        self.write::<S>(out, v, t0 + t, &lanes);
+                        self.write::<S>(out, v, first + t, &lanes);
                     }
                 }
             }
@@ -411,7 +452,7 @@ impl Ctx<'_> {
     }
 
     /// Writes the lanes of panel vector `v` that are rows of this panel.
-    fn write<S: GemmSimd>(&self, out: &mut OutRows, v: usize, token: usize, lanes: &[f32; 16]) {
+    fn write<S: GemmSimd>(&self, out: &mut OutTile, v: usize, token: usize, lanes: &[f32; 16]) {
         let first = self.rows.start + v * S::LANES;
         for (l, &x) in lanes[..S::LANES].iter().enumerate() {
             if first + l < self.rows.end {
@@ -421,56 +462,108 @@ impl Ctx<'_> {
     }
 }
 
-/// The GEMM of one weight format: panels of `RV * LANES` rows, token blocks of `T` (at most 8).
+/// The GEMM of one weight format over the block of `out`: panels of `RV * LANES` rows,
+/// token blocks of `T` (at most 8).
 ///
 /// # Safety
-/// The CPU must have `S`'s features; operands checked as for any kernel.
+/// The CPU must have `S`'s features; operands checked by `Kernel::run_prepared`.
 #[inline(always)]
 pub(super) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usize>(
     w: &MatRef,
     a: &MatRef,
-    out: &mut OutRows,
+    out: &mut OutTile,
 ) {
-    let uniform = None;
-    debug_assert_eq!(w.format, L::FORMAT);
-    let (m, k) = (a.rows, a.cols);
-    let p = RV * S::LANES;
     const { assert!(T >= 1 && T <= 8) };
+    assert!(w.format == L::FORMAT && a.format == Format::I8Absmax && a.cols == w.cols, "operands of another kernel");
+    let k = a.cols;
+    let p = RV * S::LANES;
     let scale = match L::FORMAT {
         Format::BitnetB158 => Some(bitnet::scale(w.bytes)),
-        _ => uniform,
+        _ => None,
     };
     let blocks = if scale.is_some() { 1 } else { k / QK };
+    let tokens = out.tokens();
+    let m = tokens.len();
     // Taken out for the call and put back after it (a panic in between only loses the
     // buffers). The work stays outside the closure: closures are compiled without the
     // caller's target features.
     let mut s = SCRATCH.with(Cell::take);
     let act = sized(&mut s.act, m * k);
     let seeds = sized(&mut s.seeds, m * blocks);
-    pack_act(a, T, k / blocks, act, seeds);
+    pack_act(a, tokens.clone(), T, k / blocks, act, seeds);
     let panel = sized(&mut s.panel, k * p);
     let scales = sized(&mut s.scales, k / QK * p);
     let rows = out.rows();
     for r0 in rows.clone().step_by(p) {
         let prows = r0..(r0 + p).min(rows.end);
-        pack_panel::<S, L>(w, prows.clone(), p, panel, scales);
-        let ctx = Ctx { a, panel, scales, act, seeds, blocks, p, rows: prows, scale };
+        // SAFETY: `S`'s features, as the caller guarantees.
+        unsafe { pack_panel::<S, L>(w, prows.clone(), p, panel, scales) };
+        let ctx = Ctx { a, panel, scales, act, seeds, first_token: tokens.start, blocks, p, rows: prows, scale };
         let mut t0 = 0;
         while t0 < m {
             let tn = T.min(m - t0);
-            // Const token counts for the last, shorter block.
-            match tn {
-                1 => ctx.tile::<S, RV, 1>(out, t0),
-                2 => ctx.tile::<S, RV, 2>(out, t0),
-                3 => ctx.tile::<S, RV, 3>(out, t0),
-                4 => ctx.tile::<S, RV, 4>(out, t0),
-                5 => ctx.tile::<S, RV, 5>(out, t0),
-                6 => ctx.tile::<S, RV, 6>(out, t0),
-                7 => ctx.tile::<S, RV, 7>(out, t0),
-                _ => ctx.tile::<S, RV, 8>(out, t0),
+            // SAFETY: `S`'s features, as the caller guarantees. Const token counts for the
+            // last, shorter block.
+            unsafe {
+                match tn {
+                    1 => ctx.tile::<S, RV, 1>(out, t0),
+                    2 => ctx.tile::<S, RV, 2>(out, t0),
+                    3 => ctx.tile::<S, RV, 3>(out, t0),
+                    4 => ctx.tile::<S, RV, 4>(out, t0),
+                    5 => ctx.tile::<S, RV, 5>(out, t0),
+                    6 => ctx.tile::<S, RV, 6>(out, t0),
+                    7 => ctx.tile::<S, RV, 7>(out, t0),
+                    _ => ctx.tile::<S, RV, 8>(out, t0),
+                }
             }
             t0 += tn;
         }
     }
     SCRATCH.with(|c| c.set(s));
 }
+
+/// The registry entries `bitnet_gemm/<isa>` for TQ1_0, TQ2_0 and BITNET_B1_58: entry points
+/// that check the CPU once per call, then run [`gemm`] inside `#[target_feature]` functions.
+/// Panels of `RV` vectors, token blocks of `T`; preferred from `MIN_TOKENS` tokens on.
+macro_rules! gemm_kernels {
+    ($isa:ty, $name:literal, $features:literal, rv = $rv:literal, t = $t:literal, min_tokens = $min:expr) => {
+        pub(super) fn gemm_kernels() -> [crate::kernel::Kernel; 3] {
+            use super::gemm::{gemm, Bitnet, GemmSimd, Layout, Tq1, Tq2};
+            use crate::kernel::{Geometry, Kernel, KernelFn, MatRef, OutTile, Prep};
+
+            #[target_feature(enable = $features)]
+            fn run<L: Layout>(w: &MatRef, a: &MatRef, out: &mut OutTile) {
+                // SAFETY: features enabled here; `Kernel::run_prepared` checked the shapes.
+                unsafe { gemm::<$isa, L, $rv, $t>(w, a, out) }
+            }
+
+            fn entry(weight: crate::format::Format, run: KernelFn) -> Kernel {
+                Kernel {
+                    name: $name,
+                    weight,
+                    act: crate::format::Format::I8Absmax,
+                    requires: FEATURES,
+                    available,
+                    min_tokens: $min,
+                    // Row blocks of whole panels, token blocks of whole register blocks.
+                    geometry: Geometry { rows: $rv * <$isa as GemmSimd>::LANES, tokens: $t },
+                    prepare: crate::kernel::raw,
+                    run,
+                }
+            }
+
+            fn checked<L: Layout>(w: &MatRef, a: &Prep, out: &mut OutTile) {
+                assert!(available(), "{:?} needs {FEATURES}", $name);
+                // SAFETY: the CPU has the features (asserted above).
+                unsafe { run::<L>(w, a.raw(), out) }
+            }
+
+            [
+                entry(crate::format::Format::Tq1_0, checked::<Tq1>),
+                entry(crate::format::Format::Tq2_0, checked::<Tq2>),
+                entry(crate::format::Format::BitnetB158, checked::<Bitnet>),
+            ]
+        }
+    };
+}
+pub(super) use gemm_kernels;

@@ -1,0 +1,597 @@
+//! The one SIMD kernel skeleton: activation preparation, the tiling over (weight rows x
+//! tokens), the per-block loop with its scale handling, and the 2-bit unpack. An ISA
+//! (`kernel/arch/<arch>/<isa>.rs`) supplies only its vector operations through [`Simd`].
+//!
+//! Everything here is `#[inline(always)]` and generic, so that it is compiled inside the
+//! ISA's `#[target_feature]` entry point, with that ISA's instructions.
+//!
+//! Arithmetic: weight codes stay biased in {0, 1, 2} (a corrupt 3 counts as +2), so
+//! `sum a*t = sum a*code - sum a`. Each block accumulator starts from `-sum a` per lane
+//! (the activations that meet that lane), so every lane holds the exact trit dot product
+//! of its own elements and the float scaling below rounds nothing but real terms. Per TQ
+//! block, the int32 accumulator is converted and multiplied by the block scale into a
+//! float accumulator; one horizontal reduction per (row, token) ends the tile. BitNet has
+//! one scale per tensor, so its accumulator stays int32 over the whole row, which also
+//! lets its odd 2-bit planes skip their shift (see [`dot_2bit_x4`]).
+//!
+//! Batches (m > 1) run tiles of several tokens, so each unpacked weight vector feeds
+//! several `vpdpbusd`/`vpmaddubsw`, over panels of rows that keep the working set in cache.
+
+// Tiles index several per-row and per-token arrays in lockstep.
+#![allow(clippy::needless_range_loop)]
+
+use crate::format::{bitnet, tq1_0, tq2_0, Format};
+use crate::kernel::{prep, ActI8, MatRef, OutTile};
+use std::ops::Range;
+
+/// Vector operations of one ISA. `V` holds bytes or int32 lanes, `F` the f32 lanes of the
+/// same width, `P` a partial dot-product accumulator for the planes of one weight load.
+///
+/// # Safety
+/// Every method needs the CPU features of its ISA (callers run inside the ISA's
+/// `#[target_feature]` entry point, after checking the CPU); the pointer methods need `W`
+/// readable bytes at the pointer (or `len` for `load_partial`, 2 for `f16`).
+pub(crate) trait Simd {
+    /// Bytes per vector.
+    const W: usize;
+    type V: Copy;
+    type F: Copy;
+    type P: Copy;
+
+    unsafe fn zero() -> Self::V;
+    unsafe fn load(p: *const u8) -> Self::V;
+    /// Loads `len < W` bytes and zeroes the other lanes, reading nothing past `p + len`.
+    unsafe fn load_partial(p: *const u8, len: usize) -> Self::V;
+    unsafe fn splat8(x: u8) -> Self::V;
+    /// The 2-bit codes at bit shift `2 * plane` of every byte of `x`.
+    unsafe fn plane2(x: Self::V, plane: usize, mask3: Self::V) -> Self::V;
+    unsafe fn and(a: Self::V, b: Self::V) -> Self::V;
+    /// Shifts every 16-bit lane right by 4 bits.
+    unsafe fn srl4(x: Self::V) -> Self::V;
+    /// Starts the partial dot products of one weight load on top of `acc`.
+    unsafe fn p_start(acc: Self::V) -> Self::P;
+    /// `p += sum of u8 u * i8 s` over groups of adjacent bytes.
+    unsafe fn p_dot(p: Self::P, u: Self::V, s: Self::V) -> Self::P;
+    /// Folds the partial sums back into the int32 accumulator `acc` given to `p_start`.
+    unsafe fn p_end(p: Self::P, acc: Self::V) -> Self::V;
+    /// Adds the dot products of the 52 code bytes of one TQ1_0 block per row `w[r]` with
+    /// the activations prepared by [`tq1_slot`] at `a[t]` (320 bytes) to `acc[r][t]`.
+    unsafe fn tq1_block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        acc: &mut [[Self::V; T]; R],
+    );
+    unsafe fn fzero() -> Self::F;
+    /// `f + float(acc) * d`.
+    unsafe fn fmadd(acc: Self::V, d: f32, f: Self::F) -> Self::F;
+    unsafe fn fsum(f: Self::F) -> f32;
+    unsafe fn hsum(v: Self::V) -> i32;
+    /// The f16 (little-endian, at `p`) of a TQ block scale, as f32.
+    unsafe fn f16(p: *const u8) -> f32;
+    /// Asks for the cache line at `p` in L2 ahead of its use (see [`prefetch_ahead`]). Never
+    /// faults, so `p` may point anywhere.
+    unsafe fn prefetch_l2(p: *const u8);
+}
+
+/// Activations of every token, permuted into a kernel's unpack order (`stride` bytes per
+/// token, zero in padding lanes), with the negated lane sums of every block (the
+/// accumulators' starting values) and the row scales.
+pub(crate) struct Prepared {
+    codes: Vec<i8>,
+    stride: usize,
+    /// `W / 4` int32 lanes per (token, block), one vector's worth: see [`prep::lane_sums`].
+    seeds: Vec<i32>,
+    blocks: usize,
+    lanes: usize,
+    scales: Vec<f32>,
+}
+
+impl Prepared {
+    /// Places every token's codes in the unpack order of `layout` (read `vector` bytes at a
+    /// time) and sums them per block and lane.
+    fn new(a: &MatRef, vector: usize, layout: &Layout) -> Prepared {
+        let act = ActI8::parse(a);
+        let Layout { block, stride, period, period_slots, ref placement } = *layout;
+        let blocks = act.k / block;
+        let mut codes = vec![0i8; act.m * stride];
+        let lanes = vector / 4;
+        let mut seeds = vec![0i32; act.m * blocks * lanes];
+        let token_seeds = seeds.chunks_exact_mut(blocks * lanes);
+        for ((t, out), token_seeds) in codes.chunks_exact_mut(stride).enumerate().zip(token_seeds) {
+            for (p, src) in act.row(t).chunks(period).enumerate() {
+                placement.scatter(src, &mut out[p * period_slots..]);
+            }
+            for (region, sums) in out.chunks_exact(stride / blocks).zip(token_seeds.chunks_exact_mut(lanes)) {
+                prep::lane_sums(region, sums);
+            }
+        }
+        seeds.iter_mut().for_each(|s| *s = -*s);
+        Prepared { codes, stride, seeds, blocks, lanes, scales: act.scales }
+    }
+
+    /// The accumulator seed of `block` for `token`.
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features.
+    #[inline(always)]
+    unsafe fn seed<S: Simd>(&self, token: usize, block: usize) -> S::V {
+        let at = (token * self.blocks + block) * self.lanes;
+        assert!(S::W == 4 * self.lanes && block < self.blocks && at + self.lanes <= self.seeds.len());
+        // SAFETY: `lanes` int32 = `S::W` bytes from `at` lie in `seeds` (asserted); the
+        // caller vouches for the features.
+        unsafe { S::load(self.seeds.as_ptr().add(at) as *const u8) }
+    }
+}
+
+/// A kernel's work for one tile of `R` weight rows x `T` tokens.
+trait Tiles {
+    /// # Safety
+    /// The CPU must have the ISA's features; rows `r0..r0 + R` and tokens `t0..t0 + T` lie
+    /// in `out`'s block.
+    unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutTile, r0: usize, t0: usize);
+}
+
+/// Weight rows per panel: a panel's rows (about 64 KiB at k = 4096) stay in L2 while every
+/// token tile passes over them, and a token tile's prepared activations stay in L1 while
+/// it walks the panel. Rows in the outer loop alone would stream all tokens' activations
+/// from L2 for every row tile; tokens outside, all weights from L3 for every token tile.
+pub(crate) const PANEL: usize = 64;
+
+/// Runs every (token, row) of `out`'s block in tiles of `R x T`, then the leftover rows and
+/// tokens one at a time, panel by panel.
+///
+/// # Safety
+/// The CPU must have the ISA's features.
+#[inline(always)]
+unsafe fn sweep<C: Tiles, const R: usize, const T: usize>(c: &C, out: &mut OutTile) {
+    let (rows, tokens) = (out.rows(), out.tokens());
+    let mut p = rows.start;
+    while p < rows.end {
+        let end = (p + PANEL).min(rows.end);
+        let mut t = tokens.start;
+        while t + T <= tokens.end {
+            // SAFETY: the tile lies in the block; the caller vouches for the features.
+            unsafe { panel::<C, R, T>(c, out, p..end, t) };
+            t += T;
+        }
+        while t < tokens.end {
+            // SAFETY: as above.
+            unsafe { panel::<C, R, 1>(c, out, p..end, t) };
+            t += 1;
+        }
+        p = end;
+    }
+}
+
+/// # Safety
+/// The CPU must have the ISA's features; `rows` and tokens `t..t + T` lie in `out`'s block.
+#[inline(always)]
+unsafe fn panel<C: Tiles, const R: usize, const T: usize>(c: &C, out: &mut OutTile, rows: Range<usize>, t: usize) {
+    let mut r = rows.start;
+    while r + R <= rows.end {
+        // SAFETY: rows `r..r + R` lie in `rows`; the caller vouches for the rest.
+        unsafe { c.tile::<R, T>(out, r, t) };
+        r += R;
+    }
+    while r < rows.end {
+        // SAFETY: as above, one row.
+        unsafe { c.tile::<1, T>(out, r, t) };
+        r += 1;
+    }
+}
+
+/// One GEMV with `R1` rows per tile for a single token; a batch uses `RB x TB` tiles, so
+/// each unpacked weight vector serves `TB` tokens.
+///
+/// # Safety
+/// The CPU must have the ISA's features.
+#[inline(always)]
+unsafe fn run<C: Tiles, const R1: usize, const RB: usize, const TB: usize>(c: &C, out: &mut OutTile) {
+    // SAFETY: the caller vouches for the features.
+    unsafe {
+        if out.tokens().len() == 1 {
+            sweep::<C, R1, 1>(c, out)
+        } else {
+            sweep::<C, RB, TB>(c, out)
+        }
+    }
+}
+
+/// Adds the dot products of 2-bit codes (one load `x[r]` per row, `W` bytes, four planes)
+/// with the activations at `a[t]` (`4 W` bytes, one vector per plane) to `acc[r][t]`.
+///
+/// # Safety
+/// The CPU must have `S`'s features; every `a[t]` has `4 W` readable bytes.
+#[inline(always)]
+unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(x: [S::V; R], a: [*const i8; T], acc: &mut [[S::V; T]; R]) {
+    // SAFETY: pointer reads stay in the ranges the caller vouches for, with its features.
+    unsafe {
+        let mask3 = S::splat8(3);
+        let mut p = [[S::p_start(S::zero()); T]; R];
+        for r in 0..R {
+            for t in 0..T {
+                p[r][t] = S::p_start(acc[r][t]);
+            }
+        }
+        for plane in 0..4 {
+            let mut w = [S::zero(); R];
+            for r in 0..R {
+                w[r] = S::plane2(x[r], plane, mask3);
+            }
+            for t in 0..T {
+                let av = S::load(a[t].add(plane * S::W) as *const u8);
+                for r in 0..R {
+                    p[r][t] = S::p_dot(p[r][t], w[r], av);
+                }
+            }
+        }
+        for r in 0..R {
+            for t in 0..T {
+                acc[r][t] = S::p_end(p[r][t], acc[r][t]);
+            }
+        }
+    }
+}
+
+/// As [`dot_2bit`], with the planes left in place: plane 0 and 2 (of `x` and `x >> 4`) add
+/// to `lo`, planes 1 and 3 as `4 * code` (masked with 0x0C, no shift) to `hi`, so the dot
+/// product is `lo + hi / 4`. One shift per load instead of three; only BitNet's one scale
+/// per row lets the division wait until the row's end. Products stay small enough for
+/// `vpmaddubsw`: at most 12 * 127 * 2 per pair.
+///
+/// # Safety
+/// As for [`dot_2bit`].
+#[inline(always)]
+unsafe fn dot_2bit_x4<S: Simd, const R: usize, const T: usize>(
+    x: [S::V; R],
+    a: [*const i8; T],
+    lo: &mut [[S::V; T]; R],
+    hi: &mut [[S::V; T]; R],
+) {
+    // SAFETY: pointer reads stay in the ranges the caller vouches for, with its features.
+    unsafe {
+        let (m03, m0c) = (S::splat8(0x03), S::splat8(0x0C));
+        let mut y = [S::zero(); R];
+        let mut pl = [[S::p_start(S::zero()); T]; R];
+        let mut ph = pl;
+        for r in 0..R {
+            y[r] = S::srl4(x[r]);
+            for t in 0..T {
+                pl[r][t] = S::p_start(lo[r][t]);
+                ph[r][t] = S::p_start(hi[r][t]);
+            }
+        }
+        for plane in 0..4 {
+            let mut w = [S::zero(); R];
+            for r in 0..R {
+                let src = if plane < 2 { x[r] } else { y[r] };
+                w[r] = S::and(src, if plane % 2 == 0 { m03 } else { m0c });
+            }
+            for t in 0..T {
+                let av = S::load(a[t].add(plane * S::W) as *const u8);
+                for r in 0..R {
+                    if plane % 2 == 0 {
+                        pl[r][t] = S::p_dot(pl[r][t], w[r], av);
+                    } else {
+                        ph[r][t] = S::p_dot(ph[r][t], w[r], av);
+                    }
+                }
+            }
+        }
+        for r in 0..R {
+            for t in 0..T {
+                lo[r][t] = S::p_end(pl[r][t], lo[r][t]);
+                hi[r][t] = S::p_end(ph[r][t], hi[r][t]);
+            }
+        }
+    }
+}
+
+/// How far ahead a tile prefetches its weights, in bytes (rounded down to whole tiles).
+/// Measured at 32768x8192 TQ2_0 (DRAM-resident, 8.4 KB tiles): one tile ahead reaches
+/// ~85% of the read bandwidth, two to four tiles ~95%.
+const PREFETCH_BYTES: usize = 32 << 10;
+
+/// The prefetch distance for tiles of `tile_bytes`: a whole number of tiles, so that each
+/// row stream fetches the same rows' bytes of a later tile, at least one.
+///
+/// Why prefetch: a tile reads its `R` rows as `R` interleaved streams that each end after
+/// one row, too short for the hardware prefetcher to follow from DRAM; fetching a later
+/// tile's rows while this tile computes keeps the weight read sequential and ahead of the
+/// loads. Into L2, not L1: prefetches into L1 hold L1 miss buffers the loads need, and
+/// measured slower (62% of the read bandwidth against 85%). Only single-token tiles
+/// prefetch: a batch's token tiles pass over each panel of rows several times from L2, and
+/// spend several times the compute per weight byte.
+#[inline(always)]
+fn prefetch_ahead(tile_bytes: usize) -> usize {
+    tile_bytes * (PREFETCH_BYTES / tile_bytes).max(1)
+}
+
+/// A TQ format's block layout and how its codes meet the prepared activations.
+pub(crate) trait Tq {
+    const BLOCK_BYTES: usize;
+    /// Offset of the f16 scale in a block.
+    const SCALE_AT: usize;
+    /// Prepared activation bytes per block for `W`-byte vectors.
+    fn act_block(w: usize) -> usize;
+    /// Slot of element `e` (< 256) of a block in its prepared activations.
+    fn slot(e: usize, w: usize) -> usize;
+    /// Adds the dot products of one block per row `w[r]` with the prepared activations at
+    /// `a[t]` to `acc[r][t]`.
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features; every `w[r]` points at a whole block and every
+    /// `a[t]` at `act_block(S::W)` prepared bytes.
+    unsafe fn block<S: Simd, const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        acc: &mut [[S::V; T]; R],
+    );
+}
+
+pub(crate) struct Tq2;
+
+impl Tq for Tq2 {
+    const BLOCK_BYTES: usize = tq2_0::BLOCK_BYTES;
+    const SCALE_AT: usize = tq2_0::QS_BYTES;
+
+    fn act_block(_w: usize) -> usize {
+        256
+    }
+
+    fn slot(e: usize, w: usize) -> usize {
+        let (byte, plane) = prep::tq2_0_position(e);
+        prep::unpack_slot(byte, plane, w, 4)
+    }
+
+    #[inline(always)]
+    unsafe fn block<S: Simd, const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        acc: &mut [[S::V; T]; R],
+    ) {
+        for c in 0..tq2_0::QS_BYTES / S::W {
+            let mut ac = a;
+            // SAFETY: load `c` of `QS_BYTES / W` lies in the block's codes, and its four
+            // planes' activations (`4 W` bytes at `c * 4 W`) in the block's 256 prepared
+            // bytes; the caller vouches for the features.
+            unsafe {
+                let mut x = [S::zero(); R];
+                for r in 0..R {
+                    x[r] = S::load(w[r].add(c * S::W));
+                }
+                for t in 0..T {
+                    ac[t] = a[t].add(c * 4 * S::W);
+                }
+                dot_2bit::<S, R, T>(x, ac, acc);
+            }
+        }
+    }
+}
+
+pub(crate) struct Tq1;
+
+/// TQ1_0 code bytes per block (`qs` and `qh`, which are contiguous).
+pub(crate) const TQ1_CODE_BYTES: usize = tq1_0::QS_BYTES + tq1_0::QH_BYTES;
+
+/// Slot of TQ1_0 element `e` of a block when the 52 code bytes are loaded `w` at a time and
+/// each load is split into its five base-3 digits.
+pub(crate) fn tq1_slot(e: usize, w: usize) -> usize {
+    let (byte, digit) = tq1_0::position(e);
+    prep::unpack_slot(byte, digit, w, 5)
+}
+
+impl Tq for Tq1 {
+    const BLOCK_BYTES: usize = tq1_0::BLOCK_BYTES;
+    const SCALE_AT: usize = TQ1_CODE_BYTES;
+
+    fn act_block(w: usize) -> usize {
+        TQ1_CODE_BYTES.div_ceil(w) * w * 5
+    }
+
+    fn slot(e: usize, w: usize) -> usize {
+        tq1_slot(e, w)
+    }
+
+    #[inline(always)]
+    unsafe fn block<S: Simd, const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        acc: &mut [[S::V; T]; R],
+    ) {
+        // SAFETY: the same contract as `Simd::tq1_block`.
+        unsafe { S::tq1_block::<R, T>(w, a, acc) }
+    }
+}
+
+/// The shapes of a kernel's prepared activations: see [`Prepared::new`].
+struct Layout {
+    block: usize,
+    stride: usize,
+    period: usize,
+    period_slots: usize,
+    placement: prep::Placement,
+}
+
+/// The prepared-activation layout of TQ format `L` for `W`-byte vectors and rows of `k`.
+fn tq_layout<L: Tq>(w: usize, k: usize) -> Layout {
+    let act_block = L::act_block(w);
+    // The runs of one block's layout: computing them per call costs well under a
+    // microsecond, and evaluating the layout per element several (a tenth of a small GEMV).
+    let placement = prep::Placement::runs(256, |e| L::slot(e, w));
+    Layout { block: 256, stride: k / 256 * act_block, period: 256, period_slots: act_block, placement }
+}
+
+/// The prepared-activation layout of BITNET_B1_58 for `W`-byte vectors and rows of `k`.
+fn bitnet_layout(w: usize, k: usize) -> Layout {
+    let stride = (k / 4).div_ceil(w) * w * 4;
+    Layout { block: k, stride, period: 4 * w, period_slots: 4 * w, placement: prep::Placement::Planes4 { lanes: w } }
+}
+
+/// Prepares I8_ABSMAX activations for TQ format `L` on `S`.
+pub(crate) fn prepare_tq<S: Simd, L: Tq>(a: &MatRef) -> Prepared {
+    Prepared::new(a, S::W, &tq_layout::<L>(S::W, a.cols))
+}
+
+/// Prepares I8_ABSMAX activations for BITNET_B1_58 on `S`.
+pub(crate) fn prepare_bitnet<S: Simd>(a: &MatRef) -> Prepared {
+    Prepared::new(a, S::W, &bitnet_layout(S::W, a.cols))
+}
+
+struct TqCtx<'a, S: Simd, L: Tq> {
+    w: &'a [u8],
+    blocks: usize,
+    act_block: usize,
+    act: &'a Prepared,
+    _isa: std::marker::PhantomData<(S, L)>,
+}
+
+impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutTile, r0: usize, t0: usize) {
+        let row_bytes = self.blocks * L::BLOCK_BYTES;
+        // Bounds are checked here, once per tile; the block loop uses raw pointers.
+        let bytes = &self.w[r0 * row_bytes..(r0 + R) * row_bytes];
+        let act = &self.act.codes[t0 * self.act.stride..(t0 + T) * self.act.stride];
+        assert_eq!(self.act.stride, self.blocks * self.act_block);
+        // A later tile's rows; the block loop fetches the rest of them.
+        let ahead = prefetch_ahead(R * row_bytes);
+        // SAFETY: every pointer below stays in `bytes` (R rows of whole blocks) and `act`
+        // (T tokens of `blocks` prepared blocks), sliced with checks above; prefetches
+        // never fault; the caller vouches for the features.
+        unsafe {
+            let mut f = [[S::fzero(); T]; R];
+            for r in 0..R {
+                if T == 1 {
+                    S::prefetch_l2(bytes.as_ptr().wrapping_add(ahead + r * row_bytes));
+                }
+            }
+            for b in 0..self.blocks {
+                let mut w = [bytes.as_ptr(); R];
+                for r in 0..R {
+                    w[r] = bytes.as_ptr().add(r * row_bytes + b * L::BLOCK_BYTES);
+                    if T == 1 {
+                        S::prefetch_l2(w[r].wrapping_add(ahead + 64));
+                    }
+                }
+                let mut a = [act.as_ptr(); T];
+                let mut seeds = [S::zero(); T];
+                for t in 0..T {
+                    a[t] = act.as_ptr().add(t * self.act.stride + b * self.act_block);
+                    seeds[t] = self.act.seed::<S>(t0 + t, b);
+                }
+                let mut acc = [seeds; R];
+                L::block::<S, R, T>(w, a, &mut acc);
+                for r in 0..R {
+                    let d = S::f16(w[r].add(L::SCALE_AT));
+                    for t in 0..T {
+                        f[r][t] = S::fmadd(acc[r][t], d, f[r][t]);
+                    }
+                }
+            }
+            for r in 0..R {
+                for t in 0..T {
+                    out.set(t0 + t, r0 + r, self.act.scales[t0 + t] * S::fsum(f[r][t]));
+                }
+            }
+        }
+    }
+}
+
+/// TQ1_0 or TQ2_0 weights `w` by activations prepared with [`prepare_tq`], into `out`'s block.
+///
+/// # Safety
+/// The CPU must have the features `S` is built on; `act` was prepared by
+/// `prepare_tq::<S, L>` from an activation with `w.cols` columns and `out.m()` rows, and
+/// `out` is `out.m() x w.rows` (what [`crate::kernel::Kernel::run`] checks).
+#[inline(always)]
+pub(crate) unsafe fn tq<S: Simd, L: Tq, const R1: usize, const RB: usize, const TB: usize>(
+    w: &MatRef,
+    act: &Prepared,
+    out: &mut OutTile,
+) {
+    let blocks = w.cols / 256;
+    let c = TqCtx::<S, L> { w: w.bytes, blocks, act_block: L::act_block(S::W), act, _isa: std::marker::PhantomData };
+    // SAFETY: the caller vouches for the features; tiles stay in `out`'s block.
+    unsafe { run::<_, R1, RB, TB>(&c, out) }
+}
+
+struct BitnetCtx<'a, S: Simd> {
+    w: &'a [u8],
+    /// Code bytes per row (`k / 4`).
+    row_bytes: usize,
+    scale: f32,
+    act: &'a Prepared,
+    _isa: std::marker::PhantomData<S>,
+}
+
+impl<S: Simd> Tiles for BitnetCtx<'_, S> {
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutTile, r0: usize, t0: usize) {
+        let n = self.row_bytes;
+        // Bounds are checked here, once per tile; the chunk loop uses raw pointers.
+        let bytes = &self.w[r0 * n..(r0 + R) * n];
+        let act = &self.act.codes[t0 * self.act.stride..(t0 + T) * self.act.stride];
+        let full = n / S::W;
+        let tail = n - full * S::W;
+        assert!((full + (tail > 0) as usize) * 4 * S::W <= self.act.stride);
+        let ahead = prefetch_ahead(R * n);
+        // SAFETY: loads stay in `bytes` (the tail through `load_partial`) and in `act`
+        // (asserted: each token's prepared stride covers every chunk); prefetches never
+        // fault; the caller vouches for the features.
+        unsafe {
+            let mut seeds = [S::zero(); T];
+            for t in 0..T {
+                seeds[t] = self.act.seed::<S>(t0 + t, 0);
+            }
+            let mut lo = [seeds; R];
+            let mut hi = [[S::zero(); T]; R];
+            for c in 0..full + (tail > 0) as usize {
+                let mut x = [S::zero(); R];
+                for r in 0..R {
+                    let p = bytes.as_ptr().add(r * n + c * S::W);
+                    if T == 1 {
+                        S::prefetch_l2(p.wrapping_add(ahead));
+                    }
+                    // Lanes past the row's end load as code 0 and meet zero activations.
+                    x[r] = if c < full { S::load(p) } else { S::load_partial(p, tail) };
+                }
+                let mut a = [act.as_ptr(); T];
+                for t in 0..T {
+                    a[t] = act.as_ptr().add(t * self.act.stride + c * 4 * S::W);
+                }
+                dot_2bit_x4::<S, R, T>(x, a, &mut lo, &mut hi);
+            }
+            for r in 0..R {
+                for t in 0..T {
+                    // Exact: every product in `hi` is a multiple of 4.
+                    let dot = (S::hsum(lo[r][t]) + (S::hsum(hi[r][t]) >> 2)) as f32;
+                    // The reference's order: one block, `a_scale * (d * dot)`.
+                    out.set(t0 + t, r0 + r, self.act.scales[t0 + t] * (self.scale * dot));
+                }
+            }
+        }
+    }
+}
+
+/// BITNET_B1_58 weights `w` by activations prepared with [`prepare_bitnet`].
+///
+/// # Safety
+/// As for [`tq`], with `prepare_bitnet::<S>`.
+#[inline(always)]
+pub(crate) unsafe fn bitnet<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
+    w: &MatRef,
+    act: &Prepared,
+    out: &mut OutTile,
+) {
+    assert_eq!(w.format, Format::BitnetB158);
+    let c = BitnetCtx::<S> {
+        w: w.bytes,
+        row_bytes: w.cols / 4,
+        scale: bitnet::scale(w.bytes),
+        act,
+        _isa: std::marker::PhantomData,
+    };
+    // SAFETY: the caller vouches for the features; tiles stay in `out`'s block.
+    unsafe { run::<_, R1, RB, TB>(&c, out) }
+}

@@ -1,0 +1,460 @@
+//! Every kernel in `registry()` against `bitnet_gemv/reference` (the definition), whatever
+//! the architecture: token counts, ragged row counts, blocks of rows and tokens, BitNet row
+//! tails, extreme and corrupt codes. Kernels this CPU cannot run are skipped with a note.
+//! Also: `Kernel::run` refuses every mismatched operand without writing, and the adapter's
+//! fastest requantizer is bit-identical to the format's encoder.
+
+mod common;
+use common::Rng;
+use std::ops::Range;
+use tern::adapter::requantize_i8_absmax_into;
+use tern::kernel::{registry, Kernel, MatRef, OutTile};
+use tern::Format;
+
+const TERNARY: [Format; 3] = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
+const REFERENCE: &str = "bitnet_gemv/reference";
+
+fn kernel(name: &str, weight: Format) -> &'static Kernel {
+    registry()
+        .iter()
+        .find(|k| k.name() == name && k.weight() == weight && k.act() == Format::I8Absmax)
+        .unwrap_or_else(|| panic!("{name} for {} is not registered", weight.name()))
+}
+
+/// Every kernel for `weight` x I8_ABSMAX but the reference, that this CPU runs; the others
+/// are skipped with a note.
+fn candidates(weight: Format) -> Vec<&'static Kernel> {
+    registry()
+        .iter()
+        .filter(|k| k.weight() == weight && k.act() == Format::I8Absmax && k.name() != REFERENCE)
+        .filter(|k| {
+            if !k.is_available() {
+                eprintln!("note: skipping {} ({}): this CPU lacks {}", k.name(), weight.name(), k.requires());
+            }
+            k.is_available()
+        })
+        .collect()
+}
+
+fn encode(format: Format, src: &[f32], rows: usize, cols: usize) -> Vec<u8> {
+    let mut bytes = vec![0u8; format.bytes_for(rows, cols).unwrap()];
+    format.encode(src, rows, cols, &mut bytes).unwrap();
+    bytes
+}
+
+fn weights(rng: &mut Rng, format: Format, n: usize, k: usize) -> Vec<u8> {
+    let src: Vec<f32> = (0..n * k).map(|_| rng.unit()).collect();
+    encode(format, &src, n, k)
+}
+
+/// Random code bytes, so TQ2_0 and BitNet contain code 3 and TQ1_0 non-canonical bytes,
+/// with valid scales.
+fn corrupt_weights(rng: &mut Rng, format: Format, n: usize, k: usize) -> Vec<u8> {
+    let mut bytes = rng.bytes(format.bytes_for(n, k).unwrap());
+    match format {
+        Format::BitnetB158 => {
+            let at = bytes.len() - 4;
+            bytes[at..].copy_from_slice(&0.37f32.to_le_bytes());
+        }
+        _ => {
+            let block = bytes.len() / (n * k / 256);
+            for (i, b) in bytes.chunks_exact_mut(block).enumerate() {
+                let d = half::f16::from_f32(0.01 + (i % 7) as f32 * 0.1);
+                b[block - 2..].copy_from_slice(&d.to_le_bytes());
+            }
+        }
+    }
+    assert!(format.validate(&bytes, n, k).is_err(), "random bytes should be corrupt");
+    bytes
+}
+
+fn activations(rng: &mut Rng, m: usize, k: usize) -> Vec<u8> {
+    let mut src: Vec<f32> = (0..m * k).map(|_| rng.unit() * 3.0).collect();
+    if m > 1 {
+        // A zero row has scale 0: its outputs must be 0 too.
+        src[k..2 * k].fill(0.0);
+    }
+    encode(Format::I8Absmax, &src, m, k)
+}
+
+/// Runs `k` on the block `tokens x rows` of an output prefilled with NaN.
+fn run(k: &'static Kernel, w: &MatRef, a: &MatRef, rows: Range<usize>, tokens: Range<usize>) -> Vec<f32> {
+    let mut out = vec![f32::NAN; a.rows() * w.rows()];
+    let mut view = OutTile::new(&mut out, a.rows(), w.rows()).unwrap().restrict(rows, tokens).unwrap();
+    k.run(w, a, &mut view).unwrap();
+    out
+}
+
+/// Per (token, row): `a_scale * sum_blocks |w_scale * dot|` in f64, the size of the terms
+/// whose f32 sum the kernels may round in another order than the reference.
+fn magnitudes(format: Format, wbytes: &[u8], abytes: &[u8], m: usize, n: usize, k: usize) -> Vec<f64> {
+    let block = format.kernel_block(k);
+    let (mut trits, mut scales) = (vec![0i8; k], vec![0f32; k / block]);
+    let (codes, a_scales) = abytes.split_at(m * k);
+    let mut mag = vec![0f64; m * n];
+    for r in 0..n {
+        format.ternary_row(wbytes, k, r, &mut trits, &mut scales);
+        for t in 0..m {
+            let row = &codes[t * k..(t + 1) * k];
+            let sum: f64 = trits
+                .chunks_exact(block)
+                .zip(row.chunks_exact(block))
+                .zip(&scales)
+                .map(|((w, x), &d)| {
+                    let dot: i64 = w.iter().zip(x).map(|(&w, &x)| w as i64 * x as i8 as i64).sum();
+                    (d as f64 * dot as f64).abs()
+                })
+                .sum();
+            let a_scale = f32::from_le_bytes(a_scales[4 * t..4 * t + 4].try_into().unwrap());
+            mag[t * n + r] = a_scale as f64 * sum;
+        }
+    }
+    mag
+}
+
+/// Compares every output of the block `tokens x rows` to the reference, to 1e-5 relative to
+/// max(1, |ref|) plus the rounding that summing the per-block terms in another order may
+/// cost in f32 (`2 * blocks * eps * magnitude`; none for BitNet's single block, whose
+/// integer dot is exact), and checks that nothing outside the block was written.
+fn check_block(
+    format: Format,
+    wbytes: &[u8],
+    abytes: &[u8],
+    n: usize,
+    k: usize,
+    rows: Range<usize>,
+    tokens: Range<usize>,
+) {
+    let m = abytes.len() / (k + 4);
+    let w = MatRef::new(format, n, k, wbytes).unwrap();
+    let a = MatRef::new(Format::I8Absmax, m, k, abytes).unwrap();
+    let want = run(kernel(REFERENCE, format), &w, &a, rows.clone(), tokens.clone());
+    let mag = magnitudes(format, wbytes, abytes, m, n, k);
+    let blocks = (k / format.kernel_block(k)) as f64;
+    for kern in candidates(format) {
+        let got = run(kern, &w, &a, rows.clone(), tokens.clone());
+        for t in 0..m {
+            for r in 0..n {
+                let (g, x) = (got[t * n + r], want[t * n + r]);
+                let ctx = format!(
+                    "{} {} n={n} k={k} m={m} block {tokens:?}x{rows:?}: out[{t}][{r}]",
+                    kern.name(),
+                    format.name()
+                );
+                if rows.contains(&r) && tokens.contains(&t) {
+                    let order = 2.0 * blocks * f32::EPSILON as f64 * mag[t * n + r];
+                    let tol = 1e-5 * x.abs().max(1.0) as f64 + order;
+                    assert!(((g - x).abs() as f64) <= tol, "{ctx}: got {g}, want {x} (tolerance {tol})");
+                } else {
+                    assert!(g.is_nan(), "{ctx}: written outside the view");
+                }
+            }
+        }
+    }
+}
+
+fn check(format: Format, wbytes: &[u8], n: usize, k: usize, m: usize, rng: &mut Rng) {
+    let abytes = activations(rng, m, k);
+    check_block(format, wbytes, &abytes, n, k, 0..n, 0..m);
+}
+
+#[test]
+fn the_reference_comes_last_for_every_ternary_format() {
+    for format in TERNARY {
+        let names: Vec<&str> = registry().iter().filter(|k| k.weight() == format).map(|k| k.name()).collect();
+        assert_eq!(names.last(), Some(&REFERENCE), "{}: {names:?}", format.name());
+        assert!(names.len() >= 2 || cfg!(not(any(target_arch = "x86_64", target_arch = "aarch64"))), "{names:?}");
+    }
+}
+
+#[test]
+fn parity_over_shapes_and_token_counts() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0001);
+    for format in TERNARY {
+        for k in [256, 1024, 4096] {
+            for n in [37, 67] {
+                let w = weights(&mut rng, format, n, k);
+                for m in [1, 2, 3, 7, 8, 9, 16, 33] {
+                    check(format, &w, n, k, m, &mut rng);
+                }
+            }
+        }
+        let w = weights(&mut rng, format, 37, 1024);
+        check(format, &w, 37, 1024, 128, &mut rng);
+    }
+}
+
+/// The GEMMs' token blocks and row panels: every token count around the block sizes, row
+/// counts that are not a multiple of a panel or a vector, the smallest k of each format and
+/// k that is not a multiple of a panel step.
+#[test]
+fn parity_over_token_blocks_and_panels() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0008);
+    let ms = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 127, 128, 129];
+    for format in TERNARY {
+        let ks: &[usize] = match format {
+            Format::BitnetB158 => &[4, 260, 1028],
+            _ => &[256, 768],
+        };
+        for &k in ks {
+            for n in [5, 67, 131] {
+                let w = weights(&mut rng, format, n, k);
+                for m in ms {
+                    check(format, &w, n, k, m, &mut rng);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn bitnet_rows_with_tails() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0002);
+    // Row lengths in bytes: 1, 25, 65, 129, 257: not multiples of 16, 32 or 64.
+    for k in [4, 100, 260, 516, 1028] {
+        for n in [1, 5, 37] {
+            let w = weights(&mut rng, Format::BitnetB158, n, k);
+            for m in [1, 3, 8] {
+                check(Format::BitnetB158, &w, n, k, m, &mut rng);
+            }
+        }
+    }
+}
+
+#[test]
+fn blocks_of_rows_and_tokens() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0003);
+    let (n, k) = (67, 1024);
+    for format in TERNARY {
+        let w = weights(&mut rng, format, n, k);
+        for m in [1, 5, 9] {
+            let a = activations(&mut rng, m, k);
+            for rows in [5..64, 1..2, 66..67, 30..30, 0..0, 0..67] {
+                for tokens in [0..m, 0..1, m - 1..m, 1.min(m)..m, 0..0] {
+                    check_block(format, &w, &a, n, k, rows.clone(), tokens);
+                }
+            }
+        }
+    }
+}
+
+/// Extreme activations (+-127 everywhere, and the out-of-alphabet -128) with all-+1 and
+/// all--1 weights exercise the widest partial sums.
+#[test]
+fn parity_at_extremes() {
+    for format in TERNARY {
+        let k = if format == Format::BitnetB158 { 452 } else { 1024 };
+        for sign in [1.0f32, -1.0] {
+            let w = encode(format, &vec![sign; 5 * k], 5, k);
+            for code in [127i8, -127, -128] {
+                let mut a = encode(Format::I8Absmax, &vec![1.0; 9 * k], 9, k);
+                a[..9 * k].fill(code as u8);
+                check_block(format, &w, &a, 5, k, 0..5, 0..9);
+            }
+        }
+    }
+}
+
+#[test]
+fn corrupt_codes_count_as_plus_two() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0004);
+    for format in TERNARY {
+        for (n, k) in [(37, 256), (9, 1024)] {
+            let w = corrupt_weights(&mut rng, format, n, k);
+            for m in [1, 3, 8] {
+                check(format, &w, n, k, m, &mut rng);
+            }
+        }
+    }
+    let w = corrupt_weights(&mut rng, Format::BitnetB158, 7, 100);
+    check(Format::BitnetB158, &w, 7, 100, 3, &mut rng);
+}
+
+/// Products that are all zero sum to exactly 0.0, however large the codes and scales
+/// around them (a fuzz finding: with the activation-sum correction in one lane, each lane
+/// held a large biased partial sum, and scaling the lanes by a block scale with a full
+/// mantissa left a rounding residue of a few ulps of those partials).
+#[test]
+fn all_zero_products_give_exactly_zero() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0006);
+    let n = 5;
+    // One token (single-token tiles) and nine (batched tiles plus a leftover token).
+    for (format, m) in TERNARY.into_iter().flat_map(|f| [(f, 1), (f, 9)]) {
+        for k in [256, 1536, 4096] {
+            // Weights only at odd columns, with a block scale of 255.875 (11 significant bits).
+            let wsrc: Vec<f32> = (0..n * k)
+                .map(|i| {
+                    if i % 2 == 0 {
+                        0.0
+                    } else if rng.below(2) == 0 {
+                        255.875
+                    } else {
+                        -255.875
+                    }
+                })
+                .collect();
+            let wbytes = encode(format, &wsrc, n, k);
+            let w = MatRef::new(format, n, k, &wbytes).unwrap();
+            // Activations only at even columns: every product is zero.
+            for pattern in [2, 6] {
+                let asrc: Vec<f32> =
+                    (0..m * k).map(|i| if i % pattern == 0 { -0.00390625 + rng.unit() * 1e-4 } else { 0.0 }).collect();
+                let abytes = encode(Format::I8Absmax, &asrc, m, k);
+                let a = MatRef::new(Format::I8Absmax, m, k, &abytes).unwrap();
+                for kern in candidates(format).into_iter().chain([kernel(REFERENCE, format)]) {
+                    let out = run(kern, &w, &a, 0..n, 0..m);
+                    assert!(
+                        out.iter().all(|&x| x == 0.0),
+                        "{} {} k={k} m={m} pattern {pattern}: {out:?}",
+                        kern.name(),
+                        format.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// `Kernel::run` is the only way into a kernel, and it checks the operands together: a
+/// weight and an activation of different widths, an output of the wrong shape, or operands
+/// of formats the kernel does not serve are refused, and the output stays as it was. (Before
+/// the check, a 256-wide activation with a 16384-wide weight read out of bounds.)
+#[test]
+fn every_kernel_refuses_mismatched_operands() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0007);
+    for k in registry() {
+        let (n, cols) = (16, 1024);
+        let wbytes = match k.weight() {
+            Format::F32 | Format::I8Absmax => encode(k.weight(), &rng.vec(n * cols, 1.0), n, cols),
+            f => weights(&mut rng, f, n, cols),
+        };
+        let w = MatRef::new(k.weight(), n, cols, &wbytes).unwrap();
+        let act = |m: usize, kk: usize| encode(k.act(), &vec![0.5; m * kk], m, kk);
+        let narrow = act(1, 256);
+        let narrow = MatRef::new(k.act(), 1, 256, &narrow).unwrap();
+        let fine = act(2, cols);
+        let fine = MatRef::new(k.act(), 2, cols, &fine).unwrap();
+        let other = if k.act() == Format::F32 { Format::I8Absmax } else { Format::F32 };
+        let wrong_format = encode(other, &vec![0.5; 2 * cols], 2, cols);
+        let wrong_format = MatRef::new(other, 2, cols, &wrong_format).unwrap();
+        let mut out = vec![7.0f32; 2 * n + 5];
+        let cases: [(&MatRef, usize, usize, &str); 4] = [
+            (&narrow, 1, n, "activation narrower than the weight"),
+            (&fine, 2, n + 1, "output with a row too many"),
+            (&fine, 1, n, "output with a token too few"),
+            (&wrong_format, 2, n, "activation of another format"),
+        ];
+        for (a, m, outn, what) in cases {
+            let mut view = OutTile::new(&mut out, m, outn).unwrap();
+            let result = if k.is_available() { k.run(&w, a, &mut view) } else { Err(tern::Error::StaleTensor) };
+            assert!(result.is_err(), "{k:?}: {what} was accepted");
+            assert!(out.iter().all(|&x| x == 7.0), "{k:?}: {what} wrote the output");
+        }
+    }
+}
+
+#[test]
+fn activations_prepared_by_another_kernel_are_refused() {
+    let k = 256;
+    let abytes = encode(Format::I8Absmax, &vec![0.5; k], 1, k);
+    let a = MatRef::new(Format::I8Absmax, 1, k, &abytes).unwrap();
+    let wbytes = encode(Format::Tq1_0, &vec![0.5; 4 * k], 4, k);
+    let w = MatRef::new(Format::Tq1_0, 4, k, &wbytes).unwrap();
+    let tq2 = kernel(REFERENCE, Format::Tq2_0);
+    let prepared = tq2.prepare(&a).unwrap();
+    let mut out = [3.0f32; 4];
+    for k in registry().iter().filter(|k| k.weight() == Format::Tq1_0 && k.is_available()) {
+        let mut view = OutTile::new(&mut out, 1, 4).unwrap();
+        assert!(k.run_prepared(&w, &prepared, &mut view).is_err(), "{k:?}");
+    }
+    assert_eq!(out, [3.0; 4]);
+}
+
+/// The adapter (the fastest requantizer this CPU has) and `Format::I8Absmax.encode` (the
+/// definition) give the same scale bits and codes.
+fn requant_matches(x: &[f32]) {
+    let want = encode(Format::I8Absmax, x, 1, x.len());
+    let (mut codes, mut scale) = (vec![0x55u8 as i8; x.len()], [0f32]);
+    requantize_i8_absmax_into(x, 1, x.len(), &mut codes, &mut scale, None).unwrap();
+    let got: Vec<u8> = codes.iter().map(|&c| c as u8).chain(scale[0].to_le_bytes()).collect();
+    assert_eq!(got, want, "len {} first {:?}", x.len(), &x[..x.len().min(4)]);
+}
+
+#[test]
+fn requantizer_is_bit_identical_to_the_definition() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0005);
+    // Random rows of lengths around the 16- and 32-float steps, and wide-range magnitudes.
+    for len in (1..=70).chain([255, 256, 4096, 4097]) {
+        let x: Vec<f32> = (0..len).map(|_| rng.unit() * 10.0).collect();
+        requant_matches(&x);
+        let x: Vec<f32> = (0..len).map(|_| rng.unit() * f32::powi(2.0, (rng.below(60) as i32) - 30)).collect();
+        requant_matches(&x);
+    }
+    // Exact ties: absmax 127 gives scale 1, so k + 0.5 divides to itself; absmax 254 gives
+    // scale 2 and odd integers tie.
+    let ties: Vec<f32> = (0..100).map(|i| (i as f32 - 50.0) + 0.5).chain([127.0, -126.5, 126.5]).collect();
+    requant_matches(&ties);
+    let ties: Vec<f32> = (-127..=127).map(|i| (2 * i + 1) as f32).chain([254.0]).filter(|v| v.abs() <= 254.0).collect();
+    requant_matches(&ties);
+    for len in [1, 31, 32, 33, 100] {
+        requant_matches(&vec![0.0; len]);
+        requant_matches(&vec![-0.0; len]);
+    }
+    for i in 0..40 {
+        let mut x = vec![0.0f32; 40];
+        x[i] = -3.25;
+        requant_matches(&x);
+    }
+}
+
+/// The best ternary kernel the dispatcher picks on this CPU for one token, and for a batch
+/// past every kernel's `min_tokens` (a GEMM where there is one), proven by the
+/// KERNEL_SELECTED event. Under qemu, `scripts/test-aarch64.sh` sets TERN_EXPECT_KERNEL
+/// from QEMU_CPU (the one-token choice).
+#[test]
+fn the_dispatcher_picks_the_best_kernel_for_this_cpu() {
+    for format in TERNARY {
+        for m in [1, 128] {
+            let expected = candidates(format).into_iter().find(|k| k.min_tokens() <= m).map_or(REFERENCE, |k| k.name());
+            let sink = std::sync::Arc::new(tern::RecordingSink::default());
+            let mut dispatcher = tern::Dispatcher::new(tern::DispatcherOptions::default()).unwrap();
+            dispatcher.set_sink(Some(sink.clone()));
+            let (n, k) = (8, 256);
+            let weight = tern::Tensor::encode(format, &vec![0.25; n * k], n, k).unwrap();
+            let act = tern::Tensor::encode(Format::F32, &vec![1.0; m * k], m, k).unwrap();
+            let mut scope = tern::Scope::new(0).unwrap();
+            dispatcher.matmul(&act, &weight, Some(&mut scope), &mut vec![0.0; m * n]).unwrap();
+            let ran = sink.events().last().expect("a kernel event").name();
+            assert_eq!(ran, expected, "{format:?}, m = {m}");
+            if let Some(want) = std::env::var("TERN_EXPECT_KERNEL").ok().filter(|w| !w.is_empty() && m == 1) {
+                assert_eq!(ran, want, "{format:?}");
+            }
+        }
+    }
+}
+
+/// Indicative only (under qemu it translates instructions, it does not model a core).
+/// Milliseconds per call (best of 3) of every kernel for m = 1, 512 x 4096 weights;
+/// `scripts/count-arm-insns.sh` runs it (`-- --ignored --nocapture`) for its report.
+#[test]
+#[ignore]
+fn timing() {
+    let (m, n, k) = (1, 512, 4096);
+    let mut rng = Rng(1);
+    for format in TERNARY {
+        let (wbytes, abytes) = (weights(&mut rng, format, n, k), activations(&mut rng, m, k));
+        let w = MatRef::new(format, n, k, &wbytes).unwrap();
+        let a = MatRef::new(Format::I8Absmax, m, k, &abytes).unwrap();
+        for kern in candidates(format).into_iter().chain([kernel(REFERENCE, format)]) {
+            let mut out = vec![0f32; m * n];
+            let best = (0..3)
+                .map(|_| {
+                    let start = std::time::Instant::now();
+                    kern.run(&w, &a, &mut OutTile::new(&mut out, m, n).unwrap()).unwrap();
+                    start.elapsed().as_secs_f64() * 1e3
+                })
+                .fold(f64::INFINITY, f64::min);
+            println!("TIMING {} {} {best:.3}", format.name(), kern.name());
+        }
+    }
+}
