@@ -2,7 +2,7 @@
 //! instructions with no loads, so that the only limit is the instruction's throughput. GEMM
 //! figures are printed as a share of the peak of the instruction their kernel is built on.
 
-use std::time::{Duration, Instant};
+use crate::common::{time_runs_on, Clock};
 
 /// One instruction's measured throughput.
 #[derive(Debug, Clone, Copy)]
@@ -13,21 +13,16 @@ pub struct Peak {
     pub macs_per_s: f64,
 }
 
-/// Loop iterations per timed run (14 instructions each): about a millisecond per run.
-const ITERS: u64 = 100_000;
+/// Loop iterations per timed run (14 instructions each): several milliseconds per run.
+const ITERS: u64 = 1_000_000;
 const REPEATS: usize = 15;
 
-/// Times `probe(ITERS)` (which performs `macs_per_iter * ITERS` MACs); the best of
-/// [`REPEATS`] runs, since other processes only ever slow a run down.
+/// Times `probe(ITERS)` (which performs `macs_per_iter * ITERS` MACs) on the calling
+/// thread's CPU time; the best of [`REPEATS`] runs, since other processes only ever slow a
+/// run down.
 fn best(name: &'static str, macs_per_iter: u64, probe: impl Fn(u64)) -> Peak {
-    probe(ITERS / 10);
-    let mut min = Duration::MAX;
-    for _ in 0..REPEATS {
-        let t = Instant::now();
-        probe(ITERS);
-        min = min.min(t.elapsed());
-    }
-    Peak { name, macs_per_s: (macs_per_iter * ITERS) as f64 / min.as_secs_f64() }
+    let t = time_runs_on(Clock::ThreadCpu, Some(REPEATS), std::time::Duration::ZERO, 1, REPEATS, || probe(ITERS));
+    Peak { name, macs_per_s: (macs_per_iter * ITERS) as f64 / t.min.as_secs_f64() }
 }
 
 /// The peaks of every instruction this CPU has among those tern's kernels use.
