@@ -161,6 +161,17 @@ impl<'a> OutTile<'a> {
         unsafe { *self.ptr.add(token * self.n + row) = value }
     }
 
+    /// Writes `values` to the outputs of `token` at rows `row..row + values.len()`, which are
+    /// contiguous in the output: one bounds check for a run of rows.
+    #[inline(always)]
+    pub(crate) fn set_run(&mut self, token: usize, row: usize, values: &[f32]) {
+        let inside = self.rows.start <= row && row + values.len() <= self.rows.end;
+        assert!(self.tokens.contains(&token) && inside, "outputs ({token}, {row}..+{}) outside the view", values.len());
+        // SAFETY: in bounds (the view's block lies in `m x n`, asserted membership), and this
+        // view owns the elements (see the type docs).
+        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), self.ptr.add(token * self.n + row), values.len()) }
+    }
+
     /// Splits into disjoint views of at most `row_chunk` rows x `token_chunk` tokens,
     /// row blocks outermost.
     pub(crate) fn split(self, row_chunk: usize, token_chunk: usize) -> Vec<OutTile<'a>> {

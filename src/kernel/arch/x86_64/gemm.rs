@@ -452,12 +452,13 @@ impl Ctx<'_> {
     }
 
     /// Writes the lanes of panel vector `v` that are rows of this panel.
+    #[inline(always)]
     fn write<S: GemmSimd>(&self, out: &mut OutTile, v: usize, token: usize, lanes: &[f32; 16]) {
         let first = self.rows.start + v * S::LANES;
-        for (l, &x) in lanes[..S::LANES].iter().enumerate() {
-            if first + l < self.rows.end {
-                out.set(token, first + l, x);
-            }
+        // The panel's last vectors may lie past its rows: padding, nothing to write.
+        let n = S::LANES.min(self.rows.end.saturating_sub(first));
+        if n > 0 {
+            out.set_run(token, first, &lanes[..n]);
         }
     }
 }
