@@ -345,11 +345,15 @@ unsafe fn opaque(mut v: __m512i) -> __m512i {
 
 super::isa_kernels!(Avx512, c"bitnet_gemv/avx512vnni", "avx512f,avx512bw,avx512vnni,f16c,fma", 4, 2, 4);
 
+// Thresholds on an AMD EPYC Zen 4 core, 2560x2560, one thread (thread CPU time): the GEMM
+// overtakes the GEMV at 4 tokens for TQ1_0 (whose GEMV extracts digits per token tile),
+// at about 24 for TQ2_0 and BITNET_B1_58 (the panel unpack costs about what 8 tokens of
+// GEMV do).
 super::gemm::gemm_kernels!(
     Avx512,
     c"bitnet_gemm/avx512vnni",
     "avx512f,avx512bw,avx512vnni,f16c,fma",
     rv = 4,
     t = 6,
-    min_tokens = 8
+    min_tokens = [4, 24, 24]
 );

@@ -525,9 +525,17 @@ pub(super) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usiz
 
 /// The registry entries `bitnet_gemm/<isa>` for TQ1_0, TQ2_0 and BITNET_B1_58: entry points
 /// that check the CPU once per call, then run [`gemm`] inside `#[target_feature]` functions.
-/// Panels of `RV` vectors, token blocks of `T`; preferred from `MIN_TOKENS` tokens on.
+/// Panels of `RV` vectors, token blocks of `T`; preferred from `min_tokens` tokens on (for
+/// TQ1_0, TQ2_0, BITNET_B1_58: measured against the same ISA's GEMV).
 macro_rules! gemm_kernels {
-    ($isa:ty, $name:literal, $features:literal, rv = $rv:literal, t = $t:literal, min_tokens = $min:expr) => {
+    (
+        $isa:ty,
+        $name:literal,
+        $features:literal,
+        rv = $rv:literal,
+        t = $t:literal,
+        min_tokens = [$tq1:literal, $tq2:literal, $bitnet:literal]
+    ) => {
         pub(super) fn gemm_kernels() -> [crate::kernel::Kernel; 3] {
             use super::gemm::{gemm, Bitnet, GemmSimd, Layout, Tq1, Tq2};
             use crate::kernel::{Geometry, Kernel, KernelFn, MatRef, OutTile, Prep};
@@ -538,14 +546,14 @@ macro_rules! gemm_kernels {
                 unsafe { gemm::<$isa, L, $rv, $t>(w, a, out) }
             }
 
-            fn entry(weight: crate::format::Format, run: KernelFn) -> Kernel {
+            fn entry(weight: crate::format::Format, min_tokens: usize, run: KernelFn) -> Kernel {
                 Kernel {
                     name: $name,
                     weight,
                     act: crate::format::Format::I8Absmax,
                     requires: FEATURES,
                     available,
-                    min_tokens: $min,
+                    min_tokens,
                     // Row blocks of whole panels, token blocks of whole register blocks.
                     geometry: Geometry { rows: $rv * <$isa as GemmSimd>::LANES, tokens: $t },
                     prepare: crate::kernel::raw,
@@ -560,9 +568,9 @@ macro_rules! gemm_kernels {
             }
 
             [
-                entry(crate::format::Format::Tq1_0, checked::<Tq1>),
-                entry(crate::format::Format::Tq2_0, checked::<Tq2>),
-                entry(crate::format::Format::BitnetB158, checked::<Bitnet>),
+                entry(crate::format::Format::Tq1_0, $tq1, checked::<Tq1>),
+                entry(crate::format::Format::Tq2_0, $tq2, checked::<Tq2>),
+                entry(crate::format::Format::BitnetB158, $bitnet, checked::<Bitnet>),
             ]
         }
     };
