@@ -228,7 +228,7 @@ typedef struct tern_kernel_info {
 } tern_kernel_info;
 
 /**
- * Static facts about a format's layout (see DESIGN §1).
+ * Static facts about a format's layout (see docs/design.md §1).
  */
 typedef struct tern_block_spec {
     /**
@@ -251,7 +251,7 @@ typedef struct tern_block_spec {
     /**
      * Bits of each element's code for the row and tensor blockings (8 for I8_ABSMAX, 2
      * for BITNET_B1_58, packed little-end first); 0 for `TERN_BLOCKING_FIXED`, whose
-     * codes are laid out per format (DESIGN §1).
+     * codes are laid out per format (docs/design.md §1).
      */
     size_t code_bits;
     /**
@@ -390,7 +390,8 @@ typedef struct tern_scope_stats {
 #define TERN_ERR_INVALID_ARGUMENT 17
 
 /**
- * tern panicked (a bug in tern). The operation did not complete and wrote no outputs.
+ * tern panicked (a bug in tern). The operation did not complete; output buffers may be
+ * partly written (a kernel can panic mid-write), so treat their contents as garbage.
  */
 #define TERN_ERR_PANIC 18
 
@@ -444,8 +445,10 @@ void tern_dispatcher_free(struct tern_dispatcher *dispatcher);
  * be NULL otherwise); every run reports TERN_EVENT_KERNEL_SELECTED. Errors (nothing is
  * written and nothing reported): TERN_ERR_NULL_POINTER, TERN_ERR_SHAPE_MISMATCH (k),
  * TERN_ERR_LENGTH_MISMATCH (`out_len`), TERN_ERR_SCOPE_REQUIRED, TERN_ERR_STALE_TENSOR,
- * TERN_ERR_NON_FINITE, TERN_ERR_KERNEL_UNAVAILABLE (a forced kernel this CPU lacks),
- * TERN_ERR_INVALID_ARGUMENT (`out` overlaps an operand).
+ * TERN_ERR_NON_FINITE, TERN_ERR_SCALE_OVERFLOW (an activation row whose I8_ABSMAX scale
+ * would overflow), TERN_ERR_ALLOCATION_FAILED (the scope could not grow),
+ * TERN_ERR_KERNEL_UNAVAILABLE (a forced kernel this CPU lacks), TERN_ERR_INVALID_ARGUMENT
+ * (`out` overlaps an operand). TERN_ERR_PANIC (a bug) may leave `out` partly written.
  */
 tern_status tern_matmul(const struct tern_dispatcher *dispatcher, const struct tern_tensor *act, const struct tern_tensor *weight, struct tern_scope *scope, float *out, size_t out_len);
 
@@ -552,8 +555,8 @@ tern_status tern_decode(const struct tern_encoding *enc, const void *src, size_t
 /**
  * Checks encoded bytes: `src_len` must be exactly the size of a `rows x cols` matrix,
  * and every code and scale must be valid. Returns `TERN_OK`, `TERN_ERR_CORRUPT_CODE` for
- * an invalid code or scale (a TQ2_0 code 3, a non-canonical TQ1_0 byte, a non-finite or
- * negative scale), `TERN_ERR_NON_FINITE` for an F32 NaN or infinity, or a shape, length
+ * an invalid code or scale (a TQ2_0 code 3, a non-canonical TQ1_0 byte, a scale that is
+ * not finite or has its sign bit set: negative or -0.0, which no encoder writes), `TERN_ERR_NON_FINITE` for an F32 NaN or infinity, or a shape, length
  * or NULL error. Reads only. Thread-safe.
  */
 tern_status tern_validate(const struct tern_encoding *enc, const void *src, size_t src_len, size_t rows, size_t cols);

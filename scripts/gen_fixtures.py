@@ -9,7 +9,7 @@ tern's encoder and decoder to ggml. Every case is written for both formats as
 and listed in manifest.txt as "<fmt> <case> <rows> <cols>".
 
 Before writing, the script checks gguf's bytes against an independent, element-by-element
-transcription of DESIGN §1 (block = qs, [qh], then the f16 d at the END), so a layout
+transcription of docs/design.md §1 (block = qs, [qh], then the f16 d at the END), so a layout
 change in gguf cannot slip into the fixtures unnoticed.
 
 Deterministic (fixed seed); run from anywhere:  python3 scripts/gen_fixtures.py
@@ -112,7 +112,7 @@ def round_away(v: np.float32) -> int:
 
 
 def design_encode(fmt: str, x: np.ndarray) -> bytes:
-    """DESIGN §1, one element at a time, independent of gguf's vectorized code."""
+    """docs/design.md §1, one element at a time, independent of gguf's vectorized code."""
     out = bytearray()
     for block in x.reshape(-1, QK):
         amax = np.float32(np.max(np.abs(block)))
@@ -189,10 +189,10 @@ def main() -> None:
             qb = q.tobytes()
             deq = quants.dequantize(q, qtype).astype(np.float32)
             assert deq.shape == x.shape
-            assert qb == design_encode(fmt, x), f"{fmt} {case}: gguf bytes differ from DESIGN §1"
+            assert qb == design_encode(fmt, x), f"{fmt} {case}: gguf bytes differ from docs/design.md §1"
             assert np.array_equal(
                 deq.reshape(-1).view(np.uint32), design_decode(fmt, qb, x.size).view(np.uint32)
-            ), f"{fmt} {case}: gguf decode differs from DESIGN §1"
+            ), f"{fmt} {case}: gguf decode differs from docs/design.md §1"
             stem = OUT / f"{fmt}_{case}"
             stem.with_name(stem.name + ".in.f32").write_bytes(x.astype("<f4").tobytes())
             stem.with_name(stem.name + ".q.bin").write_bytes(qb)

@@ -13,6 +13,7 @@ use std::borrow::Cow;
 use std::ffi::CStr;
 use std::time::Instant;
 
+/// The adapter's name in `AdapterInserted` events.
 pub const REQUANTIZE_I8_ABSMAX: &CStr = c"requantize-i8-absmax";
 
 /// The price of the adapter's output: `rows * cols` codes and `rows` f32 scales.

@@ -23,17 +23,26 @@ pub enum EventKind {
 /// `nanos` is the wall time of the step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
+    /// Adapter or kernel.
     pub kind: EventKind,
+    /// The adapter's or kernel's name, e.g. `requantize-i8-absmax`, `bitnet_gemv/avx2`.
     pub name: &'static CStr,
+    /// Adapter: the input format. Kernel: the weight format.
     pub from: Format,
+    /// Adapter: the output format. Kernel: the activation format it consumed.
     pub to: Format,
+    /// Adapter: rows of the converted tensor. Kernel: tokens of the output.
     pub rows: usize,
+    /// Adapter: columns of the converted tensor. Kernel: weight rows (outputs per token).
     pub cols: usize,
+    /// Adapter: bytes of its output (its price). Kernel: weight bytes read.
     pub bytes: usize,
+    /// Wall time of the step.
     pub nanos: u64,
 }
 
 impl Event {
+    /// [`Event::name`] as a `&str`.
     pub fn name(&self) -> &'static str {
         self.name.to_str().expect("event names are ASCII")
     }
@@ -43,6 +52,7 @@ impl Event {
 /// order they happen (an adapter before the kernel it feeds). A sink shared by a
 /// dispatcher that several threads use at once is called from all of them, hence `Sync`.
 pub trait EventSink: Send + Sync {
+    /// Called once per event, on the thread that ran the step.
     fn on_event(&self, event: &Event);
 }
 
@@ -59,10 +69,12 @@ pub struct RecordingSink {
 }
 
 impl RecordingSink {
+    /// A copy of the events received so far, oldest first.
     pub fn events(&self) -> Vec<Event> {
         self.events.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Forgets the events received so far.
     pub fn clear(&self) {
         self.events.lock().unwrap_or_else(|e| e.into_inner()).clear()
     }

@@ -1,12 +1,13 @@
 //! tern: ternary (1.58-bit) LLM weight formats and kernels, with a C ABI.
 //!
-//! - [`format`]: the byte layouts (TQ1_0, TQ2_0, BITNET_B1_58, I8_ABSMAX, F32).
+//! - [`format`](mod@format): the byte layouts (TQ1_0, TQ2_0, BITNET_B1_58, I8_ABSMAX, F32).
 //! - [`tensor`]: views over borrowed, owned or scope-allocated bytes; [`scope`]: arenas.
 //! - [`adapter`]: the `requantize-i8-absmax` activation adapter.
-//! - [`kernel`]: the arithmetic (reference, then `kernel::arch` SIMD kernels).
+//! - [`kernel`]: the registry of kernels (reference and SIMD) and its checked entry.
 //! - [`dispatch`]: the policy choosing adapters and kernels; [`event`]: what it reports.
 //! - [`gguf`]: a checked reader of GGUF files, to hand their tensors' bytes over as they are.
-//! - `ffi`: the C ABI (`include/tern.h`), the only home of raw pointers.
+//! - `ffi`: the C ABI (`include/tern.h`), the only home of `extern "C"`. Raw pointers live
+//!   there and, behind safe checked entries, in the kernels' inner loops and the pool.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
@@ -15,6 +16,9 @@ pub mod adapter;
 pub mod dispatch;
 pub mod error;
 pub mod event;
+/// The C ABI; its documentation is `include/tern.h`. Public only so that tern's own Rust
+/// tests and fuzz targets can call the exports as C does; Rust code uses the safe API.
+#[doc(hidden)]
 pub mod ffi;
 pub mod format;
 pub mod gguf;

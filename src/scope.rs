@@ -12,6 +12,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+/// Alignment of every scope allocation, in bytes.
 pub const ALIGN: usize = 64;
 
 /// A 64-byte aligned block of raw memory owned by a scope (and, through `Arc`, by the
@@ -63,7 +64,8 @@ pub struct ScopeStats {
     pub generation: u64,
 }
 
-/// A caller-owned arena. Not `Sync`: one scope per thread (or per forward pass).
+/// A caller-owned arena, one per thread or forward pass: allocating and resetting take
+/// `&mut self`, so one thread at a time does. A shared `&Scope` only reads its statistics.
 pub struct Scope {
     chunks: Vec<Arc<Chunk>>,
     /// Next free offset in the last chunk.
@@ -106,6 +108,7 @@ impl Scope {
         })
     }
 
+    /// Bytes in use, their high-water mark, allocations, capacity and resets so far.
     pub fn stats(&self) -> ScopeStats {
         self.stats
     }

@@ -64,19 +64,22 @@ impl<'a> Tensor<'a> {
         Ok(Tensor { format, rows, cols, bytes: Bytes::Scoped(bytes) })
     }
 
+    /// The tensor's format.
     pub fn format(&self) -> Format {
         self.format
     }
 
+    /// Rows (a weight's output features; an activation's tokens).
     pub fn rows(&self) -> usize {
         self.rows
     }
 
+    /// Columns (elements per row).
     pub fn cols(&self) -> usize {
         self.cols
     }
 
-    /// The encoded bytes, or [`Error::StaleTensor`] if the tensor's scope was reset.
+    /// The encoded bytes, or [`crate::Error::StaleTensor`] if the tensor's scope was reset.
     pub fn bytes(&self) -> Result<&[u8]> {
         match &self.bytes {
             Bytes::Borrowed(b) => Ok(b),
@@ -95,13 +98,14 @@ impl<'a> Tensor<'a> {
         self.format.decode(self.bytes()?, self.rows, self.cols, dst)
     }
 
+    /// Decodes the whole tensor into a new `rows * cols` vector.
     pub fn decode(&self) -> Result<Vec<f32>> {
         let mut out = vec![0.0; self.rows * self.cols];
         self.decode_into(&mut out)?;
         Ok(out)
     }
 
-    /// Reports the first corrupt code or scale ([`Error::CorruptCode`]).
+    /// Reports the first corrupt code or scale ([`crate::Error::CorruptCode`]).
     pub fn validate(&self) -> Result<()> {
         self.format.validate(self.bytes()?, self.rows, self.cols)
     }

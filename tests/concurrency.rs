@@ -114,3 +114,49 @@ fn concurrent_matmuls_without_a_pool() {
 fn concurrent_matmuls_sharing_a_pool_of_two() {
     concurrent_matmuls_match_single_threaded(2);
 }
+
+/// The task counter under pressure: three dispatchers (pools of 2, 3 and 4 threads on this
+/// 2-core machine, so workers are often descheduled mid-call) each called from two threads
+/// at once, 40 calls per thread with random shapes (row counts that are and are not whole
+/// panels, 1 to 40 tokens, so calls split by rows, by tokens, or run inline), every output
+/// bit-identical to the single-threaded dispatcher's. Under ThreadSanitizer this is the
+/// data-race test of the work-sharing pool.
+#[test]
+fn random_sizes_on_several_pools_match_single_threaded() {
+    let single = Dispatcher::new(DispatcherOptions::default()).unwrap();
+    let pools: Vec<Dispatcher> =
+        [2, 3, 4].map(|n_threads| Dispatcher::new(DispatcherOptions { n_threads, kernel: None }).unwrap()).into();
+    let calls = 40;
+    thread::scope(|s| {
+        for (p, pool) in pools.iter().enumerate() {
+            for caller in 0..2 {
+                let single = &single;
+                s.spawn(move || {
+                    let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ (p * 2 + caller) as u64;
+                    let mut next = |below: usize| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        (seed % below as u64) as usize
+                    };
+                    let formats = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
+                    for call in 0..calls {
+                        let format = formats[next(3)];
+                        let (n, k, m) = (1 + next(700), 256 * (1 + next(4)), 1 + next(40));
+                        let values: Vec<f32> = (0..n * k).map(|i| ((i * 7919 + call) % 13) as f32 - 6.0).collect();
+                        let weight = Tensor::encode(format, &values, n, k).unwrap();
+                        let values: Vec<f32> = (0..m * k).map(|i| ((i * 31 + call) % 17) as f32 - 8.0).collect();
+                        let act = Tensor::encode(Format::I8Absmax, &values, m, k).unwrap();
+                        let (mut want, mut got) = (vec![0f32; m * n], vec![f32::NAN; m * n]);
+                        single.matmul(&act, &weight, None, &mut want).unwrap();
+                        pool.matmul(&act, &weight, None, &mut got).unwrap();
+                        assert!(
+                            got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+                            "pool {p} caller {caller} call {call}: {format:?} {m}x{n}x{k} differs"
+                        );
+                    }
+                });
+            }
+        }
+    });
+}

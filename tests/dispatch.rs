@@ -1,4 +1,4 @@
-//! The adapter, scopes, events, the reference kernels and the dispatcher (DESIGN §2).
+//! The adapter, scopes, events, the reference kernels and the dispatcher (docs/design.md §2).
 
 mod common;
 use common::Rng;

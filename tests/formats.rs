@@ -354,6 +354,35 @@ fn valid_encodings_validate() {
     }
 }
 
+/// No encoder writes a scale with the sign bit set (every scale is a max or mean of |x|), so
+/// validation reports -1.0 and -0.0 as corrupt, at the first element the scale covers;
+/// +0.0 (an all-zero block) is valid. Decoding still honours the stored value.
+#[test]
+fn scales_with_the_sign_bit_are_corrupt() {
+    let (rows, cols) = (2, 512);
+    for format in [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I8Absmax] {
+        let good = encode(format, &Rng(9).weights(rows * cols, 1.0), rows, cols);
+        // (byte offset of the second scale, or the only one, its width, first element it covers)
+        let (at, width, index) = match format {
+            Format::Tq1_0 => (54 + 52, 2, QK),
+            Format::Tq2_0 => (66 + 64, 2, QK),
+            Format::BitnetB158 => (good.len() - 4, 4, 0),
+            _ => (rows * cols + 4, 4, cols),
+        };
+        for (value, want_ok) in [(-1.0f32, false), (-0.0, false), (0.0, true)] {
+            let mut bytes = good.clone();
+            let stored: Vec<u8> = if width == 2 {
+                half::f16::from_f32(value).to_le_bytes().to_vec()
+            } else {
+                value.to_le_bytes().to_vec()
+            };
+            bytes[at..at + width].copy_from_slice(&stored);
+            let want = if want_ok { Ok(()) } else { Err(Error::CorruptCode { index }) };
+            assert_eq!(corrupt(format, &bytes, rows, cols), want, "{format:?} scale {value:?}");
+        }
+    }
+}
+
 #[test]
 fn tq2_0_code_3_is_corrupt() {
     let (rows, cols) = (2, 512);
@@ -367,7 +396,7 @@ fn tq2_0_code_3_is_corrupt() {
     assert_eq!(Format::Tq2_0.get(&bad, rows, cols, 1, 456), Ok(2.0 * d));
 }
 
-/// The canonical TQ1_0 byte for five base-3 digits, most significant first (DESIGN §1).
+/// The canonical TQ1_0 byte for five base-3 digits, most significant first (docs/design.md §1).
 fn tq1_pack(digits: [u32; 5]) -> u8 {
     let v = digits.iter().fold(0, |v, &d| v * 3 + d);
     (v * 256).div_ceil(243) as u8 // = (v * 256 + 242) / 243

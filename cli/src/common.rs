@@ -7,7 +7,7 @@ use tern::dispatch::available_kernels;
 use tern::kernel::{registry, Kernel};
 use tern::{Dispatcher, DispatcherOptions, Event, EventKind, Format, Tensor};
 
-/// The kernel every other kernel must match (DESIGN §2: the definition).
+/// The kernel every other kernel must match (docs/design.md §2: the definition).
 pub const REFERENCE: &str = "bitnet_gemv/reference";
 /// Parity tolerance, relative to max(1, |reference|).
 pub const TOLERANCE: f32 = 1e-5;

@@ -36,6 +36,7 @@ const PARALLEL_MIN_MACS: usize = 1 << 18;
 /// rows, about 20 us.
 const TASKS_PER_THREAD: usize = 4;
 
+/// How to make a [`Dispatcher`].
 #[derive(Debug, Clone, Default)]
 pub struct DispatcherOptions {
     /// Threads per matmul, counting the caller (0 and 1 both mean the caller alone); at
@@ -54,10 +55,16 @@ pub fn available_kernels() -> impl Iterator<Item = &'static Kernel> {
 /// What a matmul will do: an optional adapter into `act`, then `kernel`.
 #[derive(Debug, Clone, Copy)]
 pub struct Plan {
+    /// (from, to) formats of the activation adapter, if one runs first.
     pub adapter: Option<(Format, Format)>,
+    /// The kernel that runs.
     pub kernel: &'static Kernel,
 }
 
+/// Turns (activation, weight) into adapter and kernel runs and reports them; optionally
+/// splits each run over a persistent pool of threads. Share it freely: `matmul` takes
+/// `&self`, and concurrent callers each run on their own thread (a pool busy with one
+/// caller's call runs another caller's call inline).
 pub struct Dispatcher {
     forced: Option<String>,
     sink: Option<Arc<dyn EventSink>>,
@@ -65,6 +72,9 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
+    /// Checks the forced kernel name (option or [`KERNEL_ENV`]) and starts the pool's
+    /// workers. Errors: [`Error::UnknownKernel`], [`Error::TooManyThreads`],
+    /// [`Error::ThreadSpawn`] (no worker is left running then).
     pub fn new(options: DispatcherOptions) -> Result<Dispatcher> {
         let forced = options.kernel.or_else(|| std::env::var(KERNEL_ENV).ok().filter(|s| !s.is_empty()));
         if let Some(name) = forced.as_deref().filter(|name| !kernel::exists(name)) {
@@ -80,10 +90,12 @@ impl Dispatcher {
         Ok(Dispatcher { forced, sink: None, pool })
     }
 
+    /// Where events go (`None`: nowhere).
     pub fn set_sink(&mut self, sink: Option<Arc<dyn EventSink>>) {
         self.sink = sink;
     }
 
+    /// Threads per matmul, counting the caller.
     pub fn threads(&self) -> usize {
         self.pool.as_ref().map_or(1, Pool::threads)
     }

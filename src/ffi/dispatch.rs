@@ -242,8 +242,10 @@ fn check_out_disjoint(t: &Tensor, out: *const f32, out_len: usize) -> FfiResult 
 /// be NULL otherwise); every run reports TERN_EVENT_KERNEL_SELECTED. Errors (nothing is
 /// written and nothing reported): TERN_ERR_NULL_POINTER, TERN_ERR_SHAPE_MISMATCH (k),
 /// TERN_ERR_LENGTH_MISMATCH (`out_len`), TERN_ERR_SCOPE_REQUIRED, TERN_ERR_STALE_TENSOR,
-/// TERN_ERR_NON_FINITE, TERN_ERR_KERNEL_UNAVAILABLE (a forced kernel this CPU lacks),
-/// TERN_ERR_INVALID_ARGUMENT (`out` overlaps an operand).
+/// TERN_ERR_NON_FINITE, TERN_ERR_SCALE_OVERFLOW (an activation row whose I8_ABSMAX scale
+/// would overflow), TERN_ERR_ALLOCATION_FAILED (the scope could not grow),
+/// TERN_ERR_KERNEL_UNAVAILABLE (a forced kernel this CPU lacks), TERN_ERR_INVALID_ARGUMENT
+/// (`out` overlaps an operand). TERN_ERR_PANIC (a bug) may leave `out` partly written.
 #[no_mangle]
 pub unsafe extern "C" fn tern_matmul(
     dispatcher: *const tern_dispatcher,

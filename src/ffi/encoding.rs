@@ -76,7 +76,7 @@ impl tern_encoding {
     }
 }
 
-/// Static facts about a format's layout (see DESIGN §1).
+/// Static facts about a format's layout (see docs/design.md §1).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct tern_block_spec {
@@ -91,7 +91,7 @@ pub struct tern_block_spec {
     pub block_bytes: usize,
     /// Bits of each element's code for the row and tensor blockings (8 for I8_ABSMAX, 2
     /// for BITNET_B1_58, packed little-end first); 0 for `TERN_BLOCKING_FIXED`, whose
-    /// codes are laid out per format (DESIGN §1).
+    /// codes are laid out per format (docs/design.md §1).
     pub code_bits: usize,
     /// Bytes of each scale (2 for an f16, 4 for an f32, 0 for none).
     pub scale_bytes: usize,
@@ -312,8 +312,8 @@ pub unsafe extern "C" fn tern_decode(
 
 /// Checks encoded bytes: `src_len` must be exactly the size of a `rows x cols` matrix,
 /// and every code and scale must be valid. Returns `TERN_OK`, `TERN_ERR_CORRUPT_CODE` for
-/// an invalid code or scale (a TQ2_0 code 3, a non-canonical TQ1_0 byte, a non-finite or
-/// negative scale), `TERN_ERR_NON_FINITE` for an F32 NaN or infinity, or a shape, length
+/// an invalid code or scale (a TQ2_0 code 3, a non-canonical TQ1_0 byte, a scale that is
+/// not finite or has its sign bit set: negative or -0.0, which no encoder writes), `TERN_ERR_NON_FINITE` for an F32 NaN or infinity, or a shape, length
 /// or NULL error. Reads only. Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn tern_validate(

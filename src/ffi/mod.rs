@@ -1,11 +1,11 @@
 //! The C ABI (`include/tern.h`): the only module with `extern "C"` and raw pointers.
 //!
-//! Conventions (DESIGN §3), after rustls-ffi:
-//! - every fallible function returns a [`tern_status`]; results go through out-parameters
-//!   that are written only on success ([`guard::Out`]);
+//! Conventions (docs/design.md §3), after rustls-ffi:
+//! - every fallible function returns a `tern_status`; results go through out-parameters
+//!   that are written only on success (`guard::Out`);
 //! - every pointer is checked for NULL and every length against the shape before anything
-//!   is read or written ([`guard::slice`], [`guard::slice_mut`], [`guard::try_ref`]);
-//! - every exported body runs inside [`guard::guard`] (or [`guard::guard_value`]), which
+//!   is read or written (`guard::slice`, `guard::slice_mut`, `guard::try_ref`);
+//! - every exported body runs inside `guard::guard` (or `guard::guard_value`), which
 //!   maps a `tern::Error` to its status and a caught panic to `TERN_ERR_PANIC`, so no
 //!   panic ever unwinds into C. That needs `panic = "unwind"`, which the release profile
 //!   keeps (checked by `tests/header.rs`); under `panic = "abort"` a panic aborts instead.

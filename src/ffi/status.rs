@@ -46,7 +46,8 @@ pub const TERN_ERR_ALLOCATION_FAILED: tern_status = 16;
 /// An argument is invalid in a way no other status describes (misaligned or overlapping
 /// buffers, a buffer larger than the address space allows).
 pub const TERN_ERR_INVALID_ARGUMENT: tern_status = 17;
-/// tern panicked (a bug in tern). The operation did not complete and wrote no outputs.
+/// tern panicked (a bug in tern). The operation did not complete; output buffers may be
+/// partly written (a kernel can panic mid-write), so treat their contents as garbage.
 pub const TERN_ERR_PANIC: tern_status = 18;
 
 /// The status of an error. Exhaustive, so a new `Error` variant must be given a status.
@@ -84,7 +85,7 @@ const STATUS_STRINGS: [&CStr; 19] = [
     c"TERN_ERR_SIZE_OVERFLOW: the matrix size overflows size_t",
     c"TERN_ERR_LENGTH_MISMATCH: a buffer length does not match the shape",
     c"TERN_ERR_NON_FINITE: the input holds a NaN or an infinity",
-    c"TERN_ERR_SCALE_OVERFLOW: a block scale does not fit the format's f16",
+    c"TERN_ERR_SCALE_OVERFLOW: a scale does not fit the format (a TQ block's max overflows f16, or an I8_ABSMAX row's scale would decode code 127 to infinity)",
     c"TERN_ERR_CORRUPT_CODE: encoded bytes hold an invalid code or scale",
     c"TERN_ERR_OUT_OF_BOUNDS: index or row range outside the matrix",
     c"TERN_ERR_STALE_TENSOR: the tensor's scope was reset or freed",

@@ -1,5 +1,5 @@
 //! Tensor handles: a format, a shape and bytes that are borrowed from the caller, owned by
-//! the handle, or (later) allocated in a scope.
+//! the handle, or allocated in a scope (by the adapter).
 
 use super::encoding::{encoding_format, tern_encoding};
 use super::guard::*;

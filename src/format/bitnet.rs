@@ -86,7 +86,7 @@ pub fn get(src: &[u8], index: usize) -> f32 {
 
 pub fn first_corrupt(src: &[u8]) -> Option<usize> {
     let n = (src.len() - SCALE_BYTES) * 4;
-    if !scale(src).is_finite() {
+    if !super::ternary::scale_is_valid(scale(src)) {
         return Some(0);
     }
     (0..n).find(|&i| code(src, i) == 3)

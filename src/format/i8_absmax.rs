@@ -81,7 +81,7 @@ pub fn first_corrupt(src: &[u8], rows: usize, cols: usize) -> Option<usize> {
     (0..rows)
         .find(|&r| {
             let s = scale(src, rows, cols, r);
-            !(s.is_finite() && s >= 0.0) || scale_overflows(s)
+            !super::ternary::scale_is_valid(s) || scale_overflows(s)
         })
         .map(|r| r * cols)
         .or_else(|| src[..rows * cols].iter().position(|&c| c as i8 == -128))

@@ -1,4 +1,4 @@
-//! The five formats: their stable ids, block specs and byte layouts (DESIGN §1).
+//! The five formats: their stable ids, block specs and byte layouts (docs/design.md §1).
 //!
 //! This module is the one place that validates a (format, shape, buffer) triple; the
 //! per-format files only know their bytes and may assume their inputs were checked here.
@@ -19,10 +19,15 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u32)]
 pub enum Format {
+    /// Plain f32 (ggml type 0).
     F32 = 1,
+    /// ggml's TQ1_0: 256-element blocks of base-3 packed trits and an f16 scale (type 34).
     Tq1_0 = 2,
+    /// ggml's TQ2_0: 256-element blocks of 2-bit trits and an f16 scale (type 35).
     Tq2_0 = 3,
+    /// BitNet b1.58: 2-bit trits for the whole tensor, then one f32 scale.
     BitnetB158 = 4,
+    /// Activations: int8 codes per row, then one f32 absmax scale per row.
     I8Absmax = 5,
 }
 
@@ -30,10 +35,13 @@ pub enum Format {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Blocking {
     /// Fixed-size blocks of `elems` elements in `bytes` bytes, laid end to end along rows.
+    #[allow(missing_docs)] // the field names say it
     Fixed { elems: usize, bytes: usize },
     /// Codes for the whole row, then one scale per row after all codes (I8_ABSMAX).
+    #[allow(missing_docs)]
     PerRow { code_bytes_per_elem: usize, scale_bytes: usize },
     /// Codes for the whole tensor, then one scale (BITNET_B1_58).
+    #[allow(missing_docs)]
     WholeTensor { elems_per_byte: usize, scale_bytes: usize },
 }
 
@@ -41,6 +49,7 @@ pub enum Blocking {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u32)]
 pub enum ScalePlacement {
+    /// No scale (F32).
     None = 0,
     /// An f16 at the end of every block.
     BlockEnd = 1,
@@ -53,9 +62,11 @@ pub enum ScalePlacement {
 /// Static facts about a format.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BlockSpec {
+    /// How elements are grouped.
     pub blocking: Blocking,
     /// Storage bits per element, not counting per-row or per-tensor scales.
     pub bits_per_element: f64,
+    /// Where the scales are.
     pub scale: ScalePlacement,
     /// The activation format the format's kernels consume, if it has kernels.
     pub activation_hint: Option<Format>,
@@ -67,12 +78,15 @@ pub struct BlockSpec {
 const GGML_TYPES: [(u32, Format); 3] = [(0, Format::F32), (34, Format::Tq1_0), (35, Format::Tq2_0)];
 
 impl Format {
+    /// Every format, in id order.
     pub const ALL: [Format; 5] = [Format::F32, Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I8Absmax];
 
+    /// The format with this stable id.
     pub fn from_id(id: u32) -> Result<Format> {
         Format::ALL.into_iter().find(|f| f.id() == id).ok_or(Error::UnknownFormat(id))
     }
 
+    /// The stable id (the C ABI's `TERN_FORMAT_*`).
     pub fn id(self) -> u32 {
         self as u32
     }
@@ -82,10 +96,12 @@ impl Format {
         GGML_TYPES.iter().find(|(t, _)| *t == ggml_type).map(|(_, f)| *f)
     }
 
+    /// The ggml type id, for formats ggml knows.
     pub fn ggml_type(self) -> Option<u32> {
         GGML_TYPES.iter().find(|(_, f)| *f == self).map(|(t, _)| *t)
     }
 
+    /// The format's name as tern prints it, e.g. `TQ2_0`.
     pub fn name(self) -> &'static str {
         match self {
             Format::F32 => "F32",
@@ -96,10 +112,12 @@ impl Format {
         }
     }
 
+    /// TQ1_0, TQ2_0 or BITNET_B1_58.
     pub fn is_ternary(self) -> bool {
         matches!(self, Format::Tq1_0 | Format::Tq2_0 | Format::BitnetB158)
     }
 
+    /// Static facts about the layout.
     pub fn spec(self) -> BlockSpec {
         let i8_hint = Some(Format::I8Absmax);
         match self {
@@ -241,7 +259,9 @@ impl Format {
     }
 
     /// Reports the first corrupt element: a code outside the format's alphabet, a
-    /// non-canonical TQ1_0 byte, or a scale that is not finite (or negative).
+    /// non-canonical TQ1_0 byte, or a scale no encoder writes: not finite, or with the sign
+    /// bit set (negative or -0.0). Kernels compute with
+    /// any bytes; validation says whether they are what an encoder makes.
     pub fn validate(self, src: &[u8], rows: usize, cols: usize) -> Result<()> {
         self.check_bytes(src, rows, cols)?;
         let corrupt = match self {

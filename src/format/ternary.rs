@@ -58,3 +58,11 @@ pub fn check_block_scales(src: &[f32]) -> Result<()> {
 pub fn read_f16(bytes: &[u8]) -> f16 {
     f16::from_le_bytes([bytes[0], bytes[1]])
 }
+
+/// Whether a stored scale is one an encoder can write: finite, with the sign bit clear.
+/// Every scale is a maximum or mean of |x| (ggml's and gguf's quantizers, and tern's), so a
+/// negative one, -0.0 included, means the bytes are not what they claim to be (a wrong
+/// offset, say). Kernels still compute with such scales; validation reports them.
+pub fn scale_is_valid(scale: f32) -> bool {
+    scale.is_finite() && scale.is_sign_positive()
+}

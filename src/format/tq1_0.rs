@@ -78,7 +78,7 @@ pub fn get(src: &[u8], index: usize) -> f32 {
 /// as a non-finite scale. Reports the first element of the offending byte.
 pub fn first_corrupt(src: &[u8]) -> Option<usize> {
     src.chunks_exact(BLOCK_BYTES).enumerate().find_map(|(b, block)| {
-        if !read_f16(&block[QS_BYTES + QH_BYTES..]).is_finite() {
+        if !super::ternary::scale_is_valid(read_f16(&block[QS_BYTES + QH_BYTES..]).to_f32()) {
             return Some(b * QK);
         }
         REGIONS.iter().find_map(|&(first, bytes, byte0)| {

@@ -55,7 +55,7 @@ pub fn get(src: &[u8], index: usize) -> f32 {
 /// Code 3 is outside the alphabet (ggml decodes it as +2); a non-finite scale is corrupt.
 pub fn first_corrupt(src: &[u8]) -> Option<usize> {
     src.chunks_exact(BLOCK_BYTES).enumerate().find_map(|(b, block)| {
-        if !read_f16(&block[QS_BYTES..]).is_finite() {
+        if !super::ternary::scale_is_valid(read_f16(&block[QS_BYTES..]).to_f32()) {
             return Some(b * QK);
         }
         (0..QK)

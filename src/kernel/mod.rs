@@ -1,13 +1,13 @@
 //! Kernels: the arithmetic. A kernel computes `out[t][r] = sum_k act[t][k] * w[r][k]` for
 //! the block of tokens `t` and output rows `r` of its [`OutTile`].
 //!
-//! - [`reference`]: the definition every other kernel matches.
-//! - [`tile`]: the one SIMD skeleton (activation preparation, row x token tiles, the block
-//!   loop); `arch/<isa>` supplies only vector operations through its [`tile::Simd`].
-//! - [`prep`]: where activations go in a kernel's unpack order, and their lane sums.
+//! - `reference`: the definition every other kernel matches.
+//! - `tile`: the one SIMD skeleton (activation preparation, row x token tiles, the block
+//!   loop); `arch/<isa>` supplies only vector operations through `tile::Simd`.
+//! - `prep`: where activations go in a kernel's unpack order, and their lane sums.
 //!
 //! The registry lists kernels in preference order; the dispatcher (`crate::dispatch`)
-//! owns the policy of choosing among them through [`select`]. [`Kernel::run`] is the one
+//! owns the policy of choosing among them through `select`. [`Kernel::run`] is the one
 //! entry: it checks formats and shapes, so no safe call can make a kernel read out of
 //! bounds.
 
@@ -46,14 +46,17 @@ impl<'a> MatRef<'a> {
         MatRef::new(tensor.format(), tensor.rows(), tensor.cols(), tensor.bytes()?)
     }
 
+    /// The operand's format.
     pub fn format(&self) -> Format {
         self.format
     }
 
+    /// Rows: a weight's output rows, an activation's tokens.
     pub fn rows(&self) -> usize {
         self.rows
     }
 
+    /// Columns: the shared dimension k.
     pub fn cols(&self) -> usize {
         self.cols
     }
@@ -81,7 +84,7 @@ impl<'a> ActI8<'a> {
 }
 
 /// The `m x n` output matrix (row-major: token-major, one column per weight row), of which
-/// this view writes only the block `tokens x rows`. Views made by [`OutTile::split`] cover
+/// this view writes only the block `tokens x rows`. Views made by `OutTile::split` cover
 /// disjoint blocks, so threads can fill one output buffer together.
 pub struct OutTile<'a> {
     ptr: *mut f32,
