@@ -207,6 +207,43 @@ fn parity_over_token_blocks_and_panels() {
     }
 }
 
+/// A TQ tensor whose block scales are all equal is detected as such (once, remembered in
+/// the tensor), and every kernel's result through `MatRef::of` (which carries the uniform
+/// scale) equals the per-block result up to the stated bound: `2 * blocks * eps` of
+/// `a_scale * sum_blocks |d * dot|`, plus 1e-6 relative.
+#[test]
+fn uniform_block_scales_match_the_per_block_path() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0009);
+    for format in [Format::Tq1_0, Format::Tq2_0] {
+        let (n, k) = (67, 1024);
+        let mut bytes = weights(&mut rng, format, n, k);
+        let per_block = tern::Tensor::from_vec(format, bytes.clone(), n, k).unwrap();
+        assert_eq!(per_block.uniform_block_scale().unwrap(), None, "{format:?}: random blocks have their own scales");
+        let block = bytes.len() / (n * k / 256);
+        let d = half::f16::from_f32(0.0371);
+        for b in bytes.chunks_exact_mut(block) {
+            b[block - 2..].copy_from_slice(&d.to_le_bytes());
+        }
+        let uniform = tern::Tensor::from_vec(format, bytes.clone(), n, k).unwrap();
+        assert_eq!(uniform.uniform_block_scale().unwrap(), Some(d.to_f32()), "{format:?}");
+        let wu = MatRef::of(&uniform).unwrap();
+        let wp = MatRef::new(format, n, k, &bytes).unwrap();
+        for m in [1, 9, 33] {
+            let abytes = activations(&mut rng, m, k);
+            let a = MatRef::new(Format::I8Absmax, m, k, &abytes).unwrap();
+            let mag = magnitudes(format, &bytes, &abytes, m, n, k);
+            for kern in candidates(format) {
+                let got = run(kern, &wu, &a, 0..n, 0..m);
+                let want = run(kern, &wp, &a, 0..n, 0..m);
+                for (i, (&g, &x)) in got.iter().zip(&want).enumerate() {
+                    let tol = 2.0 * (k / 256) as f64 * f32::EPSILON as f64 * mag[i] + 1e-6 * x.abs() as f64;
+                    assert!(((g - x).abs() as f64) <= tol, "{} {format:?} m={m} out[{i}]: {g} vs {x}", kern.name());
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn bitnet_rows_with_tails() {
     let mut rng = Rng(0x5EED_1234_ABCD_0002);

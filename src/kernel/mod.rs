@@ -32,18 +32,24 @@ pub struct MatRef<'a> {
     pub(crate) rows: usize,
     pub(crate) cols: usize,
     pub(crate) bytes: &'a [u8],
+    /// The one block scale of a TQ1_0/TQ2_0 tensor whose block scales are all equal, when
+    /// known ([`crate::Tensor::uniform_block_scale`]): kernels may then keep int32 along the
+    /// whole row and scale once.
+    pub(crate) uniform_scale: Option<f32>,
 }
 
 impl<'a> MatRef<'a> {
     /// Checks that `bytes` is exactly a `rows x cols` matrix in `format`.
     pub fn new(format: Format, rows: usize, cols: usize, bytes: &'a [u8]) -> Result<MatRef<'a>> {
         format.check_bytes(bytes, rows, cols)?;
-        Ok(MatRef { format, rows, cols, bytes })
+        Ok(MatRef { format, rows, cols, bytes, uniform_scale: None })
     }
 
-    /// The operand of a tensor, if its bytes are still valid.
+    /// The operand of a tensor, if its bytes are still valid, with the tensor's uniform
+    /// block scale if it has one.
     pub fn of(tensor: &'a crate::Tensor) -> Result<MatRef<'a>> {
-        MatRef::new(tensor.format(), tensor.rows(), tensor.cols(), tensor.bytes()?)
+        let m = MatRef::new(tensor.format(), tensor.rows(), tensor.cols(), tensor.bytes()?)?;
+        Ok(MatRef { uniform_scale: tensor.uniform_block_scale()?, ..m })
     }
 
     /// The operand's format.

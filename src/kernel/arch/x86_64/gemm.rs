@@ -241,8 +241,8 @@ fn act_scale(a: &MatRef, t: usize) -> f32 {
 }
 
 /// Unpacks weight rows `rows` (at most `p` of them) into `panel` (`[k/4][p][4]`, rows past
-/// the range padded with code 0, which no output reads) and, for TQ, their block scales
-/// into `scales` (`[blocks][p]`).
+/// the range padded with code 0, which no output reads) and, if asked (TQ), their block
+/// scales into `scales` (`[blocks][p]`).
 ///
 /// # Safety
 /// The CPU must have `S`'s features.
@@ -252,7 +252,7 @@ unsafe fn pack_panel<S: GemmSimd, L: Layout>(
     rows: std::ops::Range<usize>,
     p: usize,
     panel: &mut [u8],
-    scales: &mut [f32],
+    scales: Option<&mut [f32]>,
 ) {
     let k = w.cols;
     let quads = k / 4;
@@ -300,7 +300,8 @@ unsafe fn pack_panel<S: GemmSimd, L: Layout>(
             }
         }
     }
-    if L::FORMAT != Format::BitnetB158 {
+    if let Some(scales) = scales {
+        assert!(L::FORMAT != Format::BitnetB158, "BitNet has no block scales");
         let scales = &mut scales[..blocks * p];
         scales.fill(0.0);
         for (i, r) in rows.enumerate() {
@@ -478,9 +479,12 @@ pub(super) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usiz
     assert!(w.format == L::FORMAT && a.format == Format::I8Absmax && a.cols == w.cols, "operands of another kernel");
     let k = a.cols;
     let p = RV * S::LANES;
+    // One scale for the tensor: int32 along the whole row (exact for BitNet; for a uniform
+    // TQ tensor the per-block path's result up to float rounding, see
+    // `Tensor::uniform_block_scale`).
     let scale = match L::FORMAT {
         Format::BitnetB158 => Some(bitnet::scale(w.bytes)),
-        _ => None,
+        _ => w.uniform_scale,
     };
     let blocks = if scale.is_some() { 1 } else { k / QK };
     let tokens = out.tokens();
@@ -498,7 +502,7 @@ pub(super) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usiz
     for r0 in rows.clone().step_by(p) {
         let prows = r0..(r0 + p).min(rows.end);
         // SAFETY: `S`'s features, as the caller guarantees.
-        unsafe { pack_panel::<S, L>(w, prows.clone(), p, panel, scales) };
+        unsafe { pack_panel::<S, L>(w, prows.clone(), p, panel, scale.is_none().then_some(&mut *scales)) };
         let ctx = Ctx { a, panel, scales, act, seeds, first_token: tokens.start, blocks, p, rows: prows, scale };
         let mut t0 = 0;
         while t0 < m {
