@@ -1,7 +1,6 @@
 //! AVX-512 VNNI: 64-byte vectors, `vpdpbusd` (u8 x i8, four products into each int32
 //! lane) and masked loads for tails.
 
-use super::gemm::GemmSimd;
 use crate::kernel::tile::{Simd, TQ1_CODE_BYTES};
 use std::arch::x86_64::*;
 
@@ -179,7 +178,7 @@ impl Simd for Avx512 {
     }
 }
 
-impl GemmSimd for Avx512 {
+impl super::gemm::GemmSimd for Avx512 {
     const LANES: usize = 16;
     type V = __m512i;
     type F = __m512;
@@ -300,11 +299,25 @@ impl GemmSimd for Avx512 {
         unsafe { _mm512_min_epu8(a, b) }
     }
 
-    /// One `vpdpbusd` with an embedded `{1to16}` broadcast of the four activation bytes.
+    type P = __m512i;
+    /// `vpdpbusd` accumulates int32 directly: no folding.
+    const P_QUADS: usize = usize::MAX;
+
     #[inline(always)]
-    unsafe fn dot4(acc: __m512i, w: __m512i, a: *const u8) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(std::ptr::read_unaligned(a as *const i32))) }
+    unsafe fn p_start(acc: __m512i) -> __m512i {
+        acc
+    }
+
+    /// One `vpdpbusd` with a broadcast of the four activation bytes.
+    #[inline(always)]
+    unsafe fn p_dot(p: __m512i, w: __m512i, a: *const u8) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; 4 readable bytes at `a`).
+        unsafe { _mm512_dpbusd_epi32(p, w, _mm512_set1_epi32(std::ptr::read_unaligned(a as *const i32))) }
+    }
+
+    #[inline(always)]
+    unsafe fn p_end(p: __m512i, _acc: __m512i) -> __m512i {
+        p
     }
 
     #[inline(always)]

@@ -54,9 +54,18 @@ pub(super) trait GemmSimd {
     unsafe fn add8(a: Self::V, b: Self::V) -> Self::V;
     unsafe fn subs_u8(a: Self::V, b: Self::V) -> Self::V;
     unsafe fn min_u8(a: Self::V, b: Self::V) -> Self::V;
-    /// `acc` plus, per int32 lane, the dot product of the lane's four u8 of `w` with the
+    /// A partial accumulator: what the dot-product instruction adds into (int32 lanes for
+    /// `vpdpbusd`; int16 pair sums for `vpmaddubsw`, widened every [`Self::P_QUADS`] quads).
+    type P: Copy;
+    /// Quads a partial accumulator takes before it must be folded into int32.
+    const P_QUADS: usize;
+    /// Starts a partial accumulator on top of `acc`.
+    unsafe fn p_start(acc: Self::V) -> Self::P;
+    /// `p` plus, per int32 lane, the dot product of the lane's four u8 of `w` with the
     /// four i8 at `a` (the same for every lane).
-    unsafe fn dot4(acc: Self::V, w: Self::V, a: *const u8) -> Self::V;
+    unsafe fn p_dot(p: Self::P, w: Self::V, a: *const u8) -> Self::P;
+    /// Folds `p` into the `acc` it was started on.
+    unsafe fn p_end(p: Self::P, acc: Self::V) -> Self::V;
     unsafe fn fzero() -> Self::F;
     /// Reads `LANES` floats.
     unsafe fn fload(p: *const f32) -> Self::F;
@@ -331,18 +340,34 @@ unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
     // SAFETY: every address is inside the spans the caller guarantees (quad `q < quads`,
     // vector `v < RV`, token `t < T`); `S`'s features, as the caller guarantees.
     unsafe {
-        for q in 0..quads {
-            let wq = w.add(q * w_step);
-            let mut wv = [S::zero(); RV];
+        let mut q0 = 0;
+        while q0 < quads {
+            let end = q0 + S::P_QUADS.min(quads - q0);
+            let mut p = [[S::p_start(S::zero()); T]; RV];
             for v in 0..RV {
-                wv[v] = S::load(wq.add(v * 4 * S::LANES));
-            }
-            let aq = a.add(q * 4 * T);
-            for t in 0..T {
-                for v in 0..RV {
-                    acc[v][t] = S::dot4(acc[v][t], wv[v], aq.add(4 * t));
+                for t in 0..T {
+                    p[v][t] = S::p_start(acc[v][t]);
                 }
             }
+            for q in q0..end {
+                let wq = w.add(q * w_step);
+                let mut wv = [S::zero(); RV];
+                for v in 0..RV {
+                    wv[v] = S::load(wq.add(v * 4 * S::LANES));
+                }
+                let aq = a.add(q * 4 * T);
+                for t in 0..T {
+                    for v in 0..RV {
+                        p[v][t] = S::p_dot(p[v][t], wv[v], aq.add(4 * t));
+                    }
+                }
+            }
+            for v in 0..RV {
+                for t in 0..T {
+                    acc[v][t] = S::p_end(p[v][t], acc[v][t]);
+                }
+            }
+            q0 = end;
         }
     }
 }

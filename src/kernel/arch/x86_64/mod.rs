@@ -146,7 +146,8 @@ use isa_kernels;
 /// Best first: AVX-512 VNNI, then AVX2; within an ISA the GEMM first, preferred from its
 /// `min_tokens` on.
 pub(crate) fn kernels() -> Vec<Kernel> {
-    avx512vnni::gemm_kernels().into_iter().chain(avx512vnni::kernels()).chain(avx2::kernels()).collect()
+    let avx512 = avx512vnni::gemm_kernels().into_iter().chain(avx512vnni::kernels());
+    avx512.chain(avx2::gemm_kernels()).chain(avx2::kernels()).collect()
 }
 
 /// The AVX2 requantizer when this CPU has AVX2 (the division, not the width, bounds it).
