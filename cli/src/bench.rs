@@ -2,6 +2,7 @@
 //! or one JSON document.
 
 use crate::common::*;
+use crate::model;
 use crate::peak::{self, Peak};
 use serde_json::json;
 use std::time::Duration;
@@ -16,9 +17,10 @@ pub struct Args {
     /// Weight shape as NxK (n output rows, k inputs), e.g. 2560x6912
     #[arg(long, default_value = "2560x6912", value_parser = parse_shape)]
     shape: Shape,
-    /// Activation rows (tokens) per call: 1 is a GEMV, more is a GEMM
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    tokens: u32,
+    /// Activation rows (tokens) per call: 1 is a GEMV, more is a GEMM [default: 1; with
+    /// --model, the prompt length of the pp test: 128]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    tokens: Option<u32>,
     /// Threads per call (the dispatcher's pool, counting the caller)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     threads: u32,
@@ -35,6 +37,22 @@ pub struct Args {
     /// Print one JSON document instead of a table
     #[arg(long)]
     json: bool,
+    /// Instead of one shape, every matmul of this model's layer stack (tern's llama-bench):
+    /// token generation (m = 1) and prompt processing (m = --tokens) in tokens/s, the
+    /// weights' GB/s and a read-bandwidth probe with the same threads. Known: bitnet-b1.58-2b
+    /// (weights BITNET_B1_58 unless --format names one)
+    #[arg(long, value_parser = model::parse_model)]
+    model: Option<&'static model::Model>,
+    /// With --model: layers of the stack to run (default: all of the model's)
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    layers: Option<u32>,
+}
+
+impl Args {
+    /// Tokens per call of the one-shape benchmark.
+    fn tokens(&self) -> usize {
+        self.tokens.unwrap_or(1) as usize
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -80,8 +98,27 @@ struct Row {
 }
 
 pub fn run(args: Args) -> Result<(), String> {
+    if let Some(model) = args.model {
+        let format = match args.format {
+            FormatChoice::All => Format::BitnetB158,
+            FormatChoice::One(f) => f,
+        };
+        let options = model::Options {
+            format,
+            tokens: args.tokens.unwrap_or(128) as usize,
+            threads: args.threads as usize,
+            layers: args.layers.map_or(model.layers, |l| l as usize),
+            kernel: args.kernel.clone(),
+            rounds: args.runs.unwrap_or(5) as usize,
+            json: args.json,
+        };
+        return model::run(model, &options);
+    }
+    if args.layers.is_some() {
+        return Err("--layers needs --model".to_owned());
+    }
     let Shape { n, k } = args.shape;
-    let (m, threads) = (args.tokens as usize, args.threads as usize);
+    let (m, threads) = (args.tokens(), args.threads as usize);
     if let Some(name) = &args.kernel {
         check_kernel_name(name)?;
     }
@@ -204,7 +241,7 @@ fn gb_per_s(r: &Row) -> f64 {
 /// Multiply-adds per second of the fastest run (`m * n * k` per call): on a shared machine
 /// the fastest run is the least disturbed, as for the peaks.
 fn macs_per_s(args: &Args, r: &Row) -> f64 {
-    (args.tokens as usize * args.shape.n * args.shape.k) as f64 / r.timing.min.as_secs_f64()
+    (args.tokens() * args.shape.n * args.shape.k) as f64 / r.timing.min.as_secs_f64()
 }
 
 /// The fastest run's rate as a share of the peak of the kernel's instruction, per thread.
@@ -216,7 +253,7 @@ fn share_of_peak(args: &Args, r: &Row, peaks: &[Peak], threads: usize) -> Option
 fn print_table(args: &Args, rows: &[Row], requant: Timing, threads: usize, peaks: &[Peak]) {
     let Shape { n, k } = args.shape;
     let clock = if threads == 1 && Clock::ThreadCpu.is_cpu_time() { "thread CPU time" } else { "wall time" };
-    outln!("tern bench: weight {n}x{k} (n x k), {} token(s), {threads} thread(s), {clock}", args.tokens);
+    outln!("tern bench: weight {n}x{k} (n x k), {} token(s), {threads} thread(s), {clock}", args.tokens());
     for p in peaks {
         outln!("  peak {:<16}{:>8.1} GMAC/s per thread (best of a dependency-free loop)", p.name, p.macs_per_s / 1e9);
     }
@@ -255,9 +292,9 @@ fn print_table(args: &Args, rows: &[Row], requant: Timing, threads: usize, peaks
     }
     outln!(
         "  adapter requantize-i8-absmax {}x{k}: {} (median), price {} bytes",
-        args.tokens,
+        args.tokens(),
         fmt_duration(requant.median),
-        group(i8_absmax_price(args.tokens as usize, k).unwrap_or(0))
+        group(i8_absmax_price(args.tokens(), k).unwrap_or(0))
     );
 }
 
@@ -292,7 +329,7 @@ fn print_json(args: &Args, rows: &[Row], requant: Timing, threads: usize, peaks:
         "cpu_features": features,
         "n": n,
         "k": k,
-        "tokens": args.tokens,
+        "tokens": args.tokens(),
         "threads": threads,
         "reference_kernel": REFERENCE,
         "tolerance": TOLERANCE,
@@ -300,7 +337,7 @@ fn print_json(args: &Args, rows: &[Row], requant: Timing, threads: usize, peaks:
         "peaks_gmac_per_s": peaks.iter().map(|p| (p.name.to_owned(), (p.macs_per_s / 1e9).into())).collect::<serde_json::Map<String, serde_json::Value>>(),
         "adapter": {
             "name": "requantize-i8-absmax",
-            "bytes": i8_absmax_price(args.tokens as usize, k).unwrap_or(0),
+            "bytes": i8_absmax_price(args.tokens(), k).unwrap_or(0),
             "runs": requant.runs,
             "median_ns": ns(requant.median),
         },

@@ -192,6 +192,14 @@ impl Clock {
         Duration::from_nanos((self.now(epoch) - t).saturating_sub(overhead))
     }
 
+    /// Times one call of `f` on this clock.
+    pub fn measure<T>(self, f: impl FnOnce() -> T) -> (T, Duration) {
+        let epoch = Instant::now();
+        let t = self.now(epoch);
+        let out = f();
+        (out, Duration::from_nanos(self.now(epoch) - t))
+    }
+
     /// Whether this clock counts CPU time here.
     pub fn is_cpu_time(self) -> bool {
         self == Clock::ThreadCpu && thread_cpu_ns().is_some()

@@ -16,6 +16,7 @@ mod bench;
 mod common;
 mod demo;
 mod inspect;
+mod model;
 mod peak;
 
 use clap::{Parser, Subcommand};
