@@ -160,20 +160,28 @@ pub enum Clock {
     /// run on a machine shared with other jobs reports about what an idle one would; wall
     /// time where there is no such clock.
     ThreadCpu,
+    /// CPU time of every thread of the process (`CLOCK_PROCESS_CPUTIME_ID`): the work a
+    /// multi-threaded call does, whether or not its threads ran at the same time.
+    ProcessCpu,
 }
 
-/// The calling thread's CPU time in ns, if the OS keeps it.
+/// The calling thread's (or with `process`, the process's) CPU time in ns, if the OS keeps it.
 #[cfg(unix)]
-fn thread_cpu_ns() -> Option<u64> {
+fn cpu_ns(process: bool) -> Option<u64> {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let clock = if process { libc::CLOCK_PROCESS_CPUTIME_ID } else { libc::CLOCK_THREAD_CPUTIME_ID };
     // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
     (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 #[cfg(not(unix))]
-fn thread_cpu_ns() -> Option<u64> {
+fn cpu_ns(_process: bool) -> Option<u64> {
     None
+}
+
+fn thread_cpu_ns() -> Option<u64> {
+    cpu_ns(false)
 }
 
 impl Clock {
@@ -181,6 +189,7 @@ impl Clock {
     fn now(self, epoch: Instant) -> u64 {
         match self {
             Clock::ThreadCpu => thread_cpu_ns().unwrap_or_else(|| epoch.elapsed().as_nanos() as u64),
+            Clock::ProcessCpu => cpu_ns(true).unwrap_or_else(|| epoch.elapsed().as_nanos() as u64),
             Clock::Wall => epoch.elapsed().as_nanos() as u64,
         }
     }

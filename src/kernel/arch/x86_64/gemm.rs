@@ -230,14 +230,16 @@ fn pack_act(a: &MatRef, tokens: std::ops::Range<usize>, tb: usize, block: usize,
     let (m, blocks) = (tokens.len(), k / block);
     for t0 in (0..m).step_by(tb) {
         let tn = tb.min(m - t0);
-        let dst = &mut act[t0 * k..(t0 + tn) * k];
-        for t in 0..tn {
-            let row = &codes[(t0 + t) * k..(t0 + t + 1) * k];
-            for (q, quad) in row.chunks_exact(4).enumerate() {
-                dst[(q * tn + t) * 4..][..4].copy_from_slice(quad);
+        let rows = &codes[t0 * k..(t0 + tn) * k];
+        // Quad by quad, so that the writes are sequential; `tn` rows are read at once.
+        for (q, dst) in act[t0 * k..(t0 + tn) * k].chunks_exact_mut(4 * tn).enumerate() {
+            for (t, d) in dst.chunks_exact_mut(4).enumerate() {
+                d.copy_from_slice(&rows[t * k + 4 * q..t * k + 4 * q + 4]);
             }
-            for (b, seed) in seeds[(t0 + t) * blocks..][..blocks].iter_mut().enumerate() {
-                *seed = -row[b * block..(b + 1) * block].iter().map(|&c| c as i8 as i32).sum::<i32>();
+        }
+        for (t, row) in rows.chunks_exact(k).enumerate() {
+            for (seed, part) in seeds[(t0 + t) * blocks..][..blocks].iter_mut().zip(row.chunks_exact(block)) {
+                *seed = -part.iter().map(|&c| c as i8 as i32).sum::<i32>();
             }
         }
     }
