@@ -305,10 +305,10 @@ fn print_table(args: &Args, rows: &[Row], requant: Timing, threads: usize, peaks
     for r in rows.iter().filter(|r| r.cpu.is_some()) {
         let cpu = r.cpu.unwrap_or_default();
         outln!(
-            "  {} {}: all {threads} threads' CPU time {} per call (median)",
+            "  CPU time of all {threads} threads per call (median): {} for {} {}",
+            fmt_duration(cpu),
             r.format.name(),
-            r.kernel,
-            fmt_duration(cpu)
+            r.kernel
         );
     }
     outln!(
