@@ -142,7 +142,7 @@ fn threads(c: &mut Criterion) {
     let act = Tensor::encode(Format::I8Absmax, &values(K, 0xA5A5_1235), 1, K).unwrap();
     let mut out = vec![0f32; N];
     for n_threads in [1, 2] {
-        let d = Dispatcher::new(DispatcherOptions { n_threads, kernel: None }).unwrap();
+        let d = Dispatcher::new(DispatcherOptions { n_threads, ..Default::default() }).unwrap();
         group.bench_function(BenchmarkId::from_parameter(n_threads), |b| {
             b.iter(|| d.matmul(&act, &weight, None, &mut out).unwrap())
         });

@@ -55,8 +55,8 @@ fn main() {
     let weight = Tensor::encode(Format::Tq2_0, &values(N * K, 0x9E37_79B9_7F4A_7C15), N, K).unwrap();
     let act = Tensor::encode(Format::I8Absmax, &values(K, 0xA5A5_1235), 1, K).unwrap();
     let mut out = vec![0f32; N];
-    let one = Dispatcher::new(DispatcherOptions { n_threads: 1, kernel: None }).unwrap();
-    let two = Dispatcher::new(DispatcherOptions { n_threads: 2, kernel: None }).unwrap();
+    let one = Dispatcher::new(DispatcherOptions { n_threads: 1, ..Default::default() }).unwrap();
+    let two = Dispatcher::new(DispatcherOptions { n_threads: 2, ..Default::default() }).unwrap();
     let (mut idle, mut busy) = (Vec::new(), Vec::new());
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     for _ in 0..ROUNDS {

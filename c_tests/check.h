@@ -31,10 +31,26 @@ static inline int check_status_(tern_status got, tern_status want, const char *w
     check_count++;
     if (got != want) {
         check_failures++;
-        fprintf(stderr, "%s:%d: %s\n    returned %u (%s)\n    expected %u (%s)\n", file, line,
-                what, (unsigned)got, tern_status_str(got), (unsigned)want, tern_status_str(want));
+        fprintf(stderr, "%s:%d: %s\n    returned %u (%s: %s)\n    expected %u (%s)\n", file, line,
+                what, (unsigned)got, tern_status_str(got), tern_last_error(), (unsigned)want,
+                tern_status_str(want));
     }
     return got == want;
+}
+
+/* check_status_, then: the thread's tern_last_error() contains `part`. */
+static inline int check_error_(tern_status got, tern_status want, const char *part,
+                               const char *what, const char *file, int line) {
+    if (!check_status_(got, want, what, file, line)) return 0;
+    const char *message = tern_last_error();
+    int ok = message != NULL && strstr(message, part) != NULL;
+    check_count++;
+    if (!ok) {
+        check_failures++;
+        fprintf(stderr, "%s:%d: tern_last_error() is \"%s\", expected it to contain \"%s\"\n", file,
+                line, message ? message : "(null)", part);
+    }
+    return ok;
 }
 
 /* CHECK(cond): cond must be true. Evaluates to cond. */
@@ -43,6 +59,8 @@ static inline int check_status_(tern_status got, tern_status want, const char *w
 #define CHECK_STATUS(call, want) check_status_((call), (want), #call, __FILE__, __LINE__)
 /* CHECK_OK(call): call must return TERN_OK. */
 #define CHECK_OK(call) CHECK_STATUS(call, TERN_OK)
+/* CHECK_ERROR(call, status, part): call must return status, with `part` in tern_last_error(). */
+#define CHECK_ERROR(call, want, part) check_error_((call), (want), (part), #call, __FILE__, __LINE__)
 
 /* 1 if all `len` bytes at p equal `value`: an output buffer an error left untouched. */
 static inline int bytes_all(const void *p, size_t len, unsigned char value) {

@@ -271,8 +271,9 @@ static void test_threads_and_row_ranges(void) {
     for (size_t i = 0; i < M * K; i++) x[i] = rnd();
     weight = encode(TERN_FORMAT_TQ1_0, w, N, K);
     act = encode(TERN_FORMAT_I8_ABSMAX, x, M, K);
+    memset(&options, 0, sizeof options);
+    options.struct_size = sizeof options;
     options.n_threads = 2;
-    options.kernel = NULL;
     CHECK_OK(tern_dispatcher_new(NULL, &d1));
     CHECK_OK(tern_dispatcher_new(&options, &d2));
     CHECK_OK(tern_matmul(d1, act, weight, NULL, one, M * N));
@@ -360,9 +361,13 @@ static void test_errors(void) {
     CHECK(stats.allocations == 0 && stats.bytes_in_use == 0);
     {
         tern_dispatcher *none = (tern_dispatcher *)&rec;
-        forced.n_threads = 0;
+        memset(&forced, 0, sizeof forced);
         forced.kernel = "no/such-kernel";
-        CHECK_STATUS(tern_dispatcher_new(&forced, &none), TERN_ERR_UNKNOWN_KERNEL);
+        CHECK_ERROR(tern_dispatcher_new(&forced, &none), TERN_ERR_INVALID_ARGUMENT,
+                    "options->struct_size");
+        forced.struct_size = sizeof forced;
+        CHECK_ERROR(tern_dispatcher_new(&forced, &none), TERN_ERR_UNKNOWN_KERNEL,
+                    "\"no/such-kernel\" (from the dispatcher option `kernel`)");
         CHECK(none == (tern_dispatcher *)&rec);
         CHECK_STATUS(tern_dispatcher_new(NULL, NULL), TERN_ERR_NULL_POINTER);
     }

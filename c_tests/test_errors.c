@@ -38,7 +38,11 @@ static void test_lookup_errors(void) {
     CHECK_STATUS(tern_encoding_get(6, &enc), TERN_ERR_UNKNOWN_FORMAT);
     CHECK_STATUS(tern_encoding_get(UINT32_MAX, &enc), TERN_ERR_UNKNOWN_FORMAT);
     CHECK(enc == canary);
-    CHECK_STATUS(tern_encoding_get(TERN_FORMAT_TQ1_0, NULL), TERN_ERR_NULL_POINTER);
+    CHECK_ERROR(tern_encoding_get(TERN_FORMAT_TQ1_0, NULL), TERN_ERR_NULL_POINTER,
+                "argument `out` is NULL");
+    CHECK_OK(tern_encoding_get(TERN_FORMAT_TQ1_0, &enc));
+    CHECK(tern_last_error() != NULL && tern_last_error()[0] == '\0'); /* cleared by a success */
+    enc = canary;
 
     CHECK_STATUS(tern_format_from_ggml_type(1, &format), TERN_ERR_UNKNOWN_FORMAT);
     CHECK_STATUS(tern_format_from_ggml_type(36, &format), TERN_ERR_UNKNOWN_FORMAT);
@@ -64,8 +68,8 @@ static void test_lookup_errors(void) {
                  TERN_ERR_INVALID_SHAPE);
     CHECK_STATUS(tern_encoding_bytes_for(get(TERN_FORMAT_BITNET_B1_58), 1, 6, &bytes),
                  TERN_ERR_INVALID_SHAPE);
-    CHECK_STATUS(tern_encoding_bytes_for(get(TERN_FORMAT_F32), SIZE_MAX, 2, &bytes),
-                 TERN_ERR_SIZE_OVERFLOW);
+    CHECK_ERROR(tern_encoding_bytes_for(get(TERN_FORMAT_F32), SIZE_MAX, 2, &bytes),
+                TERN_ERR_SIZE_OVERFLOW, "x2 matrix overflows");
     CHECK_STATUS(tern_encoding_bytes_for(get(TERN_FORMAT_F32), SIZE_MAX / 2, 1, &bytes),
                  TERN_ERR_SIZE_OVERFLOW); /* elements fit, bytes do not */
     CHECK(bytes == 99);

@@ -1,12 +1,16 @@
 # ctest script (cmake -P): installs the build into a scratch prefix, then builds the API
 # test against the installed tree as an engine would, through find_package(tern) (static,
-# shared and tern::tern) and through pkg-config (shared, and static through the pc file's
-# static_libs variable), and runs each build.
+# shared and tern::tern; from one directory and from two sibling directories) and through
+# pkg-config (shared, and static through the pc file's static_libs variable), and runs
+# each build. Then the installed Swift package and module map (clang -fmodules) and the
+# installed Kotlin/Native .def (its headers and options, then a link with its libraries).
 #
 # -D variables: BUILD_DIR (the tern build), LIBDIR (its CMAKE_INSTALL_LIBDIR), SCRATCH (a
 # directory to use), C_TESTS (the c_tests source dir), C_COMPILER, PKG_CONFIG (empty: skip
 # the pkg-config check), CHECK (scripts/check-packaging.sh; empty: skip the checks of the
-# installed shared library's names, soname and symlinks), VERSION (the project version).
+# installed shared library's names, soname and symlinks), VERSION (the project version),
+# SONAME (the shared library's), CLANG (empty: skip the module map), DEF_CC (the compiler
+# standing in for cinterop; empty: skip the .def), NATIVE_LIBS (rustc's native-static-libs).
 
 include("${CMAKE_CURRENT_LIST_DIR}/TernScriptRun.cmake")
 
@@ -22,10 +26,26 @@ run("${consumer}/consumer_static")
 run("${consumer}/consumer_shared")
 run("${consumer}/consumer_tern")
 
+set(siblings "${SCRATCH}/siblings")
+run("${CMAKE_COMMAND}" -S "${C_TESTS}/consumer/siblings" -B "${siblings}" "-DCMAKE_PREFIX_PATH=${prefix}"
+    "-DTERN_C_TESTS=${C_TESTS}" "-DCMAKE_C_COMPILER=${C_COMPILER}")
+run("${CMAKE_COMMAND}" --build "${siblings}")
+run("${siblings}/a/sibling_a")
+run("${siblings}/b/sibling_b")
+
 if(CHECK)
-  string(REGEX MATCH "^[0-9]+" major "${VERSION}")
   run(bash "${CHECK}" shared-layout "${prefix}/${LIBDIR}" "${VERSION}")
-  run(bash "${CHECK}" needs-soname "${consumer}/consumer_shared" "libtern.so.${major}")
+  run(bash "${CHECK}" needs-soname "${consumer}/consumer_shared" "${SONAME}")
+  run(bash "${CHECK}" swift-package "${prefix}/share/tern/CTern")
+  if(CLANG)
+    run(bash "${CHECK}" modulemap "${CLANG}" "${prefix}/share/tern/CTern/CTern/module.modulemap"
+        "${prefix}/include" "${prefix}/${LIBDIR}" "${SCRATCH}/modulemap")
+  endif()
+  if(DEF_CC)
+    get_filename_component(src "${C_TESTS}" DIRECTORY)
+    run(bash "${CHECK}" kotlin-def "${DEF_CC}" "${prefix}/share/tern/tern.def" "${src}" "${SCRATCH}/kotlin-def"
+        ${NATIVE_LIBS})
+  endif()
 endif()
 
 if(PKG_CONFIG)
@@ -41,7 +61,7 @@ if(PKG_CONFIG)
   set(ENV{LD_LIBRARY_PATH} "${prefix}/${LIBDIR}")
   run("${SCRATCH}/pkgconfig_api")
   if(CHECK)
-    run(bash "${CHECK}" needs-soname "${SCRATCH}/pkgconfig_api" "libtern.so.${major}")
+    run(bash "${CHECK}" needs-soname "${SCRATCH}/pkgconfig_api" "${SONAME}")
   endif()
 
   # The static library through the pc file's static_libs variable.

@@ -5,7 +5,7 @@
 #
 # -D variables: SOURCE_DIR (tern's source tree), SCRATCH (a directory to use), C_COMPILER,
 # CARGO_TARGET_DIR, CHECK (scripts/check-packaging.sh; empty: skip the soname checks),
-# SONAME (libtern.so.MAJOR, with CHECK).
+# SONAME (the soname, libtern.so.ABI, with CHECK).
 
 include("${CMAKE_CURRENT_LIST_DIR}/TernScriptRun.cmake")
 

@@ -8,7 +8,8 @@
  * out-parameters only on success. Every pointer is checked for NULL (a NULL pointer is an
  * error even with a zero length unless a function says otherwise). A `*_len` of a byte
  * buffer counts bytes, of a float buffer counts floats. No function lets a Rust panic
- * escape: a bug in tern returns TERN_ERR_PANIC.
+ * escape: a bug in tern returns TERN_ERR_PANIC. After a failed call, tern_last_error()
+ * says why (the argument, the given and the expected value), for the calling thread.
  */
 
 
@@ -28,72 +29,84 @@
 /**
  * An adapter converted an activation so that a kernel could consume it.
  */
-#define TERN_EVENT_ADAPTER_INSERTED 1
+#define TERN_EVENT_ADAPTER_INSERTED 1u
 
 /**
  * A kernel ran.
  */
-#define TERN_EVENT_KERNEL_SELECTED 2
+#define TERN_EVENT_KERNEL_SELECTED 2u
 
 /**
  * Format id of F32: plain little-endian f32, row-major.
  */
-#define TERN_FORMAT_F32 1
+#define TERN_FORMAT_F32 1u
 
 /**
  * Format id of TQ1_0 (ggml type 34): 256-element blocks of 54 bytes, f16 scale at the end.
  */
-#define TERN_FORMAT_TQ1_0 2
+#define TERN_FORMAT_TQ1_0 2u
 
 /**
  * Format id of TQ2_0 (ggml type 35): 256-element blocks of 66 bytes, f16 scale at the end.
  */
-#define TERN_FORMAT_TQ2_0 3
+#define TERN_FORMAT_TQ2_0 3u
 
 /**
  * Format id of BITNET_B1_58: 2-bit codes for the whole tensor, then one f32 scale.
  */
-#define TERN_FORMAT_BITNET_B1_58 4
+#define TERN_FORMAT_BITNET_B1_58 4u
 
 /**
  * Format id of I8_ABSMAX: int8 codes row-major, then one f32 scale per row.
  */
-#define TERN_FORMAT_I8_ABSMAX 5
+#define TERN_FORMAT_I8_ABSMAX 5u
 
 /**
  * `tern_block_spec.blocking`: fixed-size blocks laid end to end along each row.
  */
-#define TERN_BLOCKING_FIXED 1
+#define TERN_BLOCKING_FIXED 1u
 
 /**
  * `tern_block_spec.blocking`: each row is one block; its scale follows all the codes.
  */
-#define TERN_BLOCKING_PER_ROW 2
+#define TERN_BLOCKING_PER_ROW 2u
 
 /**
  * `tern_block_spec.blocking`: the whole tensor is one block with one scale at the end.
  */
-#define TERN_BLOCKING_WHOLE_TENSOR 3
+#define TERN_BLOCKING_WHOLE_TENSOR 3u
 
 /**
  * `tern_block_spec.scale_placement`: the format has no scale.
  */
-#define TERN_SCALE_NONE 0
+#define TERN_SCALE_NONE 0u
 
 /**
  * `tern_block_spec.scale_placement`: an f16 at the end of every block.
  */
-#define TERN_SCALE_BLOCK_END 1
+#define TERN_SCALE_BLOCK_END 1u
 
 /**
  * `tern_block_spec.scale_placement`: one f32 per row, after all the codes.
  */
-#define TERN_SCALE_ROWS_END 2
+#define TERN_SCALE_ROWS_END 2u
 
 /**
  * `tern_block_spec.scale_placement`: one f32 for the whole tensor, after all the codes.
  */
-#define TERN_SCALE_TENSOR_END 3
+#define TERN_SCALE_TENSOR_END 3u
+
+/**
+ * `tern_dispatcher_options.flags`: no silent fallback. A pair no dedicated kernel serves
+ * (what would run `matmul/reference`, e.g. swapped operands) returns
+ * TERN_ERR_UNSUPPORTED instead.
+ */
+#define TERN_DISPATCH_STRICT 1u
+
+/**
+ * `tern_dispatcher_options.flags`: do not read the `TERN_KERNEL` environment variable.
+ */
+#define TERN_DISPATCH_IGNORE_ENV 2u
 
 /**
  * Major version of the header (and of the library it was generated from).
@@ -103,7 +116,7 @@
 /**
  * Minor version of the header.
  */
-#define TERN_VERSION_MINOR 1
+#define TERN_VERSION_MINOR 2
 
 /**
  * Patch version of the header.
@@ -128,6 +141,17 @@ typedef struct tern_dispatcher tern_dispatcher;
  * Thread-safety: immutable, use from any thread.
  */
 typedef struct tern_encoding tern_encoding;
+
+/**
+ * A parsed GGUF file: its tensor table over a mapping of the file (or the caller's bytes).
+ *
+ * Ownership: created by `tern_gguf_open` or `tern_gguf_open_bytes`, released with
+ * `tern_gguf_free`. Lifetime: the mapping (or the borrow of the caller's bytes) lasts until
+ * the handle and every tensor wrapped from it by `tern_gguf_tensor_wrap` are freed, in any
+ * order. Thread-safety: no function mutates a handle, so one handle may be read from many
+ * threads at once; `tern_gguf_free` must not race with any other use of the same handle.
+ */
+typedef struct tern_gguf tern_gguf;
 
 /**
  * An arena for per-pass tensors (the requantized activations). Allocations are 64-byte
@@ -190,19 +214,59 @@ typedef struct tern_event {
 typedef void (*tern_event_fn)(void *userdata, const struct tern_event *event);
 
 /**
- * Dispatcher options; pass NULL to `tern_dispatcher_new` for the defaults.
+ * A task of a split matmul: `task(task_ctx, i)` computes task `i`. Thread-safe: any
+ * thread may run any task, several at once.
+ */
+typedef void (*tern_task_fn)(void *task_ctx, size_t task);
+
+/**
+ * An engine's thread pool: runs `task(task_ctx, i)` for every `i < n_tasks`, each exactly
+ * once, on any of its threads (the calling thread included), and returns only when all
+ * have finished. `pool` is the options' `pool`, passed back as it was given. It is called
+ * from the thread that called `tern_matmul` (or `tern_matmul_many`), once per large call,
+ * never re-entrantly from a task; tasks never block on each other. If it breaks the
+ * contract (a task skipped, run twice, or an index out of range), the call returns
+ * TERN_ERR_INVALID_ARGUMENT and the output is unspecified.
+ */
+typedef void (*tern_parallel_for_fn)(void *pool, size_t n_tasks, tern_task_fn task, void *task_ctx);
+
+/**
+ * Dispatcher options; pass NULL to `tern_dispatcher_new` for the defaults. Zero-initialize
+ * it and set `struct_size = sizeof(tern_dispatcher_options)`: a library from a later version
+ * reads only the fields the caller's struct has, and this one refuses a larger struct
+ * whose extra fields are not zero (options it would not understand).
  */
 typedef struct tern_dispatcher_options {
     /**
+     * `sizeof(tern_dispatcher_options)` as the caller compiled it.
+     */
+    uint32_t struct_size;
+    /**
      * Threads per matmul, counting the caller; 0 and 1 both mean the caller alone. The
-     * workers are started once and kept alive until `tern_dispatcher_free`.
+     * workers are started once and kept alive until `tern_dispatcher_free`. With
+     * `parallel_for`, the number of threads the engine's pool runs tasks on (tern cuts
+     * about four tasks per thread; 0 counts as 1) and tern starts no threads.
      */
     uint32_t n_threads;
     /**
      * NULL, or the name of a kernel to force for the pairs it serves (others are chosen as
-     * usual). NULL reads the `TERN_KERNEL` environment variable.
+     * usual). NULL reads the `TERN_KERNEL` environment variable, unless `flags` has
+     * `TERN_DISPATCH_IGNORE_ENV`.
      */
     const char *kernel;
+    /**
+     * `TERN_DISPATCH_STRICT` and/or `TERN_DISPATCH_IGNORE_ENV`; other bits are refused.
+     */
+    uint32_t flags;
+    /**
+     * NULL, or the engine's thread pool (see `tern_parallel_for_fn`): large matmuls run
+     * their tasks through it instead of tern's own threads.
+     */
+    tern_parallel_for_fn parallel_for;
+    /**
+     * Passed to `parallel_for` as its first argument.
+     */
+    void *pool;
 } tern_dispatcher_options;
 
 /**
@@ -214,11 +278,12 @@ typedef struct tern_kernel_info {
      */
     const char *name;
     /**
-     * The weight format id the entry serves.
+     * The weight format id the entry serves; 0 for `matmul/reference`, which serves any
+     * pair (it decodes both operands).
      */
     uint32_t weight;
     /**
-     * The activation format id the entry consumes.
+     * The activation format id the entry consumes; 0 for `matmul/reference`.
      */
     uint32_t act;
     /**
@@ -273,6 +338,41 @@ typedef struct tern_block_spec {
 } tern_block_spec;
 
 /**
+ * A GGUF tensor's header entry, as `tern_gguf_tensor_info_get` reports it.
+ */
+typedef struct tern_gguf_tensor_info {
+    /**
+     * The tensor's name, NUL-terminated; valid while the handle lives.
+     */
+    const char *name;
+    /**
+     * The ggml type id (e.g. 34 for TQ1_0, 35 for TQ2_0).
+     */
+    uint32_t ggml_type;
+    /**
+     * The tern format id (`TERN_FORMAT_*`) of that type, or 0 if tern has none.
+     */
+    uint32_t format;
+    /**
+     * The number of dimensions (1 to 4); `ne[n_dims..]` are 1.
+     */
+    uint32_t n_dims;
+    /**
+     * ggml's dimensions, `ne[0]` the contiguous one: a weight `n x k` has `ne[0] = k`,
+     * `ne[1] = n`.
+     */
+    uint64_t ne[4];
+    /**
+     * Offset of the tensor's data in the file (absolute, not relative to the data section).
+     */
+    uint64_t offset;
+    /**
+     * Bytes of data, or 0 for a ggml type tern does not know the size of.
+     */
+    size_t bytes;
+} tern_gguf_tensor_info;
+
+/**
  * A scope's counters.
  */
 typedef struct tern_scope_stats {
@@ -299,101 +399,119 @@ typedef struct tern_scope_stats {
 } tern_scope_stats;
 
 /**
- * Success.
+ * Success. Every status constant is unsigned (`0u`, `1u`, ...), like `tern_status`, so
+ * Swift imports them as `UInt32` and Kotlin/Native as `UInt`.
  */
-#define TERN_OK 0
+#define TERN_OK 0u
 
 /**
  * A required pointer argument was NULL.
  */
-#define TERN_ERR_NULL_POINTER 1
+#define TERN_ERR_NULL_POINTER 1u
 
 /**
  * A format id (or ggml type id) is not known to this version of tern.
  */
-#define TERN_ERR_UNKNOWN_FORMAT 2
+#define TERN_ERR_UNKNOWN_FORMAT 2u
 
 /**
  * The shape does not fit the format (zero rows or cols, cols not a multiple of the block).
  */
-#define TERN_ERR_INVALID_SHAPE 3
+#define TERN_ERR_INVALID_SHAPE 3u
 
 /**
  * rows x cols, or the byte size of the matrix, overflows size_t.
  */
-#define TERN_ERR_SIZE_OVERFLOW 4
+#define TERN_ERR_SIZE_OVERFLOW 4u
 
 /**
  * A buffer length does not match what the shape requires.
  */
-#define TERN_ERR_LENGTH_MISMATCH 5
+#define TERN_ERR_LENGTH_MISMATCH 5u
 
 /**
  * The input holds a NaN or an infinity.
  */
-#define TERN_ERR_NON_FINITE 6
+#define TERN_ERR_NON_FINITE 6u
 
 /**
  * A block's (TQ1_0/TQ2_0: f16) or row's (I8_ABSMAX) max |x| does not fit the format's scale.
  */
-#define TERN_ERR_SCALE_OVERFLOW 7
+#define TERN_ERR_SCALE_OVERFLOW 7u
 
 /**
  * Encoded bytes hold a code (or scale) outside the format's alphabet.
  */
-#define TERN_ERR_CORRUPT_CODE 8
+#define TERN_ERR_CORRUPT_CODE 8u
 
 /**
  * A (row, col) index or a row range lies outside the matrix (or the range is reversed).
  */
-#define TERN_ERR_OUT_OF_BOUNDS 9
+#define TERN_ERR_OUT_OF_BOUNDS 9u
 
 /**
  * The tensor's scope was reset or freed; the tensor can no longer be read.
  */
-#define TERN_ERR_STALE_TENSOR 10
+#define TERN_ERR_STALE_TENSOR 10u
 
 /**
  * The operands of an operation do not fit each other.
  */
-#define TERN_ERR_SHAPE_MISMATCH 11
+#define TERN_ERR_SHAPE_MISMATCH 11u
 
 /**
  * No kernel has the requested name.
  */
-#define TERN_ERR_UNKNOWN_KERNEL 12
+#define TERN_ERR_UNKNOWN_KERNEL 12u
 
 /**
  * The kernel needs CPU features this machine does not have.
  */
-#define TERN_ERR_KERNEL_UNAVAILABLE 13
+#define TERN_ERR_KERNEL_UNAVAILABLE 13u
 
 /**
  * No kernel exists for this combination of formats.
  */
-#define TERN_ERR_UNSUPPORTED 14
+#define TERN_ERR_UNSUPPORTED 14u
 
 /**
  * The operation needs a scope and none was given.
  */
-#define TERN_ERR_SCOPE_REQUIRED 15
+#define TERN_ERR_SCOPE_REQUIRED 15u
 
 /**
  * A memory allocation failed.
  */
-#define TERN_ERR_ALLOCATION_FAILED 16
+#define TERN_ERR_ALLOCATION_FAILED 16u
 
 /**
  * An argument is invalid in a way no other status describes (misaligned or overlapping
  * buffers, a buffer larger than the address space allows).
  */
-#define TERN_ERR_INVALID_ARGUMENT 17
+#define TERN_ERR_INVALID_ARGUMENT 17u
 
 /**
  * tern panicked (a bug in tern). The operation did not complete; output buffers may be
  * partly written (a kernel can panic mid-write), so treat their contents as garbage.
  */
-#define TERN_ERR_PANIC 18
+#define TERN_ERR_PANIC 18u
+
+/**
+ * No item (e.g. no GGUF tensor) has the requested name.
+ */
+#define TERN_ERR_NOT_FOUND 19u
+
+/**
+ * The bytes are not a GGUF file tern can read (truncated, corrupt or absurd header); the
+ * message (`tern_last_error`) says what and at which offset.
+ */
+#define TERN_ERR_INVALID_FILE 20u
+
+/**
+ * The operating system refused an operation (open, stat or mmap of a file); the message
+ * names the path and the system's reason.
+ */
+#define TERN_ERR_IO 21u
 
 #ifdef __cplusplus
 extern "C" {
@@ -419,9 +537,14 @@ tern_status tern_requantize_i8_absmax(const struct tern_tensor *f32_tensor, stru
 tern_status tern_requantize_i8_absmax_into(const float *src, size_t src_len, size_t rows, size_t cols, int8_t *codes, size_t codes_len, float *scales, size_t scales_len, tern_event_fn callback, void *userdata);
 
 /**
- * Creates a dispatcher. Errors: TERN_ERR_NULL_POINTER (`out`), TERN_ERR_UNKNOWN_KERNEL (a
- * forced kernel this library does not have), TERN_ERR_INVALID_ARGUMENT (a name that is
- * not UTF-8), TERN_ERR_ALLOCATION_FAILED (threads could not start).
+ * Creates a dispatcher. `options` may be NULL (the defaults); otherwise its `struct_size`
+ * must be set (see `tern_dispatcher_options`), and a `parallel_for` and its `pool` must
+ * stay valid until the dispatcher is freed. Errors: TERN_ERR_NULL_POINTER (`out`),
+ * TERN_ERR_UNKNOWN_KERNEL (a forced kernel this library does not have; the message says
+ * whether the name came from the option or from `TERN_KERNEL`), TERN_ERR_INVALID_ARGUMENT
+ * (a `struct_size` too small, or larger with unknown fields set; unknown flag bits; a name
+ * that is not UTF-8; more than 1024 threads), TERN_ERR_ALLOCATION_FAILED (threads could
+ * not start).
  */
 tern_status tern_dispatcher_new(const struct tern_dispatcher_options *options, struct tern_dispatcher **out);
 
@@ -453,6 +576,20 @@ void tern_dispatcher_free(struct tern_dispatcher *dispatcher);
 tern_status tern_matmul(const struct tern_dispatcher *dispatcher, const struct tern_tensor *act, const struct tern_tensor *weight, struct tern_scope *scope, float *out, size_t out_len);
 
 /**
+ * `tern_matmul` for `n_weights` weights against one activation (Q/K/V, gate/up):
+ * `outs[i]` (`out_lens[i]` floats, at least m * rows of `weights[i]`) receives
+ * `act x weights[i]`. Every operand is checked before anything runs. The activation is
+ * requantized once (one TERN_EVENT_ADAPTER_INSERTED) and prepared once, all the weights
+ * run in one dispatch (one wake-up of the pool or one `parallel_for`), then one
+ * TERN_EVENT_KERNEL_SELECTED per weight, in order (its `nanos`: the time spent on that
+ * weight, summed over threads). The results are bit-identical to `n_weights` separate
+ * `tern_matmul` calls. Errors as for `tern_matmul` (the message names the weight's
+ * index), plus TERN_ERR_INVALID_ARGUMENT for `n_weights == 0` and for outputs that overlap
+ * each other. Thread-safety as for `tern_matmul`.
+ */
+tern_status tern_matmul_many(const struct tern_dispatcher *dispatcher, const struct tern_tensor *act, const struct tern_tensor *const *weights, size_t n_weights, struct tern_scope *scope, float *const *outs, const size_t *out_lens);
+
+/**
  * Runs a ternary GEMV on the weight rows `[row_begin, row_end)` with the kernel named
  * `kernel` (NULL: the best this CPU has), for engines with their own thread pools: `out`
  * is the whole m x n output (`out_len >= m * n`), of which only the columns in the range
@@ -466,8 +603,23 @@ tern_status tern_matmul(const struct tern_dispatcher *dispatcher, const struct t
 tern_status tern_bitnet_gemv(const char *kernel, const struct tern_tensor *act_i8, const struct tern_tensor *weight, size_t row_begin, size_t row_end, float *out, size_t out_len);
 
 /**
+ * `tern_bitnet_gemv` on a tile: the weight rows `[row_begin, row_end)` for the tokens
+ * (activation rows) `[token_begin, token_end)`, so an engine can split a batch by tokens as
+ * well as by rows (with few weight rows and many tokens, rows alone give too few tasks).
+ * The kernel is chosen for the whole activation's m, as the dispatcher does, so every tile
+ * of one matmul runs the same kernel and the results equal one whole call's. Threads may
+ * share one `out` if their tiles are disjoint. `kernel_ran` (nullable) receives the kernel
+ * that ran, a static NUL-terminated name (e.g. "bitnet_gemm/avx512vnni"), on success only.
+ * Errors as for `tern_bitnet_gemv`; TERN_ERR_OUT_OF_BOUNDS for a token range outside
+ * `0..m` or reversed. Thread-safe as `tern_bitnet_gemv`.
+ */
+tern_status tern_bitnet_gemv_tile(const char *kernel, const struct tern_tensor *act_i8, const struct tern_tensor *weight, size_t row_begin, size_t row_end, size_t token_begin, size_t token_end, float *out, size_t out_len, const char **kernel_ran);
+
+/**
  * The number of kernel entries built into this library (one per kernel and weight
- * format), best first within each (weight, activation) pair.
+ * format), best first within each (weight, activation) pair, and last
+ * `matmul/reference`, the fallback a dispatcher runs for pairs no kernel serves (a strict
+ * dispatcher refuses them instead).
  */
 size_t tern_kernel_count(void);
 
@@ -575,6 +727,60 @@ tern_status tern_validate(const struct tern_encoding *enc, const void *src, size
 tern_status tern_bitnet_import(const int8_t *trits, size_t trits_len, float scale, size_t rows, size_t cols, void *dst, size_t dst_len);
 
 /**
+ * Opens the GGUF file at `path` (NUL-terminated; bytes on Unix, UTF-8 elsewhere) by
+ * memory-mapping it read-only, parses and checks its header and tensor table, and writes a
+ * new handle to `*out`. Tensor data is not read until used. The file must not be modified
+ * or truncated while the handle or a tensor wrapped from it lives. Errors:
+ * TERN_ERR_NULL_POINTER, TERN_ERR_IO (the file cannot be opened or mapped; the message has
+ * the path and the system's reason), TERN_ERR_INVALID_FILE (truncated, corrupt or absurd;
+ * the message says what and at which offset), TERN_ERR_ALLOCATION_FAILED. Thread-safe.
+ */
+tern_status tern_gguf_open(const char *path, struct tern_gguf **out);
+
+/**
+ * Parses `len` bytes of a GGUF file at `data` (e.g. a mapping the engine made itself) and
+ * writes a new handle to `*out`. The bytes are borrowed, not copied: they must stay alive
+ * and unmodified until the handle and every tensor wrapped from it are freed. Errors as for
+ * `tern_gguf_open`, without TERN_ERR_IO. Thread-safe.
+ */
+tern_status tern_gguf_open_bytes(const void *data, size_t len, struct tern_gguf **out);
+
+/**
+ * The number of tensors in the file, or 0 if `g` is NULL. Thread-safe.
+ */
+size_t tern_gguf_tensor_count(const struct tern_gguf *g);
+
+/**
+ * Describes tensor `index` (< `tern_gguf_tensor_count(g)`, in file order) in `*out`.
+ * Errors: TERN_ERR_NULL_POINTER, TERN_ERR_OUT_OF_BOUNDS. Thread-safe.
+ */
+tern_status tern_gguf_tensor_info_get(const struct tern_gguf *g, size_t index, struct tern_gguf_tensor_info *out);
+
+/**
+ * Writes the index of the tensor named `name` (NUL-terminated) to `*index`. Errors:
+ * TERN_ERR_NULL_POINTER, TERN_ERR_NOT_FOUND (no tensor has that name). Thread-safe.
+ */
+tern_status tern_gguf_find(const struct tern_gguf *g, const char *name, size_t *index);
+
+/**
+ * Wraps tensor `index` as a `tern_tensor` over the file's bytes, without a copy: rows =
+ * `ne[1]`, cols = `ne[0]` (so a weight `n x k` comes out `n x k`, never transposed), and
+ * the format from the ggml type. The tensor keeps the mapping alive: it may outlive the
+ * handle; free it with `tern_tensor_free`. Errors: TERN_ERR_NULL_POINTER,
+ * TERN_ERR_OUT_OF_BOUNDS (index), TERN_ERR_UNSUPPORTED (a ggml type tern has no format
+ * for), TERN_ERR_INVALID_SHAPE (3-D or 4-D with `ne[2]` or `ne[3]` above 1, or a shape the
+ * format refuses). Thread-safe.
+ */
+tern_status tern_gguf_tensor_wrap(const struct tern_gguf *g, size_t index, struct tern_tensor **out);
+
+/**
+ * Frees a handle. Tensors wrapped from it stay valid (they keep the mapping) until they are
+ * freed. `tern_gguf_free(NULL)` is a no-op. The handle must not be used afterwards, nor
+ * freed twice, nor freed while another thread uses it.
+ */
+void tern_gguf_free(struct tern_gguf *g);
+
+/**
  * Creates a scope that starts with `initial_bytes` of memory (0: allocate on first use)
  * and writes it to `*out`. Errors: TERN_ERR_NULL_POINTER, TERN_ERR_ALLOCATION_FAILED.
  */
@@ -605,12 +811,29 @@ void tern_scope_free(struct tern_scope *scope);
 const char *tern_status_str(tern_status status);
 
 /**
+ * The message of the last call on this thread that returned an error status: which
+ * argument, the expected and the given value, the name that was not found and where it
+ * came from. An empty string after a call that returned `TERN_OK`; functions that return
+ * no `tern_status` (`tern_tensor_rows`, `tern_version`, ...) leave it as it is. Never
+ * NULL; valid until the next tern call on the same thread; must not be freed. Each thread
+ * has its own message.
+ */
+const char *tern_last_error(void);
+
+/**
  * Wraps encoded bytes (e.g. a GGUF tensor's data, as it is) without copying them.
  *
  * `len` (bytes) must be exactly `tern_encoding_bytes_for(rows, cols)`. The bytes are
  * borrowed: they must stay alive and unmodified until the tensor is freed. The bytes are
  * not validated (see `tern_tensor_validate`). On success writes a new tensor to `*out`,
  * which the caller frees with `tern_tensor_free`. Thread-safe.
+ *
+ * What cannot be checked: the orientation. A `rows x cols` and a `cols x rows` matrix have
+ * the same byte size whenever both shapes fit the format (TQ2_0 6912x2560 and 2560x6912),
+ * and nothing in the bytes tells them apart, so a transposed shape is accepted here. It
+ * is refused at `tern_matmul` (TERN_ERR_SHAPE_MISMATCH, `tern_last_error` naming both
+ * shapes) unless the weight is square. GGUF tensors: `tern_gguf_tensor_wrap` takes the
+ * shape from the file (rows = `ne[1]`, cols = `ne[0]`) and cannot get it wrong.
  */
 tern_status tern_tensor_wrap(const struct tern_encoding *enc, const void *data, size_t len, size_t rows, size_t cols, struct tern_tensor **out);
 

@@ -3,24 +3,31 @@
 # hand. Each subcommand exits non-zero with a message when its check fails.
 #
 #   shared-layout LIBDIR VERSION
-#       LIBDIR has libtern.so.VERSION with soname libtern.so.MAJOR, the symlinks
-#       libtern.so.MAJOR -> libtern.so.VERSION and libtern.so -> libtern.so.MAJOR, and the
-#       library exports only tern_* symbols.
+#       LIBDIR has libtern.so.VERSION with soname libtern.so.ABI (ABI: MAJOR from 1.0 on,
+#       0.MINOR before), the symlinks libtern.so.ABI -> libtern.so.VERSION and
+#       libtern.so -> libtern.so.ABI, no debug info, and the library exports only tern_*
+#       symbols.
 #   needs-soname EXE SONAME
 #       EXE records SONAME (not the unversioned libtern.so) as a needed library.
 #   static-only CC SRCDIR LIBTERN_A SCRATCH NATIVE_LIB...
 #       No global symbol is defined twice in the archive, and c_tests/consumer/static_only.c
 #       links against LIBTERN_A plus rustc's native-static-libs (nothing else of tern's) and
 #       runs.
-#   kotlin-def CC SRCDIR LIBDIR SCRATCH NATIVE_LIB...
-#       Does what cinterop and the Kotlin/Native linker do with tern.def: compiles its
-#       headers with exactly its compilerOpts (from SRCDIR), then links a program with its
-#       staticLibraries (from LIBDIR instead of libraryPaths) and linkerOpts.linux, and runs
-#       it. Also checks that linkerOpts.linux has every library rustc lists (NATIVE_LIB...).
-#   modulemap CLANG SRCDIR LIBDIR SCRATCH
-#       include/module.modulemap builds as the clang module CTern: `@import CTern;` from
-#       Objective-C, and from C a `#include <tern.h>` that becomes a module import; the C
+#   kotlin-def CC DEF SRCDIR SCRATCH NATIVE_LIB...
+#       Does what cinterop and the Kotlin/Native linker do with the generated DEF (a
+#       tern.def with absolute paths): compiles its headers with exactly its compilerOpts,
+#       from an unrelated directory, then links SRCDIR/c_tests/consumer/static_only.c with
+#       its staticLibraries from its libraryPaths and its linkerOpts.linux, and runs it.
+#       Also checks that linkerOpts.linux has every library rustc lists (NATIVE_LIB...).
+#   modulemap CLANG MAP INCLUDEDIR LIBDIR SCRATCH
+#       MAP builds as the clang module CTern: `@import CTern;` from Objective-C, and from
+#       C a `#include <tern.h>` (found in INCLUDEDIR) that becomes a module import; the C
 #       program links against LIBDIR/libtern.so and runs.
+#   swift-package DIR
+#       DIR (an installed share/tern/CTern) is a SwiftPM system-library package: its
+#       Package.swift names the target CTern at path CTern, with pkg-config tern, and
+#       CTern/module.modulemap names a header that exists. (No Swift toolchain here: the
+#       module map itself is checked by `modulemap`.)
 set -euo pipefail
 
 fail() {
@@ -35,8 +42,10 @@ def_value() {
 
 shared_layout() {
     local libdir=$1 version=$2
-    local major=${version%%.*}
-    local file=libtern.so.$version soname=libtern.so.$major
+    local major=${version%%.*} rest=${version#*.}
+    local abi=$major
+    [ "$major" != 0 ] || abi=0.${rest%%.*}
+    local file=libtern.so.$version soname=libtern.so.$abi
     [ -f "$libdir/$file" ] && [ ! -L "$libdir/$file" ] || fail "$libdir/$file is not a regular file"
     [ "$(readlink "$libdir/$soname")" = "$file" ] || fail "$libdir/$soname does not link to $file"
     [ "$(readlink "$libdir/libtern.so")" = "$soname" ] || fail "$libdir/libtern.so does not link to $soname"
@@ -48,7 +57,9 @@ shared_layout() {
     local foreign
     foreign=$(nm -D --defined-only "$libdir/$file" | awk '{print $NF}' | grep -v '^tern_' || true)
     [ -z "$foreign" ] || fail "$file exports non-tern symbols: $(echo "$foreign" | head -n 5 | tr '\n' ' ')"
-    echo "check-packaging: $libdir: $file (soname $soname), symlinks, tern_* exports only"
+    # Release artifacts ship without debug info (Cargo.toml's release profile).
+    ! readelf -S "$libdir/$file" | grep -q '\.debug_info' || fail "$file has debug info"
+    echo "check-packaging: $libdir: $file (soname $soname), symlinks, no debug info, tern_* exports only"
 }
 
 needs_soname() {
@@ -75,11 +86,12 @@ static_only() {
 }
 
 kotlin_def() {
-    local cc=$1 srcdir=$2 libdir=$3 scratch=$4
+    local cc=$1 def=$2 srcdir=$3 scratch=$4
     shift 4
-    local def="$srcdir/tern.def"
     [ "$(def_value "$def" package)" = tern ] || fail "tern.def: package is not tern"
-    local headers filter compiler_opts static_libs linker_opts
+    local headers filter compiler_opts static_libs linker_opts libdir
+    libdir=$(def_value "$def" libraryPaths)
+    case "$libdir" in /*) ;; *) fail "$def: libraryPaths '$libdir' is not an absolute path" ;; esac
     headers=$(def_value "$def" headers)
     filter=$(def_value "$def" headerFilter)
     compiler_opts=$(def_value "$def" compilerOpts)
@@ -97,24 +109,23 @@ kotlin_def() {
     mkdir -p "$scratch"
     local h includes=""
     for h in $headers; do includes+="#include <$h>"$'\n'; done
-    # Like cinterop: the headers alone, with only the .def's options, from the directory the
-    # .def's relative paths are written for.
+    # Like cinterop: the headers alone, with only the .def's options, from a directory that
+    # has nothing to do with tern (the paths must be the .def's own).
     # shellcheck disable=SC2086 # the .def's options are a word list
-    (cd "$srcdir" && printf '%s' "$includes" | "$cc" $compiler_opts -x c -fsyntax-only -) ||
-        fail "the headers of tern.def do not compile with compilerOpts '$compiler_opts'"
+    (cd "$scratch" && printf '%s' "$includes" | "$cc" $compiler_opts -x c -fsyntax-only -) ||
+        fail "the headers of $def do not compile with compilerOpts '$compiler_opts'"
     local archives=() a
     for a in $static_libs; do archives+=("$libdir/$a"); done
     # shellcheck disable=SC2086
-    (cd "$srcdir" && "$cc" $compiler_opts -c c_tests/consumer/static_only.c -o "$scratch/kotlin_def.o")
+    (cd "$scratch" && "$cc" $compiler_opts -c "$srcdir/c_tests/consumer/static_only.c" -o "$scratch/kotlin_def.o")
     # shellcheck disable=SC2086
     "$cc" "$scratch/kotlin_def.o" "${archives[@]}" $linker_opts -o "$scratch/kotlin_def"
     "$scratch/kotlin_def"
-    echo "check-packaging: tern.def: headers compile with '$compiler_opts'; $static_libs + '$linker_opts' link and run"
+    echo "check-packaging: $def: headers compile with '$compiler_opts'; $libdir/$static_libs + '$linker_opts' link and run"
 }
 
 modulemap() {
-    local clang=$1 srcdir=$2 libdir=$3 scratch=$4
-    local map="$srcdir/include/module.modulemap"
+    local clang=$1 map=$2 includedir=$3 libdir=$4 scratch=$5
     rm -rf "$scratch"
     mkdir -p "$scratch"
     local modules=(-fmodules -fmodules-cache-path="$scratch/cache" -fmodule-map-file="$map")
@@ -131,15 +142,28 @@ int main(void) {
     return tern_version() >> 16 == TERN_VERSION_MAJOR ? 0 : 1;
 }
 EOF
-    "$clang" "${modules[@]}" -I "$srcdir/include" -Werror -c "$scratch/include.c" -o "$scratch/include.o"
+    "$clang" "${modules[@]}" -I "$includedir" -Werror -c "$scratch/include.c" -o "$scratch/include.o"
     # The #include must have gone through the module, not textual inclusion.
     find "$scratch/cache" -name 'CTern-*.pcm' | grep -q . || fail "clang built no CTern module"
     "$clang" "$scratch/include.o" -L "$libdir" -ltern -Wl,-rpath,"$libdir" -o "$scratch/include"
     "$scratch/include"
-    echo "check-packaging: module CTern imports (@import and #include) and links"
+    echo "check-packaging: $map: module CTern imports (@import and #include) and links"
 }
 
-[ $# -ge 1 ] || fail "usage: $0 shared-layout|needs-soname|static-only|kotlin-def|modulemap ARGS..."
+swift_package() {
+    local dir=$1
+    local manifest="$dir/Package.swift" map="$dir/CTern/module.modulemap"
+    [ -f "$manifest" ] || fail "$manifest is missing"
+    grep -q '\.systemLibrary(name: "CTern", path: "CTern", pkgConfig: "tern")' "$manifest" ||
+        fail "$manifest does not declare the system library CTern at CTern with pkg-config tern"
+    [ -f "$map" ] || fail "$map is missing"
+    local header
+    header=$(sed -n 's/^[[:space:]]*header "\(.*\)"/\1/p' "$map")
+    [ -f "$dir/CTern/$header" ] || fail "$map names header '$header', which is not in the installed tree"
+    echo "check-packaging: $dir: Package.swift (CTern, pkg-config tern) and a module map naming $header"
+}
+
+[ $# -ge 1 ] || fail "usage: $0 shared-layout|needs-soname|static-only|kotlin-def|modulemap|swift-package ARGS..."
 cmd=$1
 shift
 case "$cmd" in
@@ -148,5 +172,6 @@ needs-soname) needs_soname "$@" ;;
 static-only) static_only "$@" ;;
 kotlin-def) kotlin_def "$@" ;;
 modulemap) modulemap "$@" ;;
+swift-package) swift_package "$@" ;;
 *) fail "unknown check '$cmd'" ;;
 esac

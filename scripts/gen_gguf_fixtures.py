@@ -6,7 +6,8 @@
 
 Deterministic: the same package version writes the same bytes. tests/gguf.rs checks tern's
 decoding against tiny_bitnet.expected.gguf; cli/tests/cli.rs runs `tern inspect` on the
-model (and on truncated and corrupted copies it makes).
+model (and on truncated and corrupted copies it makes). tiny_attention.gguf holds one
+attention block's Q/K/V for the engine example (c_tests/example_engine.c, in the README).
 """
 
 from pathlib import Path
@@ -67,7 +68,23 @@ def write_model(path: Path, expected: Path) -> None:
     oracle.close()
 
 
+def write_attention(path: Path) -> None:
+    """Q, K and V of one attention block (grouped-query shapes: K and V have fewer rows),
+    TQ2_0 over the same k = 256, as an engine would run them against one activation."""
+    rng = np.random.default_rng(5678)
+    writer = GGUFWriter(str(path), arch="bitnet")
+    writer.add_name("tern attention fixture")
+    for name, rows in (("q", 64), ("k", 32), ("v", 32)):
+        writer.add_tensor(f"blk.0.attn_{name}.weight", ternary(rng, rows, 256, GGMLQuantizationType.TQ2_0),
+                          raw_dtype=GGMLQuantizationType.TQ2_0)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 if __name__ == "__main__":
     OUT.mkdir(parents=True, exist_ok=True)
     write_model(OUT / "tiny_bitnet.gguf", OUT / "tiny_bitnet.expected.gguf")
-    print(f"wrote {OUT}/tiny_bitnet.gguf and tiny_bitnet.expected.gguf")
+    write_attention(OUT / "tiny_attention.gguf")
+    print(f"wrote {OUT}/tiny_bitnet.gguf, tiny_bitnet.expected.gguf and tiny_attention.gguf")

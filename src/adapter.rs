@@ -58,13 +58,13 @@ pub fn requantize_i8_absmax_into(
     Format::I8Absmax.check_shape(rows, cols)?;
     let n = rows * cols;
     if src.len() != n {
-        return Err(Error::LengthMismatch { want: n, got: src.len() });
+        return Err(Error::LengthMismatch { what: "src (floats)", want: n, got: src.len() });
     }
     if codes.len() < n {
-        return Err(Error::LengthMismatch { want: n, got: codes.len() });
+        return Err(Error::LengthMismatch { what: "codes", want: n, got: codes.len() });
     }
     if scales.len() < rows {
-        return Err(Error::LengthMismatch { want: rows, got: scales.len() });
+        return Err(Error::LengthMismatch { what: "scales", want: rows, got: scales.len() });
     }
     check_finite(src)?;
     i8_absmax::check_row_scales(src, cols)?;

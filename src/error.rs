@@ -12,8 +12,9 @@ pub enum Error {
     InvalidShape { format: Format, rows: usize, cols: usize, why: &'static str },
     #[error("size of a {rows}x{cols} matrix overflows usize")]
     SizeOverflow { rows: usize, cols: usize },
-    #[error("buffer holds {got} elements/bytes, {want} required")]
-    LengthMismatch { want: usize, got: usize },
+    /// `what` names the buffer and its unit (e.g. "dst (bytes)").
+    #[error("{what}: {got} given, {want} required")]
+    LengthMismatch { what: &'static str, want: usize, got: usize },
     #[error("input element {index} is not finite")]
     NonFinite { index: usize },
     #[error("block or row {block}: max |x| = {amax} does not fit the format's scale")]
@@ -28,8 +29,10 @@ pub enum Error {
     StaleTensor,
     #[error("operands do not fit: {0}")]
     ShapeMismatch(&'static str),
-    #[error("no kernel named {0:?}")]
-    UnknownKernel(String),
+    /// `from` says where the name came from (an argument, an option, an environment
+    /// variable), so that a typo can be traced.
+    #[error("no kernel named {name:?} (from {from})")]
+    UnknownKernel { name: String, from: &'static str },
     #[error("kernel {0} needs CPU features this machine does not have")]
     KernelUnavailable(&'static str),
     #[error("no kernel for weight {weight:?} x activation {act:?}")]
@@ -40,6 +43,17 @@ pub enum Error {
     AllocationFailed(usize),
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
+    #[error("no dedicated kernel for weight {weight:?} x activation {act:?}, and the dispatcher is strict (it would run matmul/reference)")]
+    StrictFallback { weight: Format, act: Format },
+    #[error("the executor broke its contract (every task exactly once, before returning): {missed} of {tasks} tasks did not run, or a task ran twice or out of range; the output is unspecified")]
+    ExecutorContract { tasks: usize, missed: usize },
+    #[error("no {what} named {name:?}")]
+    NotFound { what: &'static str, name: String },
+    #[error("not a GGUF file tern can read: {0}")]
+    Gguf(#[from] crate::gguf::GgufError),
+    /// An operating-system error, with the operation and path it concerned.
+    #[error("{0}")]
+    Io(String),
     #[error("kernel {name:?} does not serve {weight:?} weights with I8_ABSMAX activations")]
     KernelMismatch { name: String, weight: Format },
     #[error("n_threads = {requested} is more than the {max} threads a pool may have")]

@@ -150,8 +150,8 @@ fn requantize_i8_absmax_into() {
 
 fn dispatcher_new() {
     let mut d = sentinel();
-    let bogus = tern_dispatcher_options { n_threads: 2, kernel: c"no_such_kernel".as_ptr() };
-    let not_utf8 = tern_dispatcher_options { n_threads: 1, kernel: c"\xff".as_ptr() };
+    let bogus = tern_dispatcher_options { n_threads: 2, kernel: c"no_such_kernel".as_ptr(), ..Default::default() };
+    let not_utf8 = tern_dispatcher_options { n_threads: 1, kernel: c"\xff".as_ptr(), ..Default::default() };
     unsafe {
         assert_eq!(tern_dispatcher_new(ptr::null(), ptr::null_mut()), TERN_ERR_NULL_POINTER);
         assert_eq!(tern_dispatcher_new(&bogus, &mut d), TERN_ERR_UNKNOWN_KERNEL);
@@ -225,6 +225,64 @@ fn bitnet_gemv() {
         tern_tensor_free(weight);
     }
     assert!(untouched(&out));
+}
+
+fn bitnet_gemv_tile() {
+    let weight = tq2_tensor();
+    let mut bytes = vec![1u8; 2 * 256];
+    bytes.extend_from_slice(&[0.5f32.to_le_bytes(), 0.25f32.to_le_bytes()].concat());
+    let (mut act, mut out, mut ran) = (ptr::null_mut(), canaries(4), sentinel::<std::ffi::c_char>().cast_const());
+    unsafe {
+        assert_eq!(tern_tensor_wrap(enc(TERN_FORMAT_I8_ABSMAX), bytes.as_ptr().cast(), 520, 2, 256, &mut act), TERN_OK);
+        let o = out.as_mut_ptr();
+        let call = |a, rows: (usize, usize), tokens: (usize, usize), len, ran| {
+            tern_bitnet_gemv_tile(ptr::null(), a, weight, rows.0, rows.1, tokens.0, tokens.1, o, len, ran)
+        };
+        assert_eq!(call(ptr::null(), (0, 2), (0, 2), 4, &mut ran), TERN_ERR_NULL_POINTER);
+        assert_eq!(call(act, (0, 2), (2, 1), 4, &mut ran), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(call(act, (0, 2), (0, 3), 4, &mut ran), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(call(act, (1, 0), (0, 2), 4, &mut ran), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(call(act, (0, 2), (0, 2), 3, &mut ran), TERN_ERR_LENGTH_MISMATCH);
+        let bad = c"no_such_kernel".as_ptr();
+        assert_eq!(tern_bitnet_gemv_tile(bad, act, weight, 0, 2, 0, 2, o, 4, &mut ran), TERN_ERR_UNKNOWN_KERNEL);
+        tern_tensor_free(act);
+        tern_tensor_free(weight);
+    }
+    assert!(untouched(&out));
+    assert_eq!(ran, sentinel::<std::ffi::c_char>().cast_const());
+}
+
+fn matmul_many() {
+    let (act, w) = (f32_tensor(), tq2_tensor());
+    let (mut d, mut scope) = (ptr::null_mut(), ptr::null_mut());
+    let (mut a, mut b) = (canaries(2), canaries(2));
+    unsafe {
+        assert_eq!(tern_dispatcher_new(ptr::null(), &mut d), TERN_OK);
+        assert_eq!(tern_scope_new(0, &mut scope), TERN_OK);
+        assert_eq!(tern_dispatcher_set_sink(d, Some(count_event), ptr::null_mut()), TERN_OK);
+        EVENTS.store(0, Ordering::SeqCst);
+        let ws = [w.cast_const(), w.cast_const()];
+        let outs = [a.as_mut_ptr(), b.as_mut_ptr()];
+        let call = |d, ws: *const *const tern_tensor, n, scope, outs: *const *mut f32, lens: &[usize; 2]| {
+            tern_matmul_many(d, act, ws, n, scope, outs, lens.as_ptr())
+        };
+        assert_eq!(call(ptr::null(), ws.as_ptr(), 2, scope, outs.as_ptr(), &[2, 2]), TERN_ERR_NULL_POINTER);
+        assert_eq!(call(d, ptr::null(), 2, scope, outs.as_ptr(), &[2, 2]), TERN_ERR_NULL_POINTER);
+        assert_eq!(call(d, ws.as_ptr(), 2, scope, ptr::null(), &[2, 2]), TERN_ERR_NULL_POINTER);
+        assert_eq!(call(d, ws.as_ptr(), 0, scope, outs.as_ptr(), &[2, 2]), TERN_ERR_INVALID_ARGUMENT);
+        assert_eq!(call(d, ws.as_ptr(), 2, scope, outs.as_ptr(), &[2, 1]), TERN_ERR_LENGTH_MISMATCH);
+        assert_eq!(call(d, ws.as_ptr(), 2, ptr::null_mut(), outs.as_ptr(), &[2, 2]), TERN_ERR_SCOPE_REQUIRED);
+        assert_eq!(
+            call(d, ws.as_ptr(), 2, scope, [a.as_mut_ptr(), a.as_mut_ptr()].as_ptr(), &[2, 2]),
+            TERN_ERR_INVALID_ARGUMENT
+        );
+        assert_eq!(EVENTS.load(Ordering::SeqCst), 0, "a refused matmul_many reported an event");
+        tern_dispatcher_free(d);
+        tern_scope_free(scope);
+        tern_tensor_free(act);
+        tern_tensor_free(w);
+    }
+    assert!(untouched(&a) && untouched(&b));
 }
 
 fn kernel_count() {
@@ -532,6 +590,103 @@ fn version_string() {
     assert_eq!(s, env!("CARGO_PKG_VERSION"));
 }
 
+fn last_error() {
+    // A success leaves an empty message; each failure its own, on this thread.
+    unsafe {
+        assert_eq!(tern_scope_reset(ptr::null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!(CStr::from_ptr(tern_last_error()).to_str().unwrap(), "argument `scope` is NULL");
+        let mut scope = ptr::null_mut();
+        assert_eq!(tern_scope_new(0, &mut scope), TERN_OK);
+        assert_eq!(CStr::from_ptr(tern_last_error()).to_bytes(), b"");
+        tern_scope_free(scope);
+    }
+}
+
+const GGUF: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gguf/tiny_bitnet.gguf");
+
+fn gguf_bytes() -> Vec<u8> {
+    std::fs::read(GGUF).unwrap()
+}
+
+fn gguf_open() {
+    let mut g = sentinel();
+    unsafe {
+        assert_eq!(tern_gguf_open(ptr::null(), &mut g), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_open(c"/nonexistent.gguf".as_ptr(), &mut g), TERN_ERR_IO);
+        let path = std::ffi::CString::new(GGUF).unwrap();
+        assert_eq!(tern_gguf_open(path.as_ptr(), ptr::null_mut()), TERN_ERR_NULL_POINTER);
+    }
+    assert_eq!(g, sentinel());
+}
+
+fn gguf_open_bytes() {
+    let bytes = gguf_bytes();
+    let mut g = sentinel();
+    unsafe {
+        assert_eq!(tern_gguf_open_bytes(ptr::null(), 4, &mut g), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_open_bytes(bytes.as_ptr().cast(), 100, &mut g), TERN_ERR_INVALID_FILE);
+        assert_eq!(tern_gguf_open_bytes(bytes.as_ptr().cast(), bytes.len(), ptr::null_mut()), TERN_ERR_NULL_POINTER);
+    }
+    assert_eq!(g, sentinel());
+}
+
+/// Runs `f` on a handle over the fixture.
+fn with_gguf(f: impl FnOnce(*const tern_gguf)) {
+    let bytes = gguf_bytes();
+    let mut g = ptr::null_mut();
+    unsafe {
+        assert_eq!(tern_gguf_open_bytes(bytes.as_ptr().cast(), bytes.len(), &mut g), TERN_OK);
+        f(g);
+        tern_gguf_free(g);
+    }
+}
+
+fn gguf_tensor_count() {
+    assert_eq!(unsafe { tern_gguf_tensor_count(ptr::null()) }, 0);
+    with_gguf(|g| assert_eq!(unsafe { tern_gguf_tensor_count(g) }, 5));
+}
+
+fn gguf_tensor_info_get() {
+    // Canary bytes, padding included, in storage aligned for the struct.
+    #[repr(C, align(8))]
+    struct Raw([u8; std::mem::size_of::<tern_gguf_tensor_info>()]);
+    const _: () = assert!(std::mem::align_of::<tern_gguf_tensor_info>() <= 8);
+    with_gguf(|g| unsafe {
+        let mut raw = Raw([CANARY_BYTE; std::mem::size_of::<tern_gguf_tensor_info>()]);
+        let info = raw.0.as_mut_ptr().cast::<tern_gguf_tensor_info>();
+        assert_eq!(tern_gguf_tensor_info_get(ptr::null(), 0, info), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_tensor_info_get(g, 5, info), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(tern_gguf_tensor_info_get(g, 0, ptr::null_mut()), TERN_ERR_NULL_POINTER);
+        assert!(raw.0.iter().all(|&b| b == CANARY_BYTE));
+    });
+}
+
+fn gguf_find() {
+    with_gguf(|g| unsafe {
+        let mut index = CANARY_USIZE;
+        assert_eq!(tern_gguf_find(ptr::null(), c"output_norm.weight".as_ptr(), &mut index), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_find(g, ptr::null(), &mut index), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_find(g, c"output_norm".as_ptr(), &mut index), TERN_ERR_NOT_FOUND);
+        assert_eq!(tern_gguf_find(g, c"output_norm.weight".as_ptr(), ptr::null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!(index, CANARY_USIZE);
+    });
+}
+
+fn gguf_tensor_wrap() {
+    with_gguf(|g| unsafe {
+        let mut t = sentinel();
+        assert_eq!(tern_gguf_tensor_wrap(ptr::null(), 0, &mut t), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_tensor_wrap(g, 5, &mut t), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(tern_gguf_tensor_wrap(g, usize::MAX, &mut t), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(tern_gguf_tensor_wrap(g, 0, ptr::null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!(t, sentinel());
+    });
+}
+
+fn gguf_free() {
+    unsafe { tern_gguf_free(ptr::null_mut()) };
+}
+
 const NO_STATUS: &str = "returns a plain value, no status";
 const FREE: &str = "a free function: NULL is a no-op, and a live handle cannot be refused";
 
@@ -560,6 +715,20 @@ const TABLE: &[Entry] = &[
     Entry { name: "tern_decode", kind: Kind::Refused, check: decode },
     Entry { name: "tern_validate", kind: Kind::Refused, check: validate },
     Entry { name: "tern_bitnet_import", kind: Kind::Refused, check: bitnet_import },
+    Entry {
+        name: "tern_last_error",
+        kind: Kind::CannotFail("takes no argument; returns the thread's message, never NULL"),
+        check: last_error,
+    },
+    Entry { name: "tern_bitnet_gemv_tile", kind: Kind::Refused, check: bitnet_gemv_tile },
+    Entry { name: "tern_matmul_many", kind: Kind::Refused, check: matmul_many },
+    Entry { name: "tern_gguf_open", kind: Kind::Refused, check: gguf_open },
+    Entry { name: "tern_gguf_open_bytes", kind: Kind::Refused, check: gguf_open_bytes },
+    Entry { name: "tern_gguf_tensor_count", kind: Kind::CannotFail(NO_STATUS), check: gguf_tensor_count },
+    Entry { name: "tern_gguf_tensor_info_get", kind: Kind::Refused, check: gguf_tensor_info_get },
+    Entry { name: "tern_gguf_find", kind: Kind::Refused, check: gguf_find },
+    Entry { name: "tern_gguf_tensor_wrap", kind: Kind::Refused, check: gguf_tensor_wrap },
+    Entry { name: "tern_gguf_free", kind: Kind::CannotFail(FREE), check: gguf_free },
     Entry { name: "tern_scope_new", kind: Kind::Refused, check: scope_new },
     Entry { name: "tern_scope_reset", kind: Kind::Refused, check: scope_reset },
     Entry { name: "tern_scope_get_stats", kind: Kind::Refused, check: scope_get_stats },

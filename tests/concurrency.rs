@@ -58,7 +58,7 @@ fn concurrent_matmuls_match_single_threaded(n_threads: usize) {
             .collect();
 
         let sink = Arc::new(ThreadSink::default());
-        let mut dispatcher = Dispatcher::new(DispatcherOptions { n_threads, kernel: None }).unwrap();
+        let mut dispatcher = Dispatcher::new(DispatcherOptions { n_threads, ..Default::default() }).unwrap();
         dispatcher.set_sink(Some(sink.clone()));
         assert_eq!(dispatcher.threads(), n_threads.max(1));
         let barrier = Barrier::new(THREADS);
@@ -124,8 +124,9 @@ fn concurrent_matmuls_sharing_a_pool_of_two() {
 #[test]
 fn random_sizes_on_several_pools_match_single_threaded() {
     let single = Dispatcher::new(DispatcherOptions::default()).unwrap();
-    let pools: Vec<Dispatcher> =
-        [2, 3, 4].map(|n_threads| Dispatcher::new(DispatcherOptions { n_threads, kernel: None }).unwrap()).into();
+    let pools: Vec<Dispatcher> = [2, 3, 4]
+        .map(|n_threads| Dispatcher::new(DispatcherOptions { n_threads, ..Default::default() }).unwrap())
+        .into();
     let calls = 40;
     thread::scope(|s| {
         for (p, pool) in pools.iter().enumerate() {

@@ -283,7 +283,7 @@ fn bad_input_writes_nothing_and_reports_nothing() {
         ),
         (
             "short output",
-            Error::LengthMismatch { want: m * n, got: m * n - 1 },
+            Error::LengthMismatch { what: "out (floats)", want: m * n, got: m * n - 1 },
             Box::new(|o| bitnet_gemv(None, &act_i8, &weight, 0..n, &mut o[1..]).map(|_| ())),
         ),
         (
@@ -293,7 +293,7 @@ fn bad_input_writes_nothing_and_reports_nothing() {
         ),
         (
             "unknown kernel",
-            Error::UnknownKernel("bitnet_gemv/nope".into()),
+            Error::UnknownKernel { name: "bitnet_gemv/nope".into(), from: "the argument `kernel`" },
             Box::new(|o| bitnet_gemv(Some("bitnet_gemv/nope"), &act_i8, &weight, 0..n, o).map(|_| ())),
         ),
         (
@@ -309,7 +309,7 @@ fn bad_input_writes_nothing_and_reports_nothing() {
         ),
         (
             "matmul short output",
-            Error::LengthMismatch { want: m * n, got: 3 },
+            Error::LengthMismatch { what: "out (floats)", want: m * n, got: 3 },
             Box::new(|o| d.matmul(&act_i8, &weight, None, &mut o[..3])),
         ),
     ];
@@ -330,7 +330,7 @@ fn bad_input_writes_nothing_and_reports_nothing() {
 fn forcing_kernels() {
     assert!(matches!(
         Dispatcher::new(DispatcherOptions { kernel: Some("no/such".into()), ..Default::default() }),
-        Err(Error::UnknownKernel(_))
+        Err(Error::UnknownKernel { .. })
     ));
     let sink = Arc::new(RecordingSink::default());
     let mut d =

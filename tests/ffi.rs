@@ -519,3 +519,67 @@ fn random_arguments_never_panic_and_errors_never_write() {
     }
     assert!(ok.iter().all(|&n| n > 0), "successes per function: {ok:?}");
 }
+
+fn last_error() -> String {
+    // SAFETY: tern_last_error never returns NULL; the string is read before the next call.
+    unsafe { CStr::from_ptr(tern_last_error()) }.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn the_last_error_names_the_argument_and_the_values() {
+    let e = enc(TERN_FORMAT_TQ2_0);
+    let src = values(512, 3, 1.0);
+    let mut dst = vec![CANARY_B; 100];
+    // SAFETY (all calls): buffers are live with their true lengths, or NULL.
+    unsafe {
+        assert_eq!(tern_encode(e, src.as_ptr(), 2, 256, dst.as_mut_ptr().cast(), dst.len()), TERN_ERR_LENGTH_MISMATCH);
+        assert_eq!(last_error(), "dst (bytes): 100 given, 132 required");
+        assert_eq!(tern_encode(e, null(), 2, 256, dst.as_mut_ptr().cast(), dst.len()), TERN_ERR_NULL_POINTER);
+        assert_eq!(last_error(), "argument `src` is NULL");
+        assert_eq!(tern_encode(e, src.as_ptr(), 2, 100, dst.as_mut_ptr().cast(), dst.len()), TERN_ERR_INVALID_SHAPE);
+        assert!(last_error().contains("2x100"), "{}", last_error());
+        let mut big = vec![0u8; 132];
+        assert_eq!(tern_encode(e, src.as_ptr(), 2, 256, big.as_mut_ptr().cast(), big.len()), TERN_OK);
+        assert_eq!(last_error(), "", "a success clears the message");
+
+        // Overlapping buffers name both arguments.
+        let mut floats = vec![0f32; 512];
+        let p = floats.as_mut_ptr();
+        assert_eq!(tern_decode(e, p.cast(), 132, 2, 256, p, 512), TERN_ERR_INVALID_ARGUMENT);
+        assert_eq!(last_error(), "argument `dst`: overlaps `src`");
+
+        // The forced kernel's name and where it came from.
+        let opts = tern_dispatcher_options { n_threads: 1, kernel: c"bitnet_gemv/avx9".as_ptr(), ..Default::default() };
+        let mut d = null_mut();
+        assert_eq!(tern_dispatcher_new(&opts, &mut d), TERN_ERR_UNKNOWN_KERNEL);
+        assert_eq!(last_error(), "no kernel named \"bitnet_gemv/avx9\" (from the dispatcher option `kernel`)");
+        assert!(d.is_null());
+
+        // A transposed weight: both shapes in the message.
+        let (mut w, mut x) = (null_mut(), null_mut());
+        let wsrc = values(256 * 512, 4, 1.0);
+        assert_eq!(tern_tensor_encode(e, wsrc.as_ptr(), wsrc.len(), 256, 512, &mut w), TERN_OK);
+        let xsrc = values(256, 5, 1.0);
+        assert_eq!(tern_tensor_encode(enc(TERN_FORMAT_F32), xsrc.as_ptr(), 256, 1, 256, &mut x), TERN_OK);
+        assert_eq!(tern_dispatcher_new(null(), &mut d), TERN_OK);
+        let mut scope = null_mut();
+        assert_eq!(tern_scope_new(0, &mut scope), TERN_OK);
+        let mut out = vec![CANARY_F; 512];
+        assert_eq!(tern_matmul(d, x, w, scope, out.as_mut_ptr(), out.len()), TERN_ERR_SHAPE_MISMATCH);
+        assert!(last_error().starts_with("act is F32 1x256, weight is Tq2_0 256x512: "), "{}", last_error());
+        assert!(out.iter().all(|v| v.to_bits() == CANARY_F.to_bits()));
+        tern_scope_free(scope);
+        tern_dispatcher_free(d);
+        tern_tensor_free(w);
+        tern_tensor_free(x);
+    }
+}
+
+#[test]
+fn each_thread_has_its_own_last_error() {
+    // SAFETY: a NULL encoding is refused.
+    assert_eq!(unsafe { tern_encoding_block_spec(null(), null_mut()) }, TERN_ERR_NULL_POINTER);
+    assert_eq!(last_error(), "argument `enc` is NULL");
+    std::thread::spawn(|| assert_eq!(last_error(), "")).join().unwrap();
+    assert_eq!(last_error(), "argument `enc` is NULL");
+}

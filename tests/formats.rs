@@ -226,7 +226,10 @@ fn bitnet_import_refuses_bad_input_without_writing() {
     assert_untouched(&dst);
     for len in [5, 7, 0] {
         let mut d = vec![CANARY; len];
-        assert_eq!(bitnet_import_trits(&good, 1.0, &mut d), Err(Error::LengthMismatch { want: 6, got: len }));
+        assert_eq!(
+            bitnet_import_trits(&good, 1.0, &mut d),
+            Err(Error::LengthMismatch { what: "dst (bytes)", want: 6, got: len })
+        );
         assert_untouched(&d);
     }
 }
@@ -527,11 +530,25 @@ fn encode_refuses_short_dst_and_wrong_src_length() {
         let need = format.bytes_for(rows, cols).unwrap();
         let x = rng.weights(rows * cols, 1.0);
         for short in [0, 1, need - 1] {
-            encode_fails(format, &x, rows, cols, short, Error::LengthMismatch { want: need, got: short });
+            encode_fails(
+                format,
+                &x,
+                rows,
+                cols,
+                short,
+                Error::LengthMismatch { what: "dst (bytes)", want: need, got: short },
+            );
         }
         for n in [0, rows * cols - 1, rows * cols + 1] {
             let src = rng.weights(n, 1.0);
-            encode_fails(format, &src, rows, cols, need, Error::LengthMismatch { want: rows * cols, got: n });
+            encode_fails(
+                format,
+                &src,
+                rows,
+                cols,
+                need,
+                Error::LengthMismatch { what: "src (floats)", want: rows * cols, got: n },
+            );
         }
         // A longer dst is fine: exactly `need` bytes are written, the rest stays.
         let mut dst = vec![CANARY; need + 9];
@@ -616,7 +633,7 @@ fn decode_refuses_wrong_lengths_without_writing() {
         long.push(0);
         for src in [&bytes[..need - 1], &long[..], &bytes[..0]] {
             let mut out = vec![CANARY_F32; rows * cols];
-            let want = Err(Error::LengthMismatch { want: need, got: src.len() });
+            let want = Err(Error::LengthMismatch { what: "encoded data (bytes)", want: need, got: src.len() });
             assert_eq!(format.decode(src, rows, cols, &mut out), want, "{format:?}");
             assert_untouched_f32(&out);
             assert_eq!(Tensor::wrap(format, src, rows, cols).map(|_| ()), want);
@@ -627,7 +644,7 @@ fn decode_refuses_wrong_lengths_without_writing() {
             let mut out = vec![CANARY_F32; short];
             assert_eq!(
                 format.decode(&bytes, rows, cols, &mut out),
-                Err(Error::LengthMismatch { want: rows * cols, got: short })
+                Err(Error::LengthMismatch { what: "dst (floats)", want: rows * cols, got: short })
             );
             assert_untouched_f32(&out);
         }

@@ -72,6 +72,7 @@ fn compile(compiler: &str, std: &str, ext: &str) {
     std::fs::write(
         &source,
         "#include \"tern.h\"\n#include \"tern.h\"\n\
+         typedef char tern_constants_are_unsigned[(TERN_OK - 1 > 0 && TERN_FORMAT_F32 - 2 > 0) ? 1 : -1];\n\
          int main(void) {\n\
            const tern_encoding *enc = NULL;\n\
            tern_block_spec spec;\n\
@@ -118,6 +119,25 @@ fn header_define(name: &str) -> String {
         .unwrap_or_else(|| panic!("include/tern.h has no {name}"))
         .trim()
         .to_string()
+}
+
+/// Status, format, event, flag and layout constants are unsigned (`0u`), like the
+/// `uint32_t` parameters they are compared with: Swift imports them as `UInt32` and
+/// Kotlin/Native as `UInt`. The version macros stay plain numbers for the preprocessor's
+/// `#if` and for `TERN_VERSION_STRING`.
+#[test]
+fn constants_are_unsigned() {
+    let header = std::fs::read_to_string(header_path()).expect("read include/tern.h");
+    let defines: Vec<(&str, &str)> = header
+        .lines()
+        .filter_map(|l| l.strip_prefix("#define TERN_")?.split_once(' '))
+        .filter(|(name, _)| !name.starts_with("VERSION_") && !name.starts_with("STRINGIFY"))
+        .collect();
+    assert!(defines.len() >= 30, "found only {defines:?}");
+    for (name, value) in defines {
+        let value = value.trim();
+        assert!(value.ends_with('u') && value[..value.len() - 1].parse::<u32>().is_ok(), "TERN_{name} is {value}");
+    }
 }
 
 /// What `TERN_VERSION_STRING` expands to, from a C program built against the header.

@@ -133,7 +133,7 @@ pub fn parse_ternary_format(s: &str) -> Result<Format, String> {
 
 /// A single-threaded dispatcher forced to `kernel`.
 pub fn dispatcher(kernel: &str, threads: usize) -> Result<Dispatcher, String> {
-    Dispatcher::new(DispatcherOptions { n_threads: threads, kernel: Some(kernel.to_owned()) })
+    Dispatcher::new(DispatcherOptions { n_threads: threads, kernel: Some(kernel.to_owned()), ..Default::default() })
         .map_err(|e| e.to_string())
 }
 

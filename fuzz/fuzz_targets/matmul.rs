@@ -52,7 +52,11 @@ fn dispatchers() -> &'static [*mut tern_dispatcher; 3] {
     static D: OnceLock<Dispatchers> = OnceLock::new();
     &D.get_or_init(|| {
         let make = |n_threads, kernel: Option<&'static std::ffi::CStr>| {
-            let options = tern_dispatcher_options { n_threads, kernel: kernel.map_or(ptr::null(), |k| k.as_ptr()) };
+            let options = tern_dispatcher_options {
+                n_threads,
+                kernel: kernel.map_or(ptr::null(), |k| k.as_ptr()),
+                ..Default::default()
+            };
             let mut d = ptr::null_mut();
             // SAFETY: valid options and out-parameter; the sink callback is a plain function.
             unsafe {

@@ -4,23 +4,31 @@
 //! differs from the activation's format and a kernel exists for (weight, hint), the
 //! activation is requantized into the caller's scope first (one `AdapterInserted` event);
 //! the kernel's existence is checked before the adapter is paid for. Pairs no kernel
-//! serves fall back to `matmul/reference`, which decodes both operands. Every run reports
-//! `KernelSelected`.
+//! serves fall back to `matmul/reference`, which decodes both operands (a strict
+//! dispatcher refuses them instead). Every run reports `KernelSelected`.
+//!
+//! Work is split into (row block x token block) tasks run by an [`Executor`]: tern's own
+//! pool, or an engine's (`DispatcherOptions::executor`), in which case tern starts no
+//! threads. [`Dispatcher::matmul_many`] runs several weights against one activation in
+//! one dispatch: the activation is requantized and prepared once.
 
+mod executor;
 mod pool;
 
 use crate::adapter::requantize_i8_absmax;
 use crate::error::{Error, Result};
 use crate::event::{emit, Event, EventKind, EventSink};
 use crate::format::Format;
-use crate::kernel::{self, reference::DECODING_MATMUL, registry, Kernel, MatRef, OutTile};
+use crate::kernel::{self, reference::DECODING_MATMUL, registry, Kernel, MatRef, OutTile, PreparedAct};
 use crate::scope::Scope;
 use crate::tensor::Tensor;
 use pool::{Pool, PoolError};
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+pub use executor::Executor;
 pub use pool::MAX_THREADS;
 
 /// Environment variable that forces a kernel by name, like [`DispatcherOptions::kernel`].
@@ -37,19 +45,45 @@ const PARALLEL_MIN_MACS: usize = 1 << 18;
 const TASKS_PER_THREAD: usize = 4;
 
 /// How to make a [`Dispatcher`].
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct DispatcherOptions {
     /// Threads per matmul, counting the caller (0 and 1 both mean the caller alone); at
-    /// most [`MAX_THREADS`].
+    /// most [`MAX_THREADS`]. With an `executor`, the threads it runs tasks on.
     pub n_threads: usize,
     /// Force this kernel for the pairs it serves (others are chosen as usual). `None`
-    /// reads [`KERNEL_ENV`].
+    /// reads [`KERNEL_ENV`] unless `ignore_env` is set.
     pub kernel: Option<String>,
+    /// Refuse pairs no dedicated kernel serves (`Error::StrictFallback`) instead of running
+    /// `matmul/reference`.
+    pub strict: bool,
+    /// Do not read [`KERNEL_ENV`].
+    pub ignore_env: bool,
+    /// Run split matmuls on this executor (an engine's thread pool) instead of a pool of
+    /// tern's own; no thread is started then.
+    pub executor: Option<Arc<dyn Executor>>,
+}
+
+impl std::fmt::Debug for DispatcherOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DispatcherOptions")
+            .field("n_threads", &self.n_threads)
+            .field("kernel", &self.kernel)
+            .field("strict", &self.strict)
+            .field("ignore_env", &self.ignore_env)
+            .field("executor", &self.executor.is_some())
+            .finish()
+    }
 }
 
 /// The kernels this CPU can run, best first within each (weight, activation) pair.
 pub fn available_kernels() -> impl Iterator<Item = &'static Kernel> {
     registry().iter().filter(|k| k.is_available())
+}
+
+/// Every kernel a dispatcher may run: the registry, then `matmul/reference`, the decoding
+/// fallback for pairs no kernel serves (its formats are nominal: it serves any pair).
+pub fn all_kernels() -> impl Iterator<Item = &'static Kernel> {
+    registry().iter().chain(std::iter::once(&DECODING_MATMUL))
 }
 
 /// What a matmul will do: an optional adapter into `act`, then `kernel`.
@@ -67,8 +101,9 @@ pub struct Plan {
 /// caller's call runs another caller's call inline).
 pub struct Dispatcher {
     forced: Option<String>,
+    strict: bool,
     sink: Option<Arc<dyn EventSink>>,
-    pool: Option<Pool>,
+    executor: Option<Arc<dyn Executor>>,
 }
 
 impl Dispatcher {
@@ -76,18 +111,25 @@ impl Dispatcher {
     /// workers. Errors: [`Error::UnknownKernel`], [`Error::TooManyThreads`],
     /// [`Error::ThreadSpawn`] (no worker is left running then).
     pub fn new(options: DispatcherOptions) -> Result<Dispatcher> {
-        let forced = options.kernel.or_else(|| std::env::var(KERNEL_ENV).ok().filter(|s| !s.is_empty()));
+        let env = || std::env::var(KERNEL_ENV).ok().filter(|s| !s.is_empty());
+        let (forced, from) = match options.kernel {
+            Some(name) => (Some(name), "the dispatcher option `kernel`"),
+            None if options.ignore_env => (None, ""),
+            None => (env(), "the environment variable TERN_KERNEL"),
+        };
         if let Some(name) = forced.as_deref().filter(|name| !kernel::exists(name)) {
-            return Err(Error::UnknownKernel(name.to_owned()));
+            return Err(Error::UnknownKernel { name: name.to_owned(), from });
         }
-        let pool = match options.n_threads {
-            0 | 1 => None,
-            n => Some(Pool::new(n).map_err(|e| match e {
+        let executor = match (options.executor, options.n_threads) {
+            (_, n) if n > MAX_THREADS => return Err(Error::TooManyThreads { requested: n, max: MAX_THREADS }),
+            (Some(executor), _) => Some(executor),
+            (None, 0 | 1) => None,
+            (None, n) => Some(Arc::new(Pool::new(n).map_err(|e| match e {
                 PoolError::TooManyThreads(requested) => Error::TooManyThreads { requested, max: MAX_THREADS },
                 PoolError::Spawn { index, error } => Error::ThreadSpawn { index, reason: error.to_string() },
-            })?),
+            })?) as Arc<dyn Executor>),
         };
-        Ok(Dispatcher { forced, sink: None, pool })
+        Ok(Dispatcher { forced, strict: options.strict, sink: None, executor })
     }
 
     /// Where events go (`None`: nowhere).
@@ -97,7 +139,7 @@ impl Dispatcher {
 
     /// Threads per matmul, counting the caller.
     pub fn threads(&self) -> usize {
-        self.pool.as_ref().map_or(1, Pool::threads)
+        self.executor.as_ref().map_or(1, |e| e.threads())
     }
 
     /// Chooses what an `m`-token matmul of an `act`-format activation by a `weight`-format
@@ -109,72 +151,142 @@ impl Dispatcher {
                 return Ok(Plan { adapter: Some((act, hint)), kernel });
             }
         }
-        let kernel = kernel::select(weight, act, m, forced)?.unwrap_or(&DECODING_MATMUL);
-        Ok(Plan { adapter: None, kernel })
+        match kernel::select(weight, act, m, forced)? {
+            Some(kernel) => Ok(Plan { adapter: None, kernel }),
+            None if self.strict => Err(Error::StrictFallback { weight, act }),
+            None => Ok(Plan { adapter: None, kernel: &DECODING_MATMUL }),
+        }
     }
 
     /// `out[m][n] = sum_k act[m][k] * weight[n][k]`: `act` is `m x k`, `weight` is `n x k`,
     /// `out` holds at least `m * n` floats. A scope is needed when an adapter runs; the
     /// requantized activation stays in it until the caller resets it.
     pub fn matmul(&self, act: &Tensor, weight: &Tensor, scope: Option<&mut Scope>, out: &mut [f32]) -> Result<()> {
-        let (m, n, k) = (act.rows(), weight.rows(), weight.cols());
-        if act.cols() != k {
-            return Err(Error::ShapeMismatch("activation cols differ from weight cols"));
-        }
-        let w = MatRef::of(weight)?;
-        act.bytes()?;
-        let out = OutTile::new(out, m, n)?;
-        let plan = self.plan(weight.format(), act.format(), m)?;
-        let sink = self.sink.as_deref();
-        let requantized;
-        let act = match plan.adapter {
-            Some(_) => {
-                let scope = scope.ok_or(Error::ScopeRequired)?;
-                requantized = requantize_i8_absmax(act, scope, sink)?;
-                &requantized
-            }
-            None => act,
-        };
-        self.run(plan.kernel, &w, &MatRef::of(act)?, out)
+        self.matmul_many(act, &[weight], scope, &mut [out])
     }
 
-    /// Runs `kernel` on the whole of `out`, split into tasks over the pool when the work
-    /// is large enough, and reports it.
-    fn run(&self, kernel: &'static Kernel, w: &MatRef, a: &MatRef, mut out: OutTile) -> Result<()> {
-        let start = Instant::now();
-        let (m, n) = (a.rows(), w.rows());
-        let prepared = kernel.prepare(a)?;
-        match &self.pool {
-            Some(pool) if m * n * w.cols() >= PARALLEL_MIN_MACS => {
-                let (rows, tokens) = task_blocks(kernel, m, n, pool.threads());
-                let views: Vec<_> = out.split(rows, tokens).into_iter().map(|v| Mutex::new(Some(v))).collect();
-                let failure = Mutex::new(None);
-                let ok = pool.for_each(views.len(), &|i| {
-                    let view = views[i].lock().unwrap_or_else(|e| e.into_inner()).take();
-                    let mut view = view.expect("each task runs once");
-                    if let Err(e) = kernel.run_prepared(w, &prepared, &mut view) {
-                        *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-                    }
-                });
-                assert!(ok, "a kernel panicked on a pool thread");
-                if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
-                    return Err(e);
-                }
-            }
-            _ => kernel.run_prepared(w, &prepared, &mut out)?,
+    /// [`Dispatcher::matmul`] for several weights against one activation (Q/K/V, gate/up):
+    /// `outs[i]` receives `act x weights[i]`. Every operand is checked before anything
+    /// runs; the activation is requantized once (one `AdapterInserted` event) and prepared
+    /// once per kernel, and all the weights run in one dispatch, then one `KernelSelected`
+    /// event per weight, in order. Results are bit-identical to separate `matmul` calls.
+    pub fn matmul_many(
+        &self,
+        act: &Tensor,
+        weights: &[&Tensor],
+        scope: Option<&mut Scope>,
+        outs: &mut [&mut [f32]],
+    ) -> Result<()> {
+        if weights.len() != outs.len() {
+            return Err(Error::LengthMismatch { what: "outs (one per weight)", want: weights.len(), got: outs.len() });
         }
-        emit(self.sink.as_deref(), || Event {
-            kind: EventKind::KernelSelected,
-            name: kernel.c_name(),
-            from: w.format(),
-            to: a.format(),
-            rows: m,
-            cols: n,
-            bytes: w.bytes.len(),
-            nanos: start.elapsed().as_nanos() as u64,
+        let m = act.rows();
+        act.bytes()?;
+        let mut plans = Vec::with_capacity(weights.len());
+        for weight in weights {
+            if act.cols() != weight.cols() {
+                return Err(Error::ShapeMismatch("activation cols differ from weight cols"));
+            }
+            plans.push((MatRef::of(weight)?, self.plan(weight.format(), act.format(), m)?));
+        }
+        let tiles =
+            outs.iter_mut().zip(weights).map(|(out, w)| OutTile::new(out, m, w.rows())).collect::<Result<Vec<_>>>()?;
+        let requantized = match plans.iter().any(|(_, plan)| plan.adapter.is_some()) {
+            true => Some(requantize_i8_absmax(act, scope.ok_or(Error::ScopeRequired)?, self.sink.as_deref())?),
+            false => None,
+        };
+        let (raw, adapted) = (MatRef::of(act)?, requantized.as_ref().map(MatRef::of).transpose()?);
+        // One preparation per (kernel, operand): usually one for the whole call.
+        let mut preps: Vec<(&'static Kernel, Format, PreparedAct)> = Vec::new();
+        for (_, plan) in &plans {
+            let operand = match plan.adapter {
+                Some(_) => adapted.as_ref().expect("requantized above"),
+                None => &raw,
+            };
+            if !preps.iter().any(|(k, f, _)| std::ptr::eq(*k, plan.kernel) && *f == operand.format()) {
+                preps.push((plan.kernel, operand.format(), plan.kernel.prepare(operand)?));
+            }
+        }
+        let jobs = plans.iter().zip(tiles).map(|((w, plan), out)| {
+            let act_format = plan.adapter.map_or(act.format(), |(_, to)| to);
+            let prep = preps.iter().find(|(k, f, _)| std::ptr::eq(*k, plan.kernel) && *f == act_format);
+            Job { kernel: plan.kernel, w, act: &prep.expect("prepared above").2, act_format, out }
         });
+        self.run(jobs.collect())
+    }
+
+    /// Runs every job, split into tasks over the executor when the work is large enough,
+    /// then reports one `KernelSelected` per job. The time reported is the call's wall time
+    /// for a single job; with several (one dispatch), each job's time summed over threads.
+    fn run(&self, jobs: Vec<Job>) -> Result<()> {
+        let start = Instant::now();
+        let macs: usize = jobs.iter().map(|j| j.act.rows() * j.w.rows() * j.w.cols()).sum();
+        let executor = self.executor.as_deref().filter(|_| macs >= PARALLEL_MIN_MACS);
+        let mut tasks = Vec::new();
+        let mut reports = Vec::with_capacity(jobs.len());
+        for (index, job) in jobs.into_iter().enumerate() {
+            let (m, n) = (job.act.rows(), job.w.rows());
+            let views = match executor {
+                Some(e) => {
+                    let (rows, tokens) = task_blocks(job.kernel, m, n, e.threads());
+                    job.out.split(rows, tokens)
+                }
+                None => vec![job.out],
+            };
+            tasks.extend(views.into_iter().map(|v| (index, Mutex::new(Some(v)))));
+            reports.push((job.kernel, job.w, job.act, job.act_format, AtomicU64::new(0)));
+        }
+        let failure = Mutex::new(None);
+        let broken = AtomicBool::new(false);
+        let task = |i: usize| {
+            // An outside executor may call a task twice or with a bad index: refused below.
+            let Some((index, view)) = tasks.get(i) else { return broken.store(true, Ordering::Relaxed) };
+            let Some(mut view) = view.lock().unwrap_or_else(PoisonError::into_inner).take() else {
+                return broken.store(true, Ordering::Relaxed);
+            };
+            let (kernel, w, act, _, nanos) = &reports[*index];
+            let started = Instant::now();
+            if let Err(e) = kernel.run_prepared(w, act, &mut view) {
+                *failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
+            }
+            nanos.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        };
+        match executor {
+            Some(e) => assert!(e.for_each(tasks.len(), &task), "a kernel panicked on a pool thread"),
+            None => (0..tasks.len()).for_each(task),
+        }
+        if let Some(e) = failure.into_inner().unwrap_or_else(PoisonError::into_inner) {
+            return Err(e);
+        }
+        let missed = tasks.iter().filter(|(_, v)| v.lock().unwrap_or_else(PoisonError::into_inner).is_some()).count();
+        if missed > 0 || broken.into_inner() {
+            return Err(Error::ExecutorContract { tasks: tasks.len(), missed });
+        }
+        let single = reports.len() == 1;
+        for (kernel, w, act, act_format, nanos) in &reports {
+            emit(self.sink.as_deref(), || Event {
+                kind: EventKind::KernelSelected,
+                name: kernel.c_name(),
+                from: w.format(),
+                to: *act_format,
+                rows: act.rows(),
+                cols: w.rows(),
+                bytes: w.bytes.len(),
+                nanos: if single { start.elapsed().as_nanos() as u64 } else { nanos.load(Ordering::Relaxed) },
+            });
+        }
         Ok(())
     }
+}
+
+/// One weight's share of a dispatch: its kernel, operands and output.
+struct Job<'a> {
+    kernel: &'static Kernel,
+    w: &'a MatRef<'a>,
+    act: &'a PreparedAct<'a>,
+    /// The activation's format (the fallback kernel's own formats are nominal).
+    act_format: Format,
+    out: OutTile<'a>,
 }
 
 /// The (rows, tokens) of each task when an `m x n` output is split over `threads`: about

@@ -8,15 +8,15 @@ use crate::format::{bitnet_import_trits, Blocking, Format, ScalePlacement};
 use std::ffi::{c_char, c_void, CStr};
 
 /// Format id of F32: plain little-endian f32, row-major.
-pub const TERN_FORMAT_F32: u32 = 1;
+pub const TERN_FORMAT_F32: u32 = 1u32;
 /// Format id of TQ1_0 (ggml type 34): 256-element blocks of 54 bytes, f16 scale at the end.
-pub const TERN_FORMAT_TQ1_0: u32 = 2;
+pub const TERN_FORMAT_TQ1_0: u32 = 2u32;
 /// Format id of TQ2_0 (ggml type 35): 256-element blocks of 66 bytes, f16 scale at the end.
-pub const TERN_FORMAT_TQ2_0: u32 = 3;
+pub const TERN_FORMAT_TQ2_0: u32 = 3u32;
 /// Format id of BITNET_B1_58: 2-bit codes for the whole tensor, then one f32 scale.
-pub const TERN_FORMAT_BITNET_B1_58: u32 = 4;
+pub const TERN_FORMAT_BITNET_B1_58: u32 = 4u32;
 /// Format id of I8_ABSMAX: int8 codes row-major, then one f32 scale per row.
-pub const TERN_FORMAT_I8_ABSMAX: u32 = 5;
+pub const TERN_FORMAT_I8_ABSMAX: u32 = 5u32;
 
 // The ids above are the core's stable ids (cbindgen needs literals to copy them).
 const _: () = assert!(TERN_FORMAT_F32 == Format::F32 as u32);
@@ -26,20 +26,20 @@ const _: () = assert!(TERN_FORMAT_BITNET_B1_58 == Format::BitnetB158 as u32);
 const _: () = assert!(TERN_FORMAT_I8_ABSMAX == Format::I8Absmax as u32);
 
 /// `tern_block_spec.blocking`: fixed-size blocks laid end to end along each row.
-pub const TERN_BLOCKING_FIXED: u32 = 1;
+pub const TERN_BLOCKING_FIXED: u32 = 1u32;
 /// `tern_block_spec.blocking`: each row is one block; its scale follows all the codes.
-pub const TERN_BLOCKING_PER_ROW: u32 = 2;
+pub const TERN_BLOCKING_PER_ROW: u32 = 2u32;
 /// `tern_block_spec.blocking`: the whole tensor is one block with one scale at the end.
-pub const TERN_BLOCKING_WHOLE_TENSOR: u32 = 3;
+pub const TERN_BLOCKING_WHOLE_TENSOR: u32 = 3u32;
 
 /// `tern_block_spec.scale_placement`: the format has no scale.
-pub const TERN_SCALE_NONE: u32 = 0;
+pub const TERN_SCALE_NONE: u32 = 0u32;
 /// `tern_block_spec.scale_placement`: an f16 at the end of every block.
-pub const TERN_SCALE_BLOCK_END: u32 = 1;
+pub const TERN_SCALE_BLOCK_END: u32 = 1u32;
 /// `tern_block_spec.scale_placement`: one f32 per row, after all the codes.
-pub const TERN_SCALE_ROWS_END: u32 = 2;
+pub const TERN_SCALE_ROWS_END: u32 = 2u32;
 /// `tern_block_spec.scale_placement`: one f32 for the whole tensor, after all the codes.
-pub const TERN_SCALE_TENSOR_END: u32 = 3;
+pub const TERN_SCALE_TENSOR_END: u32 = 3u32;
 
 const _: () = assert!(TERN_SCALE_NONE == ScalePlacement::None as u32);
 const _: () = assert!(TERN_SCALE_BLOCK_END == ScalePlacement::BlockEnd as u32);
@@ -138,7 +138,7 @@ impl tern_block_spec {
 /// `enc` must be NULL or a pointer obtained from `tern_encoding_get`.
 pub(crate) unsafe fn encoding_format(enc: *const tern_encoding) -> FfiResult<Format> {
     // SAFETY: forwarded to the caller.
-    Ok(unsafe { try_ref(enc) }?.format)
+    Ok(unsafe { try_ref(enc, "enc") }?.format)
 }
 
 /// Looks up the encoding of a format id (`TERN_FORMAT_*`).
@@ -149,7 +149,7 @@ pub(crate) unsafe fn encoding_format(enc: *const tern_encoding) -> FfiResult<For
 pub unsafe extern "C" fn tern_encoding_get(format: u32, out: *mut *const tern_encoding) -> tern_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a writable pointer.
-        let out = unsafe { Out::new(out) }?;
+        let out = unsafe { Out::new(out, "out") }?;
         out.write(tern_encoding::of(Format::from_id(format)?));
         Ok(())
     })
@@ -163,7 +163,7 @@ pub unsafe extern "C" fn tern_encoding_get(format: u32, out: *mut *const tern_en
 pub unsafe extern "C" fn tern_format_from_ggml_type(ggml_type: u32, out_format: *mut u32) -> tern_status {
     guard(|| {
         // SAFETY: the caller passes NULL or a writable pointer.
-        let out = unsafe { Out::new(out_format) }?;
+        let out = unsafe { Out::new(out_format, "out_format") }?;
         let format = Format::from_ggml_type(ggml_type).ok_or(Error::UnknownFormat(ggml_type))?;
         out.write(format.id());
         Ok(())
@@ -185,7 +185,7 @@ pub unsafe extern "C" fn tern_encoding_format(enc: *const tern_encoding) -> u32 
 pub unsafe extern "C" fn tern_encoding_name(enc: *const tern_encoding) -> *const c_char {
     let empty = c"".as_ptr();
     // SAFETY: the caller passes NULL or a handle from tern_encoding_get.
-    guard_value(empty, || unsafe { try_ref(enc) }.map_or(empty, |e| e.name.as_ptr()))
+    guard_value(empty, || unsafe { try_ref(enc, "enc") }.map_or(empty, |e| e.name.as_ptr()))
 }
 
 /// Describes the layout of an encoding's format.
@@ -196,7 +196,7 @@ pub unsafe extern "C" fn tern_encoding_block_spec(enc: *const tern_encoding, out
     guard(|| {
         // SAFETY: the caller passes NULL or a handle from tern_encoding_get, and NULL or
         // a writable tern_block_spec.
-        let (format, out) = unsafe { (encoding_format(enc)?, Out::new(out)?) };
+        let (format, out) = unsafe { (encoding_format(enc)?, Out::new(out, "out")?) };
         out.write(tern_block_spec::of(format));
         Ok(())
     })
@@ -217,7 +217,7 @@ pub unsafe extern "C" fn tern_encoding_bytes_for(
     guard(|| {
         // SAFETY: the caller passes NULL or a handle from tern_encoding_get, and NULL or
         // a writable size_t.
-        let (format, out) = unsafe { (encoding_format(enc)?, Out::new(out)?) };
+        let (format, out) = unsafe { (encoding_format(enc)?, Out::new(out, "out")?) };
         out.write(format.bytes_for(rows, cols)?);
         Ok(())
     })
@@ -228,9 +228,9 @@ pub unsafe extern "C" fn tern_encoding_bytes_for(
 /// # Safety
 /// `dst` must be NULL or valid for writing `dst_len` bytes.
 unsafe fn encode(format: Format, src: &[f32], rows: usize, cols: usize, dst: *mut c_void, dst_len: usize) -> FfiResult {
-    check_disjoint(src.as_ptr(), src.len(), dst, dst_len)?;
+    check_disjoint((src.as_ptr(), src.len(), "src"), (dst, dst_len, "dst"))?;
     // SAFETY: forwarded to the caller; dst does not overlap src.
-    let dst = unsafe { slice_mut(dst.cast::<u8>(), dst_len) }?;
+    let dst = unsafe { slice_mut(dst.cast::<u8>(), dst_len, "dst") }?;
     format.encode(src, rows, cols, dst)?;
     Ok(())
 }
@@ -258,7 +258,7 @@ pub unsafe extern "C" fn tern_encode(
         let format = unsafe { encoding_format(enc) }?;
         let n = format.bytes_for(rows, cols).map(|_| rows * cols)?;
         // SAFETY: the caller guarantees src holds rows * cols floats and dst dst_len bytes.
-        unsafe { encode(format, slice(src, n)?, rows, cols, dst, dst_len) }
+        unsafe { encode(format, slice(src, n, "src")?, rows, cols, dst, dst_len) }
     })
 }
 
@@ -277,7 +277,7 @@ pub unsafe extern "C" fn tern_encode_checked(
     guard(|| {
         // SAFETY: the caller passes NULL or a handle from tern_encoding_get, src_len
         // floats at src and dst_len bytes at dst.
-        unsafe { encode(encoding_format(enc)?, slice(src, src_len)?, rows, cols, dst, dst_len) }
+        unsafe { encode(encoding_format(enc)?, slice(src, src_len, "src")?, rows, cols, dst, dst_len) }
     })
 }
 
@@ -301,10 +301,10 @@ pub unsafe extern "C" fn tern_decode(
     guard(|| {
         // SAFETY: the caller passes NULL or a handle from tern_encoding_get, src_len
         // bytes at src and dst_len floats at dst.
-        let (format, src) = unsafe { (encoding_format(enc)?, slice(src.cast::<u8>(), src_len)?) };
-        check_disjoint(src.as_ptr(), src.len(), dst, dst_len)?;
+        let (format, src) = unsafe { (encoding_format(enc)?, slice(src.cast::<u8>(), src_len, "src")?) };
+        check_disjoint((src.as_ptr(), src.len(), "src"), (dst, dst_len, "dst"))?;
         // SAFETY: the caller passes dst_len floats at dst, which do not overlap src.
-        let dst = unsafe { slice_mut(dst, dst_len) }?;
+        let dst = unsafe { slice_mut(dst, dst_len, "dst") }?;
         format.decode(src, rows, cols, dst)?;
         Ok(())
     })
@@ -326,7 +326,7 @@ pub unsafe extern "C" fn tern_validate(
     guard(|| {
         // SAFETY: the caller passes NULL or a handle from tern_encoding_get and src_len
         // bytes at src.
-        let (format, src) = unsafe { (encoding_format(enc)?, slice(src.cast::<u8>(), src_len)?) };
+        let (format, src) = unsafe { (encoding_format(enc)?, slice(src.cast::<u8>(), src_len, "src")?) };
         format.validate(src, rows, cols)?;
         Ok(())
     })
@@ -353,16 +353,16 @@ pub unsafe extern "C" fn tern_bitnet_import(
 ) -> tern_status {
     guard(|| {
         // SAFETY: the caller passes trits_len trits at trits.
-        let trits = unsafe { slice(trits, trits_len) }?;
-        check_disjoint(trits.as_ptr(), trits.len(), dst, dst_len)?;
+        let trits = unsafe { slice(trits, trits_len, "trits") }?;
+        check_disjoint((trits.as_ptr(), trits.len(), "trits"), (dst, dst_len, "dst"))?;
         // SAFETY: the caller passes dst_len bytes at dst, which do not overlap trits.
-        let dst = unsafe { slice_mut(dst.cast::<u8>(), dst_len) }?;
+        let dst = unsafe { slice_mut(dst.cast::<u8>(), dst_len, "dst") }?;
         let need = Format::BitnetB158.bytes_for(rows, cols)?;
         if trits.len() != rows * cols {
-            Err(Error::LengthMismatch { want: rows * cols, got: trits.len() })?;
+            Err(Error::LengthMismatch { what: "trits_len", want: rows * cols, got: trits.len() })?;
         }
         if dst.len() < need {
-            Err(Error::LengthMismatch { want: need, got: dst.len() })?;
+            Err(Error::LengthMismatch { what: "dst_len", want: need, got: dst.len() })?;
         }
         bitnet_import_trits(trits, scale, &mut dst[..need])?;
         Ok(())

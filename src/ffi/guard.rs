@@ -1,35 +1,102 @@
-//! The helpers every export uses: the panic guard, NULL-checked references and slices,
-//! and out-parameters that are written only on success.
+//! The helpers every export uses: the panic guard, the thread's last error message,
+//! NULL-checked references and slices, and out-parameters that are written only on success.
 
 use super::status::*;
 use crate::error::Error;
+use std::cell::RefCell;
+use std::ffi::c_char;
 use std::mem::{align_of, size_of};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 
-/// A failed call's status. `?` converts a [`tern::Error`](Error) into it, so an export's
-/// body can mix core results with the checks below.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Status(pub tern_status);
+/// A failed call's status and the message `tern_last_error` reports for it. `?` converts
+/// a [`tern::Error`](Error) into it, so an export's body can mix core results with the
+/// checks below.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub code: tern_status,
+    pub message: String,
+}
+
+impl Status {
+    pub fn new(code: tern_status, message: impl Into<String>) -> Status {
+        Status { code, message: message.into() }
+    }
+
+    /// `TERN_ERR_NULL_POINTER` for the argument `arg`.
+    pub fn null(arg: &str) -> Status {
+        Status::new(TERN_ERR_NULL_POINTER, format!("argument `{arg}` is NULL"))
+    }
+
+    /// `TERN_ERR_INVALID_ARGUMENT` for the argument `arg`.
+    pub fn invalid(arg: &str, why: impl std::fmt::Display) -> Status {
+        Status::new(TERN_ERR_INVALID_ARGUMENT, format!("argument `{arg}`: {why}"))
+    }
+
+    /// Puts `context` (e.g. the argument a core error concerns) before the message.
+    pub fn context(self, context: impl std::fmt::Display) -> Status {
+        Status { message: format!("{context}: {}", self.message), ..self }
+    }
+}
 
 impl From<Error> for Status {
     fn from(error: Error) -> Status {
-        Status(status_of(&error))
+        Status::new(status_of(&error), error.to_string())
     }
 }
 
 pub type FfiResult<T = ()> = Result<T, Status>;
 
-/// Runs an export's body: `Ok` becomes `TERN_OK`, an error its status, and a panic
+thread_local! {
+    /// The NUL-terminated message of the last failed export on this thread ("" after a
+    /// success). A buffer that is cleared, not freed, so a success costs no allocation.
+    static LAST_ERROR: RefCell<Vec<u8>> = RefCell::new(vec![0]);
+}
+
+fn set_last_error(message: &str) {
+    LAST_ERROR.with(|last| {
+        let mut last = last.borrow_mut();
+        last.clear();
+        // A message never holds a NUL (a name read from C cannot), but C would cut it there.
+        last.extend(message.bytes().filter(|&b| b != 0));
+        last.push(0);
+    });
+}
+
+/// The thread's last error message (see `tern_last_error`).
+pub fn last_error() -> *const c_char {
+    LAST_ERROR.with(|last| last.borrow().as_ptr().cast())
+}
+
+/// Runs an export's body: `Ok` becomes `TERN_OK` and clears the thread's last error; an
+/// error becomes its status and its message the thread's last error; a panic becomes
 /// `TERN_ERR_PANIC` instead of unwinding into C.
 pub fn guard(body: impl FnOnce() -> FfiResult) -> tern_status {
-    match guard_value(Err(Status(TERN_ERR_PANIC)), body) {
-        Ok(()) => TERN_OK,
-        Err(Status(status)) => status,
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        #[cfg(any(test, feature = "panic-probe"))]
+        panic_probe::fire();
+        body()
+    }))
+    .unwrap_or_else(|payload| Err(panicked(payload.as_ref())));
+    match result {
+        Ok(()) => {
+            set_last_error("");
+            TERN_OK
+        }
+        Err(status) => {
+            set_last_error(&status.message);
+            status.code
+        }
     }
 }
 
+fn panicked(payload: &(dyn std::any::Any + Send)) -> Status {
+    let what = payload.downcast_ref::<&str>().copied().or(payload.downcast_ref::<String>().map(String::as_str));
+    Status::new(TERN_ERR_PANIC, format!("tern panicked (a bug in tern): {}", what.unwrap_or("no message")))
+}
+
 /// Runs the body of an export that returns a plain value; a panic returns `on_panic`.
+/// These exports do not change the thread's last error.
 pub fn guard_value<T>(on_panic: T, body: impl FnOnce() -> T) -> T {
     // AssertUnwindSafe: after a panic nothing the body touched is looked at again, and
     // out-parameters are only written as a body's last step.
@@ -65,67 +132,69 @@ pub mod panic_probe {
     }
 }
 
-const NULL: Status = Status(TERN_ERR_NULL_POINTER);
-const INVALID: Status = Status(TERN_ERR_INVALID_ARGUMENT);
-
-fn check_aligned<T>(ptr: *const T) -> FfiResult {
+fn check_aligned<T>(ptr: *const T, arg: &str) -> FfiResult {
     if ptr.align_offset(align_of::<T>()) == 0 {
         Ok(())
     } else {
-        Err(INVALID)
+        Err(Status::invalid(arg, format_args!("address {ptr:p} is not aligned to {} bytes", align_of::<T>())))
     }
 }
 
-/// A shared reference to a handle or struct the caller passed, or `TERN_ERR_NULL_POINTER`.
+/// A shared reference to a handle or struct the caller passed as `arg`, or
+/// `TERN_ERR_NULL_POINTER`.
 ///
 /// # Safety
 /// A non-NULL `ptr` must point to a valid `T` that stays valid and unmutated for `'a`.
-pub unsafe fn try_ref<'a, T>(ptr: *const T) -> FfiResult<&'a T> {
-    check_aligned(ptr)?;
+pub unsafe fn try_ref<'a, T>(ptr: *const T, arg: &'static str) -> FfiResult<&'a T> {
+    check_aligned(ptr, arg)?;
     // SAFETY: the caller guarantees a non-NULL ptr is valid for 'a; NULL gives None.
-    unsafe { ptr.as_ref() }.ok_or(NULL)
+    unsafe { ptr.as_ref() }.ok_or_else(|| Status::null(arg))
 }
 
-fn check_slice<T>(ptr: *const T, len: usize) -> FfiResult {
+fn check_slice<T>(ptr: *const T, len: usize, arg: &str) -> FfiResult {
     if ptr.is_null() {
-        return Err(NULL);
+        return Err(Status::null(arg));
     }
-    check_aligned(ptr)?;
+    check_aligned(ptr, arg)?;
     // `from_raw_parts` needs the slice to fit in isize::MAX bytes.
     match len.checked_mul(size_of::<T>()) {
         Some(bytes) if bytes <= isize::MAX as usize => Ok(()),
-        _ => Err(INVALID),
+        _ => Err(Status::invalid(arg, format_args!("{len} elements do not fit in the address space"))),
     }
 }
 
-/// The `len` elements at `ptr`. NULL is an error even when `len` is 0.
+/// The `len` elements at `ptr` (the argument `arg`). NULL is an error even when `len` is 0.
 ///
 /// # Safety
 /// A non-NULL `ptr` must point to `len` initialized elements that stay valid and are not
 /// written by anyone else for `'a`.
-pub unsafe fn slice<'a, T>(ptr: *const T, len: usize) -> FfiResult<&'a [T]> {
-    check_slice(ptr, len)?;
+pub unsafe fn slice<'a, T>(ptr: *const T, len: usize, arg: &'static str) -> FfiResult<&'a [T]> {
+    check_slice(ptr, len, arg)?;
     // SAFETY: ptr is non-NULL and aligned, the size fits isize, and the caller guarantees
     // it points to `len` valid elements for 'a.
     Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
 }
 
-/// The `len` elements at `ptr`, writable. NULL is an error even when `len` is 0.
+/// The `len` elements at `ptr` (the argument `arg`), writable. NULL is an error even when
+/// `len` is 0.
 ///
 /// # Safety
 /// A non-NULL `ptr` must point to `len` initialized elements that nobody else reads or
 /// writes for `'a`.
-pub unsafe fn slice_mut<'a, T>(ptr: *mut T, len: usize) -> FfiResult<&'a mut [T]> {
-    check_slice(ptr, len)?;
+pub unsafe fn slice_mut<'a, T>(ptr: *mut T, len: usize, arg: &'static str) -> FfiResult<&'a mut [T]> {
+    check_slice(ptr, len, arg)?;
     // SAFETY: as in `slice`, and the caller guarantees exclusive access.
     Ok(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
 }
 
-/// Refuses an output buffer (`len` elements at `out`) that overlaps an input (`in_len`
-/// elements at `input`): Rust may assume they are distinct, and C callers can pass
-/// anything. Call it before turning the output into a slice. NULL pointers pass here: the
-/// slice helpers refuse them.
-pub fn check_disjoint<A, B>(input: *const A, in_len: usize, out: *const B, out_len: usize) -> FfiResult {
+/// Refuses an output buffer (`len` elements at `out`, the argument `out_arg`) that overlaps
+/// an input (`in_len` elements at `input`, the argument `in_arg`): Rust may assume they are
+/// distinct, and C callers can pass anything. Call it before turning the output into a
+/// slice. NULL pointers pass here: the slice helpers refuse them.
+pub fn check_disjoint<A, B>(
+    (input, in_len, in_arg): (*const A, usize, &str),
+    (out, out_len, out_arg): (*const B, usize, &str),
+) -> FfiResult {
     if input.is_null() || out.is_null() {
         return Ok(());
     }
@@ -133,7 +202,7 @@ pub fn check_disjoint<A, B>(input: *const A, in_len: usize, out: *const B, out_l
     let (a_start, a_end) = range(input as usize, in_len.saturating_mul(size_of::<A>()));
     let (b_start, b_end) = range(out as usize, out_len.saturating_mul(size_of::<B>()));
     if a_start < b_end && b_start < a_end {
-        Err(INVALID)
+        Err(Status::invalid(out_arg, format_args!("overlaps `{in_arg}`")))
     } else {
         Ok(())
     }
@@ -145,10 +214,11 @@ pub struct Out<T>(NonNull<T>);
 
 impl<T> Out<T> {
     /// # Safety
-    /// A non-NULL `ptr` must be valid for writing a `T` for the rest of the call.
-    pub unsafe fn new(ptr: *mut T) -> FfiResult<Out<T>> {
-        check_aligned(ptr)?;
-        NonNull::new(ptr).map(Out).ok_or(NULL)
+    /// A non-NULL `ptr` (the argument `arg`) must be valid for writing a `T` for the rest
+    /// of the call.
+    pub unsafe fn new(ptr: *mut T, arg: &'static str) -> FfiResult<Out<T>> {
+        check_aligned(ptr, arg)?;
+        NonNull::new(ptr).map(Out).ok_or_else(|| Status::null(arg))
     }
 
     /// Writes the result. Any previous value is overwritten, not dropped: out-parameters
@@ -162,15 +232,28 @@ impl<T> Out<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::CStr;
+
+    fn last() -> String {
+        // SAFETY: last_error points to the thread's NUL-terminated buffer.
+        unsafe { CStr::from_ptr(last_error()) }.to_str().unwrap().to_owned()
+    }
 
     #[test]
-    fn guard_maps_ok_errors_and_panics() {
-        assert_eq!(guard(|| Ok(())), TERN_OK);
+    fn guard_maps_ok_errors_and_panics_and_sets_the_last_error() {
         assert_eq!(guard(|| Err(Error::StaleTensor.into())), TERN_ERR_STALE_TENSOR);
-        assert_eq!(guard(|| Err(NULL)), TERN_ERR_NULL_POINTER);
-        assert_eq!(guard(|| panic!("bug")), TERN_ERR_PANIC);
+        assert_eq!(last(), Error::StaleTensor.to_string());
+        assert_eq!(guard(|| Ok(())), TERN_OK);
+        assert_eq!(last(), "", "a success clears the message");
+        assert_eq!(guard(|| Err(Status::null("out"))), TERN_ERR_NULL_POINTER);
+        assert_eq!(last(), "argument `out` is NULL");
+        assert_eq!(guard(|| panic!("bug {}", 42)), TERN_ERR_PANIC);
+        assert_eq!(last(), "tern panicked (a bug in tern): bug 42");
+        assert_eq!(guard(|| Err(Status::new(TERN_ERR_INVALID_ARGUMENT, "a\0b"))), TERN_ERR_INVALID_ARGUMENT);
+        assert_eq!(last(), "ab", "an interior NUL would cut the C string");
         assert_eq!(guard_value(7u32, || panic!("bug")), 7);
         assert_eq!(guard_value(7u32, || 3), 3);
+        assert_eq!(last(), "ab", "value exports leave the message alone");
     }
 
     #[test]
@@ -186,18 +269,21 @@ mod tests {
     #[test]
     fn slices_refuse_null_misaligned_and_oversized() {
         let xs = [1.0f32, 2.0];
-        // SAFETY: (all calls) each pointer is NULL, misaligned or oversized (refused before
+        let code = |r: FfiResult<&[f32]>| r.err().map(|s| s.code);
+        // SAFETY: (all calls): each pointer is NULL, misaligned or oversized (refused before
         // any read), or points into `xs` with a length inside it.
         unsafe {
-            assert_eq!(slice::<f32>(std::ptr::null(), 0), Err(NULL));
-            assert_eq!(slice(xs.as_ptr(), 2).unwrap(), &xs);
-            assert_eq!(slice(xs.as_ptr(), 0).unwrap(), &[] as &[f32]);
-            assert_eq!(slice(xs.as_ptr(), usize::MAX / 2), Err(INVALID));
+            assert_eq!(slice::<f32>(std::ptr::null(), 0, "src"), Err(Status::null("src")));
+            assert_eq!(slice(xs.as_ptr(), 2, "src").unwrap(), &xs);
+            assert_eq!(slice(xs.as_ptr(), 0, "src").unwrap(), &[] as &[f32]);
+            let huge = slice(xs.as_ptr(), usize::MAX / 2, "src").unwrap_err();
+            assert_eq!(huge.code, TERN_ERR_INVALID_ARGUMENT);
+            assert!(huge.message.starts_with("argument `src`: "), "{}", huge.message);
             let raw = [0u32; 2];
             let odd = (raw.as_ptr() as *const u8).add(1) as *const f32;
-            assert_eq!(slice(odd, 1), Err(INVALID));
-            assert_eq!(try_ref::<u32>(std::ptr::null()), Err(NULL));
-            assert!(Out::<u32>::new(std::ptr::null_mut()).is_err());
+            assert_eq!(code(slice(odd, 1, "src")), Some(TERN_ERR_INVALID_ARGUMENT));
+            assert_eq!(try_ref::<u32>(std::ptr::null(), "d"), Err(Status::null("d")));
+            assert!(Out::<u32>::new(std::ptr::null_mut(), "out").is_err());
         }
     }
 
@@ -206,11 +292,14 @@ mod tests {
         let buf = [0u32; 4];
         let p = buf.as_ptr();
         let bytes = p.cast::<u8>();
-        assert_eq!(check_disjoint(p, 2, p.wrapping_add(2), 2), Ok(()));
-        assert_eq!(check_disjoint(p, 2, bytes.wrapping_add(7), 1), Err(INVALID));
-        assert_eq!(check_disjoint(p, 2, bytes.wrapping_add(8), 8), Ok(()));
-        assert_eq!(check_disjoint(p.wrapping_add(1), 1, bytes, 16), Err(INVALID));
-        assert_eq!(check_disjoint(p, 0, bytes, 16), Ok(()));
-        assert_eq!(check_disjoint(p, 4, std::ptr::null::<u8>(), usize::MAX), Ok(()));
+        let overlap = |a: (*const u32, usize), b: (*const u8, usize)| {
+            check_disjoint((a.0, a.1, "src"), (b.0, b.1, "dst")).map_err(|s| s.message)
+        };
+        assert_eq!(check_disjoint((p, 2, "src"), (p.wrapping_add(2), 2, "dst")), Ok(()));
+        assert_eq!(overlap((p, 2), (bytes.wrapping_add(7), 1)), Err("argument `dst`: overlaps `src`".into()));
+        assert_eq!(overlap((p, 2), (bytes.wrapping_add(8), 8)), Ok(()));
+        assert!(overlap((p.wrapping_add(1), 1), (bytes, 16)).is_err());
+        assert_eq!(overlap((p, 0), (bytes, 16)), Ok(()));
+        assert_eq!(overlap((p, 4), (std::ptr::null(), usize::MAX)), Ok(()));
     }
 }

@@ -26,7 +26,9 @@
 
 pub mod dispatch;
 pub mod encoding;
+pub mod gguf;
 pub mod guard;
+pub mod options;
 pub mod scope;
 pub mod status;
 pub mod tensor;
@@ -34,7 +36,9 @@ pub mod version;
 
 pub use dispatch::*;
 pub use encoding::*;
+pub use gguf::*;
 pub use guard::{guard, guard_value, Status};
+pub use options::*;
 pub use scope::*;
 pub use status::*;
 pub use tensor::*;

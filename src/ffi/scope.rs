@@ -40,7 +40,7 @@ pub struct tern_scope_stats {
 /// during `'a`.
 pub unsafe fn scope_mut<'a>(s: *mut tern_scope) -> FfiResult<&'a mut Scope> {
     // SAFETY: forwarded to the caller; `try_ref` checks NULL and alignment.
-    unsafe { try_ref(s)? };
+    unsafe { try_ref(s, "scope")? };
     // SAFETY: non-NULL and live (above), and exclusively ours for 'a (the caller's promise).
     Ok(&mut unsafe { &mut *s }.scope)
 }
@@ -51,7 +51,7 @@ pub unsafe fn scope_mut<'a>(s: *mut tern_scope) -> FfiResult<&'a mut Scope> {
 pub unsafe extern "C" fn tern_scope_new(initial_bytes: usize, out: *mut *mut tern_scope) -> tern_status {
     guard(|| {
         // SAFETY: the caller passes a writable out-parameter or NULL.
-        let out = unsafe { Out::new(out)? };
+        let out = unsafe { Out::new(out, "out")? };
         let scope = Scope::new(initial_bytes)?;
         out.write(Box::into_raw(Box::new(tern_scope { scope })));
         Ok(())
@@ -75,7 +75,7 @@ pub unsafe extern "C" fn tern_scope_get_stats(scope: *const tern_scope, out: *mu
     guard(|| {
         // SAFETY: the caller passes a live scope (not being reset concurrently) and a
         // writable out-parameter.
-        let (scope, out) = unsafe { (&try_ref(scope)?.scope, Out::new(out)?) };
+        let (scope, out) = unsafe { (&try_ref(scope, "scope")?.scope, Out::new(out, "out")?) };
         let s = scope.stats();
         out.write(tern_scope_stats {
             bytes_in_use: s.bytes_in_use,

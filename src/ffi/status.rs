@@ -9,46 +9,55 @@ use std::ffi::{c_char, CStr};
 /// codes. The numeric values are stable: a retired value is never reused.
 pub type tern_status = u32;
 
-/// Success.
-pub const TERN_OK: tern_status = 0;
+/// Success. Every status constant is unsigned (`0u`, `1u`, ...), like `tern_status`, so
+/// Swift imports them as `UInt32` and Kotlin/Native as `UInt`.
+pub const TERN_OK: tern_status = 0u32;
 /// A required pointer argument was NULL.
-pub const TERN_ERR_NULL_POINTER: tern_status = 1;
+pub const TERN_ERR_NULL_POINTER: tern_status = 1u32;
 /// A format id (or ggml type id) is not known to this version of tern.
-pub const TERN_ERR_UNKNOWN_FORMAT: tern_status = 2;
+pub const TERN_ERR_UNKNOWN_FORMAT: tern_status = 2u32;
 /// The shape does not fit the format (zero rows or cols, cols not a multiple of the block).
-pub const TERN_ERR_INVALID_SHAPE: tern_status = 3;
+pub const TERN_ERR_INVALID_SHAPE: tern_status = 3u32;
 /// rows x cols, or the byte size of the matrix, overflows size_t.
-pub const TERN_ERR_SIZE_OVERFLOW: tern_status = 4;
+pub const TERN_ERR_SIZE_OVERFLOW: tern_status = 4u32;
 /// A buffer length does not match what the shape requires.
-pub const TERN_ERR_LENGTH_MISMATCH: tern_status = 5;
+pub const TERN_ERR_LENGTH_MISMATCH: tern_status = 5u32;
 /// The input holds a NaN or an infinity.
-pub const TERN_ERR_NON_FINITE: tern_status = 6;
+pub const TERN_ERR_NON_FINITE: tern_status = 6u32;
 /// A block's (TQ1_0/TQ2_0: f16) or row's (I8_ABSMAX) max |x| does not fit the format's scale.
-pub const TERN_ERR_SCALE_OVERFLOW: tern_status = 7;
+pub const TERN_ERR_SCALE_OVERFLOW: tern_status = 7u32;
 /// Encoded bytes hold a code (or scale) outside the format's alphabet.
-pub const TERN_ERR_CORRUPT_CODE: tern_status = 8;
+pub const TERN_ERR_CORRUPT_CODE: tern_status = 8u32;
 /// A (row, col) index or a row range lies outside the matrix (or the range is reversed).
-pub const TERN_ERR_OUT_OF_BOUNDS: tern_status = 9;
+pub const TERN_ERR_OUT_OF_BOUNDS: tern_status = 9u32;
 /// The tensor's scope was reset or freed; the tensor can no longer be read.
-pub const TERN_ERR_STALE_TENSOR: tern_status = 10;
+pub const TERN_ERR_STALE_TENSOR: tern_status = 10u32;
 /// The operands of an operation do not fit each other.
-pub const TERN_ERR_SHAPE_MISMATCH: tern_status = 11;
+pub const TERN_ERR_SHAPE_MISMATCH: tern_status = 11u32;
 /// No kernel has the requested name.
-pub const TERN_ERR_UNKNOWN_KERNEL: tern_status = 12;
+pub const TERN_ERR_UNKNOWN_KERNEL: tern_status = 12u32;
 /// The kernel needs CPU features this machine does not have.
-pub const TERN_ERR_KERNEL_UNAVAILABLE: tern_status = 13;
+pub const TERN_ERR_KERNEL_UNAVAILABLE: tern_status = 13u32;
 /// No kernel exists for this combination of formats.
-pub const TERN_ERR_UNSUPPORTED: tern_status = 14;
+pub const TERN_ERR_UNSUPPORTED: tern_status = 14u32;
 /// The operation needs a scope and none was given.
-pub const TERN_ERR_SCOPE_REQUIRED: tern_status = 15;
+pub const TERN_ERR_SCOPE_REQUIRED: tern_status = 15u32;
 /// A memory allocation failed.
-pub const TERN_ERR_ALLOCATION_FAILED: tern_status = 16;
+pub const TERN_ERR_ALLOCATION_FAILED: tern_status = 16u32;
 /// An argument is invalid in a way no other status describes (misaligned or overlapping
 /// buffers, a buffer larger than the address space allows).
-pub const TERN_ERR_INVALID_ARGUMENT: tern_status = 17;
+pub const TERN_ERR_INVALID_ARGUMENT: tern_status = 17u32;
 /// tern panicked (a bug in tern). The operation did not complete; output buffers may be
 /// partly written (a kernel can panic mid-write), so treat their contents as garbage.
-pub const TERN_ERR_PANIC: tern_status = 18;
+pub const TERN_ERR_PANIC: tern_status = 18u32;
+/// No item (e.g. no GGUF tensor) has the requested name.
+pub const TERN_ERR_NOT_FOUND: tern_status = 19u32;
+/// The bytes are not a GGUF file tern can read (truncated, corrupt or absurd header); the
+/// message (`tern_last_error`) says what and at which offset.
+pub const TERN_ERR_INVALID_FILE: tern_status = 20u32;
+/// The operating system refused an operation (open, stat or mmap of a file); the message
+/// names the path and the system's reason.
+pub const TERN_ERR_IO: tern_status = 21u32;
 
 /// The status of an error. Exhaustive, so a new `Error` variant must be given a status.
 pub fn status_of(error: &Error) -> tern_status {
@@ -64,12 +73,17 @@ pub fn status_of(error: &Error) -> tern_status {
         Error::InvalidRowRange { .. } => TERN_ERR_OUT_OF_BOUNDS,
         Error::StaleTensor => TERN_ERR_STALE_TENSOR,
         Error::ShapeMismatch(_) => TERN_ERR_SHAPE_MISMATCH,
-        Error::UnknownKernel(_) => TERN_ERR_UNKNOWN_KERNEL,
+        Error::UnknownKernel { .. } => TERN_ERR_UNKNOWN_KERNEL,
         Error::KernelUnavailable(_) => TERN_ERR_KERNEL_UNAVAILABLE,
         Error::Unsupported { .. } => TERN_ERR_UNSUPPORTED,
         Error::ScopeRequired => TERN_ERR_SCOPE_REQUIRED,
         Error::AllocationFailed(_) => TERN_ERR_ALLOCATION_FAILED,
         Error::InvalidArgument(_) => TERN_ERR_INVALID_ARGUMENT,
+        Error::NotFound { .. } => TERN_ERR_NOT_FOUND,
+        Error::StrictFallback { .. } => TERN_ERR_UNSUPPORTED,
+        Error::ExecutorContract { .. } => TERN_ERR_INVALID_ARGUMENT,
+        Error::Gguf(_) => TERN_ERR_INVALID_FILE,
+        Error::Io(_) => TERN_ERR_IO,
         Error::KernelMismatch { .. } => TERN_ERR_UNKNOWN_KERNEL,
         Error::TooManyThreads { .. } => TERN_ERR_INVALID_ARGUMENT,
         Error::ThreadSpawn { .. } => TERN_ERR_ALLOCATION_FAILED,
@@ -77,7 +91,7 @@ pub fn status_of(error: &Error) -> tern_status {
 }
 
 /// The name and description of every status, indexed by its value.
-const STATUS_STRINGS: [&CStr; 19] = [
+const STATUS_STRINGS: [&CStr; 22] = [
     c"TERN_OK: success",
     c"TERN_ERR_NULL_POINTER: a required pointer argument was NULL",
     c"TERN_ERR_UNKNOWN_FORMAT: unknown format id",
@@ -97,6 +111,9 @@ const STATUS_STRINGS: [&CStr; 19] = [
     c"TERN_ERR_ALLOCATION_FAILED: a memory allocation failed",
     c"TERN_ERR_INVALID_ARGUMENT: invalid argument",
     c"TERN_ERR_PANIC: tern panicked (a bug in tern); nothing was written",
+    c"TERN_ERR_NOT_FOUND: nothing has that name",
+    c"TERN_ERR_INVALID_FILE: not a GGUF file tern can read",
+    c"TERN_ERR_IO: the operating system refused a file operation",
 ];
 
 const UNKNOWN_STATUS: &CStr = c"unknown tern_status value";
@@ -112,6 +129,17 @@ pub extern "C" fn tern_status_str(status: tern_status) -> *const c_char {
     })
 }
 
+/// The message of the last call on this thread that returned an error status: which
+/// argument, the expected and the given value, the name that was not found and where it
+/// came from. An empty string after a call that returned `TERN_OK`; functions that return
+/// no `tern_status` (`tern_tensor_rows`, `tern_version`, ...) leave it as it is. Never
+/// NULL; valid until the next tern call on the same thread; must not be freed. Each thread
+/// has its own message.
+#[no_mangle]
+pub extern "C" fn tern_last_error() -> *const c_char {
+    guard_value(c"".as_ptr(), super::guard::last_error)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,7 +151,7 @@ mod tests {
             (Error::UnknownFormat(9), TERN_ERR_UNKNOWN_FORMAT),
             (Error::InvalidShape { format: Format::F32, rows: 0, cols: 1, why: "" }, TERN_ERR_INVALID_SHAPE),
             (Error::SizeOverflow { rows: 1, cols: 1 }, TERN_ERR_SIZE_OVERFLOW),
-            (Error::LengthMismatch { want: 1, got: 0 }, TERN_ERR_LENGTH_MISMATCH),
+            (Error::LengthMismatch { what: "dst", want: 1, got: 0 }, TERN_ERR_LENGTH_MISMATCH),
             (Error::NonFinite { index: 0 }, TERN_ERR_NON_FINITE),
             (Error::ScaleOverflow { block: 0, amax: 1e9 }, TERN_ERR_SCALE_OVERFLOW),
             (Error::CorruptCode { index: 0 }, TERN_ERR_CORRUPT_CODE),
@@ -131,12 +159,17 @@ mod tests {
             (Error::InvalidRowRange { begin: 2, end: 1, rows: 4 }, TERN_ERR_OUT_OF_BOUNDS),
             (Error::StaleTensor, TERN_ERR_STALE_TENSOR),
             (Error::ShapeMismatch("k"), TERN_ERR_SHAPE_MISMATCH),
-            (Error::UnknownKernel("x".into()), TERN_ERR_UNKNOWN_KERNEL),
+            (Error::UnknownKernel { name: "x".into(), from: "test" }, TERN_ERR_UNKNOWN_KERNEL),
             (Error::KernelUnavailable("avx"), TERN_ERR_KERNEL_UNAVAILABLE),
             (Error::Unsupported { weight: Format::F32, act: Format::I8Absmax }, TERN_ERR_UNSUPPORTED),
             (Error::ScopeRequired, TERN_ERR_SCOPE_REQUIRED),
             (Error::AllocationFailed(1), TERN_ERR_ALLOCATION_FAILED),
             (Error::InvalidArgument("x"), TERN_ERR_INVALID_ARGUMENT),
+            (Error::NotFound { what: "tensor", name: "x".into() }, TERN_ERR_NOT_FOUND),
+            (Error::StrictFallback { weight: Format::Tq2_0, act: Format::Tq2_0 }, TERN_ERR_UNSUPPORTED),
+            (Error::ExecutorContract { tasks: 8, missed: 1 }, TERN_ERR_INVALID_ARGUMENT),
+            (Error::Gguf(crate::gguf::GgufError::BadMagic(*b"GGUG")), TERN_ERR_INVALID_FILE),
+            (Error::Io("open".into()), TERN_ERR_IO),
             (Error::KernelMismatch { name: "x".into(), weight: Format::Tq2_0 }, TERN_ERR_UNKNOWN_KERNEL),
             (Error::TooManyThreads { requested: 5000, max: 1024 }, TERN_ERR_INVALID_ARGUMENT),
             (Error::ThreadSpawn { index: 1, reason: "x".into() }, TERN_ERR_ALLOCATION_FAILED),
@@ -146,12 +179,13 @@ mod tests {
         }
         // Shared statuses, by design: the two index errors; a kernel name that does not
         // serve the weight and an unknown one; a refused thread count and any invalid
-        // argument; a thread the OS refused and memory it refused. Every other error has
-        // its own.
+        // argument; a thread the OS refused and memory it refused; a strict refusal and an
+        // unsupported pair; a broken executor contract and any invalid argument. Every
+        // other error has its own.
         let mut seen: Vec<_> = errors.iter().map(|(e, _)| status_of(e)).collect();
         seen.sort();
         seen.dedup();
-        assert_eq!(seen.len(), errors.len() - 4, "unexpected errors share a status");
+        assert_eq!(seen.len(), errors.len() - 6, "unexpected errors share a status");
     }
 
     #[test]
@@ -177,6 +211,9 @@ mod tests {
             (TERN_ERR_ALLOCATION_FAILED, "TERN_ERR_ALLOCATION_FAILED", 16),
             (TERN_ERR_INVALID_ARGUMENT, "TERN_ERR_INVALID_ARGUMENT", 17),
             (TERN_ERR_PANIC, "TERN_ERR_PANIC", 18),
+            (TERN_ERR_NOT_FOUND, "TERN_ERR_NOT_FOUND", 19),
+            (TERN_ERR_INVALID_FILE, "TERN_ERR_INVALID_FILE", 20),
+            (TERN_ERR_IO, "TERN_ERR_IO", 21),
         ];
         for (status, name, value) in statuses {
             assert_eq!(status, value, "{name} changed its stable value");
@@ -184,7 +221,7 @@ mod tests {
             let s = unsafe { CStr::from_ptr(tern_status_str(status)) }.to_str().unwrap();
             assert!(s.starts_with(&format!("{name}: ")), "{status}: {s}");
         }
-        for unknown in [19, 1000, u32::MAX] {
+        for unknown in [22, 1000, u32::MAX] {
             // SAFETY: as above.
             let s = unsafe { CStr::from_ptr(tern_status_str(unknown)) };
             assert_eq!(s, UNKNOWN_STATUS);

@@ -8,6 +8,7 @@ use crate::error::Error;
 use crate::format::Format;
 use crate::tensor::Tensor;
 use std::ffi::c_void;
+use std::sync::Arc;
 
 /// A `rows x cols` matrix in some format.
 ///
@@ -19,6 +20,9 @@ use std::ffi::c_void;
 /// must not race with any other use of the same tensor.
 pub struct tern_tensor {
     tensor: Tensor<'static>,
+    /// What keeps borrowed bytes alive when C does not (a GGUF file's mapping). Declared
+    /// after `tensor`, so it is dropped after it.
+    _bytes_owner: Option<Arc<dyn Send + Sync>>,
 }
 
 // The header promises that handles may be shared between threads.
@@ -31,7 +35,13 @@ const _: () = {
 impl tern_tensor {
     /// Moves a tensor into a new handle for C.
     pub fn into_raw(tensor: Tensor<'static>) -> *mut tern_tensor {
-        Box::into_raw(Box::new(tern_tensor { tensor }))
+        Box::into_raw(Box::new(tern_tensor { tensor, _bytes_owner: None }))
+    }
+
+    /// Moves a tensor whose bytes `owner` keeps alive into a new handle for C: the handle
+    /// holds `owner` until it is freed.
+    pub fn into_raw_owned(tensor: Tensor<'static>, owner: Arc<dyn Send + Sync>) -> *mut tern_tensor {
+        Box::into_raw(Box::new(tern_tensor { tensor, _bytes_owner: Some(owner) }))
     }
 
     pub fn tensor(&self) -> &Tensor<'static> {
@@ -43,9 +53,9 @@ impl tern_tensor {
 ///
 /// # Safety
 /// `t` must be NULL or a live handle from this module, not freed during `'a`.
-pub unsafe fn tensor_ref<'a>(t: *const tern_tensor) -> FfiResult<&'a Tensor<'static>> {
+pub unsafe fn tensor_ref<'a>(t: *const tern_tensor, arg: &'static str) -> FfiResult<&'a Tensor<'static>> {
     // SAFETY: forwarded to the caller.
-    Ok(&unsafe { try_ref(t) }?.tensor)
+    Ok(&unsafe { try_ref(t, arg) }?.tensor)
 }
 
 /// Wraps encoded bytes (e.g. a GGUF tensor's data, as it is) without copying them.
@@ -54,6 +64,13 @@ pub unsafe fn tensor_ref<'a>(t: *const tern_tensor) -> FfiResult<&'a Tensor<'sta
 /// borrowed: they must stay alive and unmodified until the tensor is freed. The bytes are
 /// not validated (see `tern_tensor_validate`). On success writes a new tensor to `*out`,
 /// which the caller frees with `tern_tensor_free`. Thread-safe.
+///
+/// What cannot be checked: the orientation. A `rows x cols` and a `cols x rows` matrix have
+/// the same byte size whenever both shapes fit the format (TQ2_0 6912x2560 and 2560x6912),
+/// and nothing in the bytes tells them apart, so a transposed shape is accepted here. It
+/// is refused at `tern_matmul` (TERN_ERR_SHAPE_MISMATCH, `tern_last_error` naming both
+/// shapes) unless the weight is square. GGUF tensors: `tern_gguf_tensor_wrap` takes the
+/// shape from the file (rows = `ne[1]`, cols = `ne[0]`) and cannot get it wrong.
 #[no_mangle]
 pub unsafe extern "C" fn tern_tensor_wrap(
     enc: *const tern_encoding,
@@ -68,7 +85,7 @@ pub unsafe extern "C" fn tern_tensor_wrap(
         // `data` that outlive the tensor (the documented contract behind 'static), and a
         // writable `out`.
         let (format, bytes, out) =
-            unsafe { (encoding_format(enc)?, slice::<'static, u8>(data.cast(), len)?, Out::new(out)?) };
+            unsafe { (encoding_format(enc)?, slice::<'static, u8>(data.cast(), len, "data")?, Out::new(out, "out")?) };
         let tensor = Tensor::wrap(format, bytes, rows, cols)?;
         out.write(tern_tensor::into_raw(tensor));
         Ok(())
@@ -91,7 +108,7 @@ pub unsafe extern "C" fn tern_tensor_encode(
     guard(|| {
         // SAFETY: the caller passes a handle from tern_encoding_get, src_len floats at
         // src and a writable `out`.
-        let (format, src, out) = unsafe { (encoding_format(enc)?, slice(src, src_len)?, Out::new(out)?) };
+        let (format, src, out) = unsafe { (encoding_format(enc)?, slice(src, src_len, "src")?, Out::new(out, "out")?) };
         out.write(tern_tensor::into_raw(encode_owned(format, src, rows, cols)?));
         Ok(())
     })
@@ -114,7 +131,7 @@ fn encode_owned(format: Format, src: &[f32], rows: usize, cols: usize) -> FfiRes
 pub unsafe extern "C" fn tern_tensor_get(t: *const tern_tensor, row: usize, col: usize, out: *mut f32) -> tern_status {
     guard(|| {
         // SAFETY: the caller passes a live tensor and a writable float.
-        let (tensor, out) = unsafe { (tensor_ref(t)?, Out::new(out)?) };
+        let (tensor, out) = unsafe { (tensor_ref(t, "t")?, Out::new(out, "out")?) };
         out.write(tensor.get(row, col)?);
         Ok(())
     })
@@ -127,12 +144,12 @@ pub unsafe extern "C" fn tern_tensor_get(t: *const tern_tensor, row: usize, col:
 pub unsafe extern "C" fn tern_tensor_decode(t: *const tern_tensor, dst: *mut f32, dst_len: usize) -> tern_status {
     guard(|| {
         // SAFETY: the caller passes a live tensor.
-        let tensor = unsafe { tensor_ref(t) }?;
+        let tensor = unsafe { tensor_ref(t, "t") }?;
         let bytes = tensor.bytes()?;
-        check_disjoint(bytes.as_ptr(), bytes.len(), dst, dst_len)?;
+        check_disjoint((bytes.as_ptr(), bytes.len(), "t"), (dst, dst_len, "dst"))?;
         // SAFETY: the caller passes dst_len writable floats, which do not overlap the
         // tensor's bytes.
-        let dst = unsafe { slice_mut(dst, dst_len) }?;
+        let dst = unsafe { slice_mut(dst, dst_len, "dst") }?;
         tensor.decode_into(dst)?;
         Ok(())
     })
@@ -144,7 +161,7 @@ pub unsafe extern "C" fn tern_tensor_decode(t: *const tern_tensor, dst: *mut f32
 pub unsafe extern "C" fn tern_tensor_validate(t: *const tern_tensor) -> tern_status {
     guard(|| {
         // SAFETY: the caller passes a live tensor.
-        unsafe { tensor_ref(t) }?.validate()?;
+        unsafe { tensor_ref(t, "t") }?.validate()?;
         Ok(())
     })
 }
@@ -161,7 +178,8 @@ pub unsafe extern "C" fn tern_tensor_data(
 ) -> tern_status {
     guard(|| {
         // SAFETY: the caller passes a live tensor and two writable out-parameters.
-        let (tensor, out_data, out_len) = unsafe { (tensor_ref(t)?, Out::new(out_data)?, Out::new(out_len)?) };
+        let (tensor, out_data, out_len) =
+            unsafe { (tensor_ref(t, "t")?, Out::new(out_data, "out_data")?, Out::new(out_len, "out_len")?) };
         let bytes = tensor.bytes()?;
         out_data.write(bytes.as_ptr().cast());
         out_len.write(bytes.len());
@@ -173,7 +191,7 @@ pub unsafe extern "C" fn tern_tensor_data(
 #[no_mangle]
 pub unsafe extern "C" fn tern_tensor_format(t: *const tern_tensor) -> u32 {
     // SAFETY: the caller passes NULL or a live tensor.
-    guard_value(0, || unsafe { tensor_ref(t) }.map_or(0, |t| t.format().id()))
+    guard_value(0, || unsafe { tensor_ref(t, "t") }.map_or(0, |t| t.format().id()))
 }
 
 /// The tensor's number of rows, or 0 if `t` is NULL (a tensor never has 0 rows).
@@ -181,7 +199,7 @@ pub unsafe extern "C" fn tern_tensor_format(t: *const tern_tensor) -> u32 {
 #[no_mangle]
 pub unsafe extern "C" fn tern_tensor_rows(t: *const tern_tensor) -> usize {
     // SAFETY: the caller passes NULL or a live tensor.
-    guard_value(0, || unsafe { tensor_ref(t) }.map_or(0, |t| t.rows()))
+    guard_value(0, || unsafe { tensor_ref(t, "t") }.map_or(0, |t| t.rows()))
 }
 
 /// The tensor's number of columns, or 0 if `t` is NULL (a tensor never has 0 columns).
@@ -189,7 +207,7 @@ pub unsafe extern "C" fn tern_tensor_rows(t: *const tern_tensor) -> usize {
 #[no_mangle]
 pub unsafe extern "C" fn tern_tensor_cols(t: *const tern_tensor) -> usize {
     // SAFETY: the caller passes NULL or a live tensor.
-    guard_value(0, || unsafe { tensor_ref(t) }.map_or(0, |t| t.cols()))
+    guard_value(0, || unsafe { tensor_ref(t, "t") }.map_or(0, |t| t.cols()))
 }
 
 /// Frees a tensor handle (and the bytes it owns; a wrapped tensor's bytes stay the

@@ -34,7 +34,11 @@ pub fn import_trits(trits: &[i8], scale: f32, dst: &mut [u8]) -> Result<()> {
         return Err(Error::CorruptCode { index });
     }
     if dst.len() != codes_len(trits.len()) + SCALE_BYTES {
-        return Err(Error::LengthMismatch { want: codes_len(trits.len()) + SCALE_BYTES, got: dst.len() });
+        return Err(Error::LengthMismatch {
+            what: "dst (bytes)",
+            want: codes_len(trits.len()) + SCALE_BYTES,
+            got: dst.len(),
+        });
     }
     write(trits, |t| (t + 1) as u8, scale, dst);
     Ok(())

@@ -203,8 +203,8 @@ impl Format {
     /// that does not fit, or a short buffer are refused before anything is written.
     pub fn encode(self, src: &[f32], rows: usize, cols: usize, dst: &mut [u8]) -> Result<usize> {
         let need = self.bytes_for(rows, cols)?;
-        check_len(src.len(), rows * cols)?;
-        check_len_at_least(dst.len(), need)?;
+        check_len("src (floats)", src.len(), rows * cols)?;
+        check_len_at_least("dst (bytes)", dst.len(), need)?;
         check_finite(src)?;
         let dst = &mut dst[..need];
         match self {
@@ -230,7 +230,7 @@ impl Format {
     /// (at least `rows * cols` floats).
     pub fn decode(self, src: &[u8], rows: usize, cols: usize, dst: &mut [f32]) -> Result<()> {
         self.check_bytes(src, rows, cols)?;
-        check_len_at_least(dst.len(), rows * cols)?;
+        check_len_at_least("dst (floats)", dst.len(), rows * cols)?;
         let dst = &mut dst[..rows * cols];
         match self {
             Format::F32 => f32::decode(src, dst),
@@ -284,23 +284,23 @@ impl Format {
 
     /// Checks that `src` is exactly the bytes of a `rows x cols` matrix.
     pub fn check_bytes(self, src: &[u8], rows: usize, cols: usize) -> Result<()> {
-        check_len(src.len(), self.bytes_for(rows, cols)?)
+        check_len("encoded data (bytes)", src.len(), self.bytes_for(rows, cols)?)
     }
 }
 
-fn check_len(got: usize, want: usize) -> Result<()> {
+fn check_len(what: &'static str, got: usize, want: usize) -> Result<()> {
     if got == want {
         Ok(())
     } else {
-        Err(Error::LengthMismatch { want, got })
+        Err(Error::LengthMismatch { what, want, got })
     }
 }
 
-fn check_len_at_least(got: usize, want: usize) -> Result<()> {
+fn check_len_at_least(what: &'static str, got: usize, want: usize) -> Result<()> {
     if got >= want {
         Ok(())
     } else {
-        Err(Error::LengthMismatch { want, got })
+        Err(Error::LengthMismatch { what, want, got })
     }
 }
 

@@ -204,7 +204,7 @@ impl<'a> OutTile<'a> {
 pub(crate) fn check_out(len: usize, m: usize, n: usize, rows: &Range<usize>, tokens: &Range<usize>) -> Result<()> {
     let need = m.checked_mul(n).ok_or(Error::SizeOverflow { rows: m, cols: n })?;
     if len < need {
-        return Err(Error::LengthMismatch { want: need, got: len });
+        return Err(Error::LengthMismatch { what: "out (floats)", want: need, got: len });
     }
     if rows.start > rows.end || rows.end > n {
         return Err(Error::InvalidRowRange { begin: rows.start, end: rows.end, rows: n });
@@ -328,10 +328,16 @@ impl Kernel {
         self.min_tokens
     }
 
+    /// Whether it serves any (weight, activation) pair: `matmul/reference`, which decodes
+    /// both operands, and whose `weight()` and `act()` are nominal.
+    pub fn serves_any_pair(&self) -> bool {
+        std::ptr::eq(self, &reference::DECODING_MATMUL)
+    }
+
     /// Prepares `act` for any number of [`Kernel::run_prepared`] calls (activation
     /// placement and sums, paid once per call instead of once per task).
     pub fn prepare<'a>(&'static self, act: &MatRef<'a>) -> Result<PreparedAct<'a>> {
-        if act.format != self.act {
+        if act.format != self.act && !self.serves_any_pair() {
             return Err(Error::Unsupported { weight: self.weight, act: act.format });
         }
         if !self.is_available() {
@@ -344,7 +350,7 @@ impl Kernel {
     /// weight's format, that `act` was prepared by this kernel, `weight.cols == act.cols`
     /// and that `out` is `act.rows x weight.rows`, and writes nothing when a check fails.
     pub fn run_prepared(&self, weight: &MatRef, act: &PreparedAct, out: &mut OutTile) -> Result<()> {
-        if weight.format != self.weight {
+        if weight.format != self.weight && !self.serves_any_pair() {
             return Err(Error::Unsupported { weight: weight.format, act: self.act });
         }
         if !std::ptr::eq(act.kernel, self) {
@@ -362,7 +368,7 @@ impl Kernel {
 
     /// [`Kernel::prepare`], then [`Kernel::run_prepared`].
     pub fn run(&'static self, weight: &MatRef, act: &MatRef, out: &mut OutTile) -> Result<()> {
-        if weight.format != self.weight {
+        if weight.format != self.weight && !self.serves_any_pair() {
             return Err(Error::Unsupported { weight: weight.format, act: act.format });
         }
         self.run_prepared(weight, &self.prepare(act)?, out)
@@ -397,7 +403,7 @@ pub fn registry() -> &'static [Kernel] {
 pub(crate) fn select(weight: Format, act: Format, m: usize, forced: Option<&str>) -> Result<Option<&'static Kernel>> {
     let serving = || registry().iter().filter(move |k| k.weight == weight && k.act == act);
     if let Some(name) = forced.filter(|&name| !exists(name)) {
-        return Err(Error::UnknownKernel(name.to_owned()));
+        return Err(Error::UnknownKernel { name: name.to_owned(), from: "the argument `kernel`" });
     }
     if let Some(kernel) = forced.and_then(|name| serving().find(|k| k.name() == name)) {
         return if kernel.is_available() { Ok(Some(kernel)) } else { Err(Error::KernelUnavailable(kernel.name())) };

@@ -1,0 +1,199 @@
+//! `tern_dispatcher_options`: a versioned struct (its first field is its size, so later
+//! versions can append fields) and the engine's `parallel_for` as a dispatcher executor.
+
+use super::guard::*;
+use crate::dispatch::{DispatcherOptions, Executor};
+use std::ffi::{c_char, c_void, CStr};
+use std::mem::{offset_of, size_of, MaybeUninit};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// `tern_dispatcher_options.flags`: no silent fallback. A pair no dedicated kernel serves
+/// (what would run `matmul/reference`, e.g. swapped operands) returns
+/// TERN_ERR_UNSUPPORTED instead.
+pub const TERN_DISPATCH_STRICT: u32 = 1u32;
+/// `tern_dispatcher_options.flags`: do not read the `TERN_KERNEL` environment variable.
+pub const TERN_DISPATCH_IGNORE_ENV: u32 = 2u32;
+const KNOWN_FLAGS: u32 = TERN_DISPATCH_STRICT | TERN_DISPATCH_IGNORE_ENV;
+
+/// A task of a split matmul: `task(task_ctx, i)` computes task `i`. Thread-safe: any
+/// thread may run any task, several at once.
+pub type tern_task_fn = Option<unsafe extern "C" fn(task_ctx: *mut c_void, task: usize)>;
+
+/// An engine's thread pool: runs `task(task_ctx, i)` for every `i < n_tasks`, each exactly
+/// once, on any of its threads (the calling thread included), and returns only when all
+/// have finished. `pool` is the options' `pool`, passed back as it was given. It is called
+/// from the thread that called `tern_matmul` (or `tern_matmul_many`), once per large call,
+/// never re-entrantly from a task; tasks never block on each other. If it breaks the
+/// contract (a task skipped, run twice, or an index out of range), the call returns
+/// TERN_ERR_INVALID_ARGUMENT and the output is unspecified.
+pub type tern_parallel_for_fn =
+    Option<unsafe extern "C" fn(pool: *mut c_void, n_tasks: usize, task: tern_task_fn, task_ctx: *mut c_void)>;
+
+/// Dispatcher options; pass NULL to `tern_dispatcher_new` for the defaults. Zero-initialize
+/// it and set `struct_size = sizeof(tern_dispatcher_options)`: a library from a later version
+/// reads only the fields the caller's struct has, and this one refuses a larger struct
+/// whose extra fields are not zero (options it would not understand).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct tern_dispatcher_options {
+    /// `sizeof(tern_dispatcher_options)` as the caller compiled it.
+    pub struct_size: u32,
+    /// Threads per matmul, counting the caller; 0 and 1 both mean the caller alone. The
+    /// workers are started once and kept alive until `tern_dispatcher_free`. With
+    /// `parallel_for`, the number of threads the engine's pool runs tasks on (tern cuts
+    /// about four tasks per thread; 0 counts as 1) and tern starts no threads.
+    pub n_threads: u32,
+    /// NULL, or the name of a kernel to force for the pairs it serves (others are chosen as
+    /// usual). NULL reads the `TERN_KERNEL` environment variable, unless `flags` has
+    /// `TERN_DISPATCH_IGNORE_ENV`.
+    pub kernel: *const c_char,
+    /// `TERN_DISPATCH_STRICT` and/or `TERN_DISPATCH_IGNORE_ENV`; other bits are refused.
+    pub flags: u32,
+    /// NULL, or the engine's thread pool (see `tern_parallel_for_fn`): large matmuls run
+    /// their tasks through it instead of tern's own threads.
+    pub parallel_for: tern_parallel_for_fn,
+    /// Passed to `parallel_for` as its first argument.
+    pub pool: *mut c_void,
+}
+
+impl Default for tern_dispatcher_options {
+    /// The defaults, with `struct_size` set (for Rust callers of the C API).
+    fn default() -> tern_dispatcher_options {
+        tern_dispatcher_options {
+            struct_size: size_of::<tern_dispatcher_options>() as u32,
+            n_threads: 0,
+            kernel: std::ptr::null(),
+            flags: 0,
+            parallel_for: None,
+            pool: std::ptr::null_mut(),
+        }
+    }
+}
+
+/// Bytes of the fields every caller's struct has (`struct_size` to `kernel`).
+const MIN_SIZE: usize = offset_of!(tern_dispatcher_options, kernel) + size_of::<*const c_char>();
+
+/// The caller's options, the fields past its `struct_size` zero (their defaults).
+///
+/// # Safety
+/// `options` must point to at least `options->struct_size` readable bytes.
+unsafe fn read_versioned(options: *const tern_dispatcher_options) -> FfiResult<tern_dispatcher_options> {
+    // SAFETY: the caller's pointer; `try_ref` checks NULL and alignment, and the first
+    // field is present in every version.
+    let size = unsafe { try_ref(options.cast::<u32>(), "options") }?;
+    let size = *size as usize;
+    if size < MIN_SIZE {
+        return Err(Status::invalid(
+            "options->struct_size",
+            format_args!("{size} given, at least {MIN_SIZE} (set it to sizeof(tern_dispatcher_options))"),
+        ));
+    }
+    let ours = size_of::<tern_dispatcher_options>();
+    // SAFETY: the caller promises `size` readable bytes at `options`.
+    let bytes = unsafe { slice(options.cast::<u8>(), size, "options") }?;
+    if bytes[ours.min(size)..].iter().any(|&b| b != 0) {
+        return Err(Status::invalid(
+            "options",
+            format_args!("struct_size {size} is larger than this library's {ours} and the extra fields are set"),
+        ));
+    }
+    let mut copy = MaybeUninit::<tern_dispatcher_options>::zeroed();
+    // SAFETY: copies at most `size_of` bytes into the local; all-zero bytes are a valid
+    // value of every field (0, NULL, None), and every byte copied comes from a struct the
+    // caller built with the same field layout.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), copy.as_mut_ptr().cast::<u8>(), ours.min(size));
+        Ok(copy.assume_init())
+    }
+}
+
+/// The options as the dispatcher takes them.
+///
+/// # Safety
+/// `options` must be NULL or point to `struct_size` readable bytes whose `kernel` is NULL or
+/// a NUL-terminated string; `pool` must be what `parallel_for` expects, and both must stay
+/// valid until the dispatcher is freed.
+pub(super) unsafe fn dispatcher_options(options: *const tern_dispatcher_options) -> FfiResult<DispatcherOptions> {
+    if options.is_null() {
+        return Ok(DispatcherOptions::default());
+    }
+    // SAFETY: forwarded to the caller.
+    let o = unsafe { read_versioned(options) }?;
+    if o.flags & !KNOWN_FLAGS != 0 {
+        return Err(Status::invalid(
+            "options->flags",
+            format_args!("{:#x} has bits this library does not know (known: {KNOWN_FLAGS:#x})", o.flags),
+        ));
+    }
+    let kernel = if o.kernel.is_null() {
+        None
+    } else {
+        // SAFETY: non-NULL and NUL-terminated (the caller's promise).
+        let name = unsafe { CStr::from_ptr(o.kernel) };
+        Some(name.to_str().map_err(|_| Status::invalid("options->kernel", "not UTF-8"))?.to_owned())
+    };
+    let executor = o.parallel_for.map(|parallel_for| {
+        Arc::new(ParallelFor { parallel_for, pool: o.pool, threads: o.n_threads.max(1) as usize }) as Arc<dyn Executor>
+    });
+    Ok(DispatcherOptions {
+        n_threads: o.n_threads as usize,
+        kernel,
+        strict: o.flags & TERN_DISPATCH_STRICT != 0,
+        ignore_env: o.flags & TERN_DISPATCH_IGNORE_ENV != 0,
+        executor,
+    })
+}
+
+/// The engine's `parallel_for` as an [`Executor`].
+struct ParallelFor {
+    parallel_for: unsafe extern "C" fn(*mut c_void, usize, tern_task_fn, *mut c_void),
+    pool: *mut c_void,
+    threads: usize,
+}
+
+// SAFETY: the header makes `parallel_for` and `pool` usable from any thread that calls a
+// matmul (the engine's pool is shared by its threads); tern only passes them back.
+unsafe impl Send for ParallelFor {}
+// SAFETY: as above.
+unsafe impl Sync for ParallelFor {}
+
+/// What a task's C entry point gets: the task function and a flag for panics, which must
+/// not unwind into the engine's threads.
+struct TaskContext<'a> {
+    task: &'a (dyn Fn(usize) + Sync),
+    panicked: AtomicBool,
+}
+
+/// The `tern_task_fn` tern hands to `parallel_for`.
+///
+/// # Safety
+/// `ctx` must be the `TaskContext` that `ParallelFor::for_each` passed, still alive (it is
+/// until `parallel_for` returns).
+unsafe extern "C" fn run_task(ctx: *mut c_void, task: usize) {
+    // SAFETY: the caller's promise above.
+    let ctx = unsafe { &*ctx.cast::<TaskContext>() };
+    if catch_unwind(AssertUnwindSafe(|| (ctx.task)(task))).is_err() {
+        ctx.panicked.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Executor for ParallelFor {
+    fn threads(&self) -> usize {
+        self.threads
+    }
+
+    fn for_each(&self, n_tasks: usize, task: &(dyn Fn(usize) + Sync)) -> bool {
+        let ctx = TaskContext { task, panicked: AtomicBool::new(false) };
+        // SAFETY: the engine's function with its own pool; `ctx` outlives the call, which
+        // returns only when every task has finished (its documented contract; a task run
+        // later would be a use after return, which no check can catch).
+        unsafe {
+            (self.parallel_for)(self.pool, n_tasks, Some(run_task), (&ctx as *const TaskContext).cast_mut().cast())
+        };
+        !ctx.panicked.load(Ordering::Relaxed)
+    }
+}
+
+const _: () = assert!(MIN_SIZE <= size_of::<tern_dispatcher_options>());

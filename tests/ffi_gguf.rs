@@ -1,0 +1,307 @@
+//! GGUF files through the C entry points: the fixture written by the `gguf` package opened
+//! by path (mmap) and from bytes, its tensors wrapped without a copy and run through the
+//! dispatcher; and every prefix and many corruptions of it refused with a status, no
+//! out-parameter written, and no allocation larger than the input could describe (a
+//! counting allocator in this test binary measures that).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::ffi::{c_char, CStr, CString};
+use std::ptr::{null, null_mut};
+use tern::ffi::*;
+use tern::gguf::Gguf;
+
+/// Records the largest single allocation this thread makes while its `ARMED` is set (the
+/// tests run in parallel threads).
+struct Counting;
+
+thread_local! {
+    static ARMED: Cell<bool> = const { Cell::new(false) };
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // `try_with`: a thread being torn down still allocates.
+        if ARMED.try_with(Cell::get).unwrap_or(false) {
+            let _ = LARGEST.try_with(|l| l.set(l.get().max(layout.size())));
+        }
+        // SAFETY: the caller's layout, forwarded.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: ptr came from `alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gguf/tiny_bitnet.gguf");
+
+fn fixture() -> Vec<u8> {
+    std::fs::read(FIXTURE).expect("tests/fixtures/gguf/tiny_bitnet.gguf")
+}
+
+fn last_error() -> String {
+    // SAFETY: never NULL, NUL-terminated.
+    unsafe { CStr::from_ptr(tern_last_error()) }.to_string_lossy().into_owned()
+}
+
+fn sentinel<T>() -> *mut T {
+    std::ptr::NonNull::dangling().as_ptr()
+}
+
+fn info(g: *const tern_gguf, index: usize) -> tern_gguf_tensor_info {
+    let mut out =
+        tern_gguf_tensor_info { name: null(), ggml_type: 0, format: 0, n_dims: 0, ne: [0; 4], offset: 0, bytes: 0 };
+    // SAFETY: a live handle and a writable out-parameter.
+    assert_eq!(unsafe { tern_gguf_tensor_info_get(g, index, &mut out) }, TERN_OK, "{}", last_error());
+    out
+}
+
+/// Opening by path and from bytes gives the table the Rust reader gives, and each tensor of
+/// a tern format wraps over the file's own bytes with rows = ne[1], cols = ne[0].
+#[test]
+fn the_fixture_opens_lists_finds_and_wraps() {
+    let bytes = fixture();
+    let reference = Gguf::parse(&bytes).unwrap();
+    let path = CString::new(FIXTURE).unwrap();
+    let (mut mapped, mut lent) = (null_mut(), null_mut());
+    // SAFETY (all calls): live handles, writable out-parameters, `bytes` outlives `lent`
+    // and every tensor wrapped from it.
+    unsafe {
+        assert_eq!(tern_gguf_open(path.as_ptr(), &mut mapped), TERN_OK, "{}", last_error());
+        assert_eq!(last_error(), "");
+        assert_eq!(tern_gguf_open_bytes(bytes.as_ptr().cast(), bytes.len(), &mut lent), TERN_OK);
+        for g in [mapped, lent] {
+            assert_eq!(tern_gguf_tensor_count(g), reference.tensors.len());
+            for (i, t) in reference.tensors.iter().enumerate() {
+                let got = info(g, i);
+                assert_eq!(CStr::from_ptr(got.name).to_str().unwrap(), t.name);
+                assert_eq!((got.ggml_type, got.n_dims, got.ne), (t.ggml_type.0, t.n_dims, t.dims));
+                assert_eq!(got.format, t.ggml_type.format().map_or(0, |f| f.id()));
+                assert_eq!(got.offset, reference.data_start + t.offset);
+                assert_eq!(got.bytes as u64, t.size.unwrap());
+                let mut index = usize::MAX;
+                let name = CString::new(t.name).unwrap();
+                assert_eq!(tern_gguf_find(g, name.as_ptr(), &mut index), TERN_OK);
+                assert_eq!(index, i);
+
+                let mut w = null_mut();
+                assert_eq!(tern_gguf_tensor_wrap(g, i, &mut w), TERN_OK, "{}: {}", t.name, last_error());
+                assert_eq!((tern_tensor_rows(w), tern_tensor_cols(w)), (t.dims[1] as usize, t.dims[0] as usize));
+                assert_eq!(tern_tensor_format(w), got.format);
+                let (mut data, mut len) = (null(), 0);
+                assert_eq!(tern_tensor_data(w, &mut data, &mut len), TERN_OK);
+                assert_eq!(std::slice::from_raw_parts(data.cast::<u8>(), len), reference.tensor_data(t).unwrap());
+                if g == lent {
+                    assert_eq!(data.cast::<u8>(), bytes.as_ptr().add(got.offset as usize), "not copied");
+                }
+                assert_eq!(tern_tensor_validate(w), TERN_OK);
+                tern_tensor_free(w);
+            }
+        }
+        let mut index = 7usize;
+        assert_eq!(tern_gguf_find(mapped, c"blk.0.attn_k.weight".as_ptr(), &mut index), TERN_ERR_NOT_FOUND);
+        assert_eq!(last_error(), "no tensor named \"blk.0.attn_k.weight\"");
+        assert_eq!(index, 7);
+        tern_gguf_free(mapped);
+        tern_gguf_free(lent);
+    }
+}
+
+/// The tensor keeps the mapping: it is read after the handle is freed.
+#[test]
+fn a_wrapped_tensor_outlives_its_handle() {
+    let path = CString::new(FIXTURE).unwrap();
+    let (mut g, mut w, mut index) = (null_mut(), null_mut(), 0);
+    // SAFETY: as above; `w` is used after `g` is freed, which the API allows.
+    unsafe {
+        assert_eq!(tern_gguf_open(path.as_ptr(), &mut g), TERN_OK);
+        assert_eq!(tern_gguf_find(g, c"blk.0.attn_q.weight".as_ptr(), &mut index), TERN_OK);
+        assert_eq!(tern_gguf_tensor_wrap(g, index, &mut w), TERN_OK);
+        let mut before = vec![0f32; 64 * 512];
+        assert_eq!(tern_tensor_decode(w, before.as_mut_ptr(), before.len()), TERN_OK);
+        tern_gguf_free(g);
+        let mut after = vec![1f32; 64 * 512];
+        assert_eq!(tern_tensor_decode(w, after.as_mut_ptr(), after.len()), TERN_OK);
+        assert_eq!(before, after);
+        assert!(before.iter().any(|&v| v != 0.0));
+        tern_tensor_free(w);
+    }
+}
+
+#[test]
+fn bad_arguments_are_refused_and_named() {
+    let bytes = fixture();
+    let mut g = null_mut();
+    // SAFETY (all calls): NULL, dangling sentinels a refused call must not touch, or live
+    // handles and buffers.
+    unsafe {
+        assert_eq!(tern_gguf_open_bytes(bytes.as_ptr().cast(), bytes.len(), &mut g), TERN_OK);
+        let mut out = sentinel::<tern_gguf>();
+        assert_eq!(tern_gguf_open(null(), &mut out), TERN_ERR_NULL_POINTER);
+        assert_eq!(last_error(), "argument `path` is NULL");
+        assert_eq!(tern_gguf_open(c"/nonexistent/model.gguf".as_ptr(), &mut out), TERN_ERR_IO);
+        assert!(last_error().starts_with("stat /nonexistent/model.gguf: "), "{}", last_error());
+        assert_eq!(tern_gguf_open(c"/".as_ptr(), &mut out), TERN_ERR_IO, "a directory");
+        assert_eq!(last_error(), "open /: not a regular file");
+        assert_eq!(tern_gguf_open(c"/dev/zero".as_ptr(), &mut out), TERN_ERR_IO, "a device");
+        let empty = std::env::temp_dir().join(format!("tern-empty-{}.gguf", std::process::id()));
+        std::fs::write(&empty, b"").unwrap();
+        let empty_c = CString::new(empty.to_str().unwrap()).unwrap();
+        assert_eq!(tern_gguf_open(empty_c.as_ptr(), &mut out), TERN_ERR_INVALID_FILE, "{}", last_error());
+        std::fs::remove_file(&empty).unwrap();
+        assert_eq!(tern_gguf_open(c"x".as_ptr(), null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_open_bytes(null(), 10, &mut out), TERN_ERR_NULL_POINTER);
+        assert_eq!(last_error(), "argument `data` is NULL");
+        assert_eq!(out, sentinel());
+
+        let mut i = sentinel_info();
+        assert_eq!(tern_gguf_tensor_info_get(null(), 0, &mut i), TERN_ERR_NULL_POINTER);
+        assert_eq!(last_error(), "argument `g` is NULL");
+        assert_eq!(tern_gguf_tensor_info_get(g, 5, &mut i), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(last_error(), "argument `index`: 5 given, the file has 5 tensors");
+        assert_eq!(tern_gguf_tensor_info_get(g, usize::MAX, &mut i), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(tern_gguf_tensor_info_get(g, 0, null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!(i.ggml_type, sentinel_info().ggml_type);
+
+        let mut index = 99usize;
+        assert_eq!(tern_gguf_find(null(), c"x".as_ptr(), &mut index), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_find(g, null(), &mut index), TERN_ERR_NULL_POINTER);
+        assert_eq!(last_error(), "argument `name` is NULL");
+        assert_eq!(tern_gguf_find(g, c"".as_ptr(), &mut index), TERN_ERR_NOT_FOUND);
+        assert_eq!(tern_gguf_find(g, c"token_embd.weight".as_ptr(), null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!(index, 99);
+
+        let mut t = sentinel::<tern_tensor>();
+        assert_eq!(tern_gguf_tensor_wrap(null(), 0, &mut t), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_tensor_wrap(g, 5, &mut t), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(tern_gguf_tensor_wrap(g, 0, null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!(t, sentinel());
+        assert_eq!(tern_gguf_tensor_count(null()), 0);
+        tern_gguf_free(null_mut());
+        tern_gguf_free(g);
+    }
+}
+
+fn sentinel_info() -> tern_gguf_tensor_info {
+    tern_gguf_tensor_info {
+        name: sentinel::<c_char>(),
+        ggml_type: 0xA5A5,
+        format: 9,
+        n_dims: 9,
+        ne: [9; 4],
+        offset: 9,
+        bytes: 9,
+    }
+}
+
+/// Opens `bytes`; returns the status, and checks a refusal wrote nothing and allocated at
+/// most a small multiple of the input (the reader copies names and a table).
+fn open_status(bytes: &[u8]) -> tern_status {
+    let mut g = sentinel::<tern_gguf>();
+    LARGEST.with(|l| l.set(0));
+    ARMED.with(|a| a.set(true));
+    // SAFETY: `bytes` outlives the handle, which is freed below.
+    let status = unsafe { tern_gguf_open_bytes(bytes.as_ptr().cast(), bytes.len(), &mut g) };
+    ARMED.with(|a| a.set(false));
+    let largest = LARGEST.with(Cell::get);
+    assert!(largest <= 4 * bytes.len() + 4096, "{} bytes of input allocated {largest} at once", bytes.len());
+    if status == TERN_OK {
+        // SAFETY: a handle from a successful open, freed once.
+        unsafe { tern_gguf_free(g) };
+    } else {
+        assert_eq!(g, sentinel(), "a refused open wrote its out-parameter");
+        assert!(!last_error().is_empty());
+    }
+    status
+}
+
+/// Every prefix: refused with TERN_ERR_INVALID_FILE, or (only when the cut falls in the
+/// padding after the last tensor) accepted with every tensor inside the prefix.
+#[test]
+fn every_prefix_is_refused_or_complete() {
+    let bytes = fixture();
+    let full = Gguf::parse(&bytes).unwrap();
+    let end = full.tensors.iter().map(|t| full.data_start + t.offset + t.size.unwrap()).max().unwrap() as usize;
+    for len in 0..bytes.len() {
+        let status = open_status(&bytes[..len]);
+        if len < end {
+            assert_eq!(status, TERN_ERR_INVALID_FILE, "prefix of {len} bytes: {}", last_error());
+        } else {
+            assert_eq!(status, TERN_OK, "prefix of {len} bytes holds every tensor");
+        }
+    }
+}
+
+/// Corrupted header fields: absurd counts, string lengths, dimensions whose product
+/// overflows, offsets past the end or misaligned, unknown types. Each is refused with
+/// TERN_ERR_INVALID_FILE and a message, never a crash or a large allocation.
+#[test]
+fn corrupted_headers_are_refused() {
+    let bytes = fixture();
+    let full = Gguf::parse(&bytes).unwrap();
+    let patch = |at: usize, value: &[u8]| {
+        let mut b = bytes.clone();
+        b[at..at + value.len()].copy_from_slice(value);
+        b
+    };
+    let mut cases: Vec<(String, Vec<u8>, &str)> = vec![
+        ("magic".into(), patch(0, b"GGUG"), "magic"),
+        ("version 1".into(), patch(4, &1u32.to_le_bytes()), "version"),
+        ("tensor count 2^63".into(), patch(8, &(1u64 << 63).to_le_bytes()), "absurd tensor count"),
+        ("tensor count max".into(), patch(8, &u64::MAX.to_le_bytes()), "absurd tensor count"),
+        ("metadata count 2^40".into(), patch(16, &(1u64 << 40).to_le_bytes()), "absurd metadata count"),
+        ("first key length 2^62".into(), patch(24, &(1u64 << 62).to_le_bytes()), "truncated"),
+        ("first key length max".into(), patch(24, &u64::MAX.to_le_bytes()), "truncated"),
+    ];
+    // The first tensor info: its name, then n_dims, dims, type, offset.
+    let first = &full.tensors[0];
+    let name_at = bytes.windows(first.name.len()).position(|w| w == first.name.as_bytes()).unwrap();
+    let n_dims_at = name_at + first.name.len();
+    let dims_at = n_dims_at + 4;
+    let type_at = dims_at + 8 * first.n_dims as usize;
+    let offset_at = type_at + 4;
+    cases.extend([
+        ("name length max".to_string(), patch(name_at - 8, &u64::MAX.to_le_bytes()), "truncated"),
+        ("n_dims 5".to_string(), patch(n_dims_at, &5u32.to_le_bytes()), "dimensions"),
+        ("n_dims max".to_string(), patch(n_dims_at, &u32::MAX.to_le_bytes()), "dimensions"),
+        ("ne0 2^40".to_string(), patch(dims_at + 8, &(1u64 << 40).to_le_bytes()), "past the end"),
+        (
+            "dims overflow".to_string(),
+            patch(dims_at, &[(1u64 << 40).to_le_bytes(), (1u64 << 40).to_le_bytes()].concat()),
+            "more elements than fit",
+        ),
+        ("unknown ggml type".to_string(), patch(type_at, &9999u32.to_le_bytes()), ""),
+        ("offset past end".to_string(), patch(offset_at, &(1u64 << 50).to_le_bytes()), "past the end"),
+        ("offset max".to_string(), patch(offset_at, &(u64::MAX - 31).to_le_bytes()), "past the end"),
+        ("misaligned offset".to_string(), patch(offset_at, &1u64.to_le_bytes()), "alignment"),
+    ]);
+    for (what, file, message) in &cases {
+        let status = open_status(file);
+        if what == "unknown ggml type" {
+            // Legal: the table lists it, with format 0 and bytes 0, and wrap refuses it.
+            assert_eq!(status, TERN_OK, "{what}: {}", last_error());
+            let mut g = null_mut();
+            let mut t = sentinel::<tern_tensor>();
+            // SAFETY: `file` outlives the handle; writable out-parameters.
+            unsafe {
+                assert_eq!(tern_gguf_open_bytes(file.as_ptr().cast(), file.len(), &mut g), TERN_OK);
+                let i = info(g, 0);
+                assert_eq!((i.ggml_type, i.format, i.bytes), (9999, 0, 0));
+                assert_eq!(tern_gguf_tensor_wrap(g, 0, &mut t), TERN_ERR_UNSUPPORTED);
+                assert!(last_error().contains("ggml type 9999"), "{}", last_error());
+                assert_eq!(t, sentinel());
+                tern_gguf_free(g);
+            }
+            continue;
+        }
+        assert_eq!(status, TERN_ERR_INVALID_FILE, "{what}: {}", last_error());
+        assert!(last_error().contains(message), "{what}: {}", last_error());
+    }
+}
