@@ -79,8 +79,8 @@ pub fn run(model: &Model, o: &Options) -> Result<(), String> {
         ks.iter().map(|&k| act(m, k, rng).map_err(|e| e.to_string())).collect()
     };
     let (act1, act_m) = (acts(1, &mut rng)?, acts(o.tokens, &mut rng)?);
-    let d = tern::Dispatcher::new(tern::DispatcherOptions { n_threads: o.threads, kernel: o.kernel.clone() })
-        .map_err(|e| e.to_string())?;
+    let options = tern::DispatcherOptions { n_threads: o.threads, kernel: o.kernel.clone(), ..Default::default() };
+    let d = tern::Dispatcher::new(options).map_err(|e| e.to_string())?;
     let max_rows = model.matmuls.iter().map(|&(_, n, _)| n).max().unwrap_or(0);
     let mut out = vec![0f32; o.tokens * max_rows];
     let pass = |acts: &[Tensor], out: &mut [f32]| -> Result<(), String> {
