@@ -62,6 +62,12 @@ impl<'a> MatRef<'a> {
         self.rows
     }
 
+    /// The one block scale of a TQ1_0/TQ2_0 operand whose block scales are all equal, when
+    /// it came from a tensor that found it (`MatRef::of`); `None` otherwise.
+    pub fn uniform_scale(&self) -> Option<f32> {
+        self.uniform_scale
+    }
+
     /// Columns: the shared dimension k.
     pub fn cols(&self) -> usize {
         self.cols
@@ -171,8 +177,9 @@ impl<'a> OutTile<'a> {
     }
 
     /// Writes `values` to the outputs of `token` at rows `row..row + values.len()`, which are
-    /// contiguous in the output: one bounds check for a run of rows.
+    /// contiguous in the output: one bounds check for a run of rows. (Used by the x86 GEMM.)
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) fn set_run(&mut self, token: usize, row: usize, values: &[f32]) {
         let inside = self.rows.start <= row && row + values.len() <= self.rows.end;
         assert!(self.tokens.contains(&token) && inside, "outputs ({token}, {row}..+{}) outside the view", values.len());
