@@ -43,6 +43,10 @@ pub struct Args {
     /// (weights BITNET_B1_58 unless --format names one)
     #[arg(long, value_parser = model::parse_model)]
     model: Option<&'static model::Model>,
+    /// TQ1_0/TQ2_0: give every block the first block's scale, as a BitNet checkpoint
+    /// converted to GGUF has (the kernels' per-tensor-scale path)
+    #[arg(long)]
+    uniform_scales: bool,
     /// With --model: layers of the stack to run (default: all of the model's)
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     layers: Option<u32>,
@@ -176,8 +180,11 @@ pub fn run(args: Args) -> Result<(), String> {
     let mut done = 0;
     for (format, names) in &plan {
         let w: Vec<f32> = (0..n * k).map(|_| rng.normal()).collect();
-        let weight = Tensor::encode(*format, &w, n, k).map_err(|e| e.to_string())?;
+        let mut weight = Tensor::encode(*format, &w, n, k).map_err(|e| e.to_string())?;
         drop(w);
+        if args.uniform_scales {
+            weight = with_uniform_scales(weight)?;
+        }
         let mut want = vec![0f32; m * n];
         gemv(&dispatcher(REFERENCE, 1)?, &act, &weight, &mut want)?;
         for name in names {
@@ -226,6 +233,23 @@ pub fn run(args: Args) -> Result<(), String> {
         )),
         None => Ok(()),
     }
+}
+
+/// `weight` with every TQ block's f16 scale replaced by the first block's (other formats
+/// as they are).
+fn with_uniform_scales(weight: Tensor<'static>) -> Result<Tensor<'static>, String> {
+    let block = match weight.format() {
+        Format::Tq1_0 => 54,
+        Format::Tq2_0 => 66,
+        _ => return Ok(weight),
+    };
+    let (format, n, k) = (weight.format(), weight.rows(), weight.cols());
+    let mut bytes = weight.bytes().map_err(|e| e.to_string())?.to_vec();
+    let first = [bytes[block - 2], bytes[block - 1]];
+    for b in bytes.chunks_exact_mut(block) {
+        b[block - 2..].copy_from_slice(&first);
+    }
+    Tensor::from_vec(format, bytes, n, k).map_err(|e| e.to_string())
 }
 
 /// The adapter every F32 activation pays before a ternary kernel: F32 -> I8_ABSMAX.

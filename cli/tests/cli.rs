@@ -184,6 +184,10 @@ fn bench_peak_prints_each_kernel_as_a_share_of_its_peak() {
     let out = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(out.contains("GMAC/s") && out.contains("of peak"), "{out}");
+    // With one scale for every block (the per-tensor-scale path), parity still holds.
+    let u =
+        tern(&["bench", "--format", "tq1_0", "--shape", "64x512", "--tokens", "33", "--runs", "2", "--uniform-scales"]);
+    assert!(u.status.success(), "{}", stderr(&u));
     if std::arch::is_x86_feature_detected!("avx2") {
         assert!(out.contains("peak vpmaddubsw ymm"), "{out}");
         let avx2 = out.lines().find(|l| l.contains("bitnet_gemm/avx2")).expect("the AVX2 GEMM row");
