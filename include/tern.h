@@ -245,7 +245,9 @@ typedef struct tern_dispatcher_options {
      * Threads per matmul, counting the caller; 0 and 1 both mean the caller alone. The
      * workers are started once and kept alive until `tern_dispatcher_free`. With
      * `parallel_for`, the number of threads the engine's pool runs tasks on (tern cuts
-     * about four tasks per thread; 0 counts as 1) and tern starts no threads.
+     * about four tasks per thread; 0 counts as 1) and tern starts no threads. WebAssembly
+     * builds have no threads: without `parallel_for` they refuse more than 1
+     * (`TERN_ERR_INVALID_ARGUMENT`).
      */
     uint32_t n_threads;
     /**

@@ -7,10 +7,14 @@
 #   3. the same C harness built with ASAN+UBSAN (the asan-ubsan CMake preset);
 #   4. the Rust suite under AddressSanitizer, and the concurrency tests under ThreadSanitizer;
 #   5. a smoke run of every fuzz target;
-#   6. the aarch64 suite (Rust and C) under qemu, with and without dotprod.
+#   6. the aarch64 suite (Rust and C) under qemu, with and without dotprod;
+#   7. WebAssembly: the Rust suite and the C harness for wasm32-wasip1 under node (SIMD128
+#      and relaxed-SIMD builds), the JS package's tests, and its browser page end to end in
+#      headless Chromium.
 # Missing system tools are installed when running as root on Debian (scripts/setup.sh,
-# scripts/setup-aarch64.sh); otherwise the scripts say what to install.
-# TERN_SKIP="asan fuzz aarch64" skips legs (for quick local runs); CI runs them all.
+# scripts/setup-aarch64.sh, scripts/setup-wasm.sh, scripts/test-browser.sh); otherwise the
+# scripts say what to install.
+# TERN_SKIP="asan fuzz aarch64 wasm" skips legs (for quick local runs); CI runs them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/setup.sh
@@ -53,6 +57,12 @@ fi
 if ! skip aarch64; then
     leg "aarch64 under qemu"
     bash scripts/test-aarch64.sh
+fi
+
+if ! skip wasm; then
+    leg "WebAssembly (node, clang wasm32-wasi, the JS package, headless Chromium)"
+    bash scripts/test-wasm.sh
+    bash scripts/test-browser.sh
 fi
 
 echo

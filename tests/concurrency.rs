@@ -6,6 +6,10 @@
 //! inputs; the sink receives every thread's events on that thread, the adapter before its
 //! kernel. Under ThreadSanitizer (scripts/test-sanitizers.sh) this is also the data-race
 //! test of the dispatcher, its pool, the sink and shared tensors.
+//!
+//! Not built for wasm32, which has no threads (the dispatcher refuses `n_threads > 1` there:
+//! tests/dispatch.rs).
+#![cfg(not(target_family = "wasm"))]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Barrier, Mutex};

@@ -346,7 +346,19 @@ fn forcing_kernels() {
     assert!(available_kernels().any(|k| k.name() == "dense_gemv/reference"));
 }
 
+/// wasm32 has no threads: a pool is refused with a message, the calling thread works.
 #[test]
+#[cfg(target_family = "wasm")]
+fn wasm_refuses_threads() {
+    let err = Dispatcher::new(DispatcherOptions { n_threads: 2, ..Default::default() }).err();
+    assert!(matches!(err, Some(Error::InvalidArgument(why)) if why.contains("n_threads")), "{err:?}");
+    for n_threads in [0, 1] {
+        assert_eq!(Dispatcher::new(DispatcherOptions { n_threads, ..Default::default() }).unwrap().threads(), 1);
+    }
+}
+
+#[test]
+#[cfg_attr(target_family = "wasm", ignore = "wasm32 has no threads")]
 fn threads_give_the_single_thread_result() {
     let mut rng = Rng(37);
     let (m, n, k) = (3, 1000, 1024);

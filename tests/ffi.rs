@@ -389,6 +389,7 @@ impl Shared {
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "wasm32 has no threads")]
 fn one_tensor_is_read_from_many_threads() {
     let (rows, cols) = (4, 256);
     let src = values(rows * cols, 9, 1.0);
@@ -576,6 +577,7 @@ fn the_last_error_names_the_argument_and_the_values() {
 }
 
 #[test]
+#[cfg_attr(target_family = "wasm", ignore = "wasm32 has no threads")]
 fn each_thread_has_its_own_last_error() {
     // SAFETY: a NULL encoding is refused.
     assert_eq!(unsafe { tern_encoding_block_spec(null(), null_mut()) }, TERN_ERR_NULL_POINTER);

@@ -66,6 +66,10 @@ fn info(g: *const tern_gguf, index: usize) -> tern_gguf_tensor_info {
 /// Opening by path and from bytes gives the table the Rust reader gives, and each tensor of
 /// a tern format wraps over the file's own bytes with rows = ne[1], cols = ne[0].
 #[test]
+#[cfg_attr(
+    target_family = "wasm",
+    ignore = "wasm32 has no mmap and no temp dir: tern_gguf_open is refused there; the bytes entry points are tested"
+)]
 fn the_fixture_opens_lists_finds_and_wraps() {
     let bytes = fixture();
     let reference = Gguf::parse(&bytes).unwrap();
@@ -116,6 +120,10 @@ fn the_fixture_opens_lists_finds_and_wraps() {
 
 /// The tensor keeps the mapping: it is read after the handle is freed.
 #[test]
+#[cfg_attr(
+    target_family = "wasm",
+    ignore = "wasm32 has no mmap and no temp dir: tern_gguf_open is refused there; the bytes entry points are tested"
+)]
 fn a_wrapped_tensor_outlives_its_handle() {
     let path = CString::new(FIXTURE).unwrap();
     let (mut g, mut w, mut index) = (null_mut(), null_mut(), 0);
@@ -136,6 +144,10 @@ fn a_wrapped_tensor_outlives_its_handle() {
 }
 
 #[test]
+#[cfg_attr(
+    target_family = "wasm",
+    ignore = "wasm32 has no mmap and no temp dir: tern_gguf_open is refused there; the bytes entry points are tested"
+)]
 fn bad_arguments_are_refused_and_named() {
     let bytes = fixture();
     let mut g = null_mut();

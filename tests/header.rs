@@ -2,6 +2,10 @@
 //! drifted from `src/ffi/` (`TERN_BLESS=1 cargo test --test header` rewrites it), when it
 //! does not compile cleanly as C11 and C++17, or when its version macros disagree with
 //! Cargo.toml.
+//!
+//! Not built for wasm32: a wasm program cannot start the host's C compilers, and the
+//! header is the same for every target, so the native run checks it.
+#![cfg(not(target_family = "wasm"))]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -38,6 +38,11 @@ pub const KERNEL_ENV: &str = "TERN_KERNEL";
 /// costs more than it saves.
 const PARALLEL_MIN_MACS: usize = 1 << 18;
 
+/// Whether this target can start threads. wasm32 cannot (no `std::thread::spawn` on
+/// wasip1 or in a browser without shared memory), so there a dispatcher runs every matmul
+/// on the calling thread and refuses `n_threads > 1` rather than quietly running one.
+const HAS_THREADS: bool = cfg!(not(target_family = "wasm"));
+
 /// Tasks per thread of a split matmul. More tasks than threads is what lets the others
 /// take over the share of a thread the OS has descheduled; each task should still be long
 /// against claiming it (an atomic add): at 4096x4096, m = 1, 2 threads, a task is 512
@@ -48,7 +53,9 @@ const TASKS_PER_THREAD: usize = 4;
 #[derive(Clone, Default)]
 pub struct DispatcherOptions {
     /// Threads per matmul, counting the caller (0 and 1 both mean the caller alone); at
-    /// most [`MAX_THREADS`]. With an `executor`, the threads it runs tasks on.
+    /// most [`MAX_THREADS`]. With an `executor`, the threads it runs tasks on. On wasm32,
+    /// which has no threads, more than 1 without an executor is refused
+    /// (`Error::InvalidArgument`).
     pub n_threads: usize,
     /// Force this kernel for the pairs it serves (others are chosen as usual). `None`
     /// reads [`KERNEL_ENV`] unless `ignore_env` is set.
@@ -124,6 +131,11 @@ impl Dispatcher {
             (_, n) if n > MAX_THREADS => return Err(Error::TooManyThreads { requested: n, max: MAX_THREADS }),
             (Some(executor), _) => Some(executor),
             (None, 0 | 1) => None,
+            (None, _) if !HAS_THREADS => {
+                return Err(Error::InvalidArgument(
+                    "n_threads > 1, but this build (wasm32) has no threads: pass 0 or 1, or an executor",
+                ))
+            }
             (None, n) => Some(Arc::new(Pool::new(n).map_err(|e| match e {
                 PoolError::TooManyThreads(requested) => Error::TooManyThreads { requested, max: MAX_THREADS },
                 PoolError::Spawn { index, error } => Error::ThreadSpawn { index, reason: error.to_string() },

@@ -263,7 +263,8 @@ impl Drop for Pool {
     }
 }
 
-#[cfg(test)]
+// Not on wasm32, which cannot start threads (the dispatcher refuses pools there).
+#[cfg(all(test, not(target_family = "wasm")))]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicU32;

@@ -14,7 +14,7 @@
 pub(crate) mod arch;
 pub(crate) mod prep;
 pub(crate) mod reference;
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
 pub(crate) mod tile;
 
 use crate::error::{Error, Result};
@@ -227,7 +227,7 @@ pub(crate) enum Prep<'a> {
     /// As they are: the kernel reads the checked operand itself.
     Raw(MatRef<'a>),
     /// Placed in a SIMD kernel's unpack order, with lane sums (see [`tile::Prepared`]).
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128")))]
     Tile(tile::Prepared),
 }
 

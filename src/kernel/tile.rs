@@ -86,6 +86,18 @@ pub(crate) struct Prepared {
     scales: Vec<f32>,
 }
 
+impl crate::kernel::Prep<'_> {
+    /// The activations of a kernel that prepares through this skeleton.
+    pub(crate) fn tile(&self) -> &Prepared {
+        match self {
+            crate::kernel::Prep::Tile(p) => p,
+            crate::kernel::Prep::Raw(_) => {
+                unreachable!("Kernel::run_prepared checks that a kernel gets its own preparation")
+            }
+        }
+    }
+}
+
 impl Prepared {
     /// Places every token's codes in the unpack order of `layout` (read `vector` bytes at a
     /// time) and sums them per block and lane.

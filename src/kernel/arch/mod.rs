@@ -2,6 +2,8 @@
 
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod aarch64;
+#[cfg(target_arch = "wasm32")]
+pub(crate) mod wasm32;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_64;
 
@@ -12,6 +14,8 @@ pub(crate) fn kernels() -> Vec<Kernel> {
     return x86_64::kernels();
     #[cfg(target_arch = "aarch64")]
     return aarch64::kernels();
+    #[cfg(target_arch = "wasm32")]
+    return wasm32::kernels();
     #[allow(unreachable_code)]
     Vec::new()
 }
@@ -21,6 +25,8 @@ pub(crate) fn requant_row() -> Option<super::RequantRowFn> {
     return x86_64::requant_row();
     #[cfg(target_arch = "aarch64")]
     return aarch64::requant_row();
+    #[cfg(target_arch = "wasm32")]
+    return wasm32::requant_row();
     #[allow(unreachable_code)]
     None
 }

@@ -6,18 +6,8 @@ mod avx512vnni;
 mod gemm;
 mod requant;
 
-use crate::kernel::{Kernel, Prep};
+use crate::kernel::Kernel;
 use std::arch::x86_64::*;
-
-impl Prep<'_> {
-    /// The activations of a kernel that prepares through the tile skeleton.
-    fn tile(&self) -> &crate::kernel::tile::Prepared {
-        match self {
-            Prep::Tile(p) => p,
-            Prep::Raw(_) => unreachable!("Kernel::run_prepared checks that a kernel gets its own preparation"),
-        }
-    }
-}
 
 /// A block scale stored as f16, converted by F16C (part of every x86 kernel's features).
 ///

@@ -1,0 +1,245 @@
+//! WebAssembly SIMD128: 16-byte vectors, for both wasm kernels. They differ only in how the
+//! u8 x i8 products of one weight load reach the int32 lanes ([`Dot`]):
+//! - [`Widening`] (plain SIMD128, `bitnet_gemv/wasm-simd128`): SIMD128 has no u8 x i8
+//!   multiply-add, so codes and activations are widened to int16 and multiplied pairwise
+//!   into int32 (`i32x4.dot_i16x8_s`), in two partial sums regrouped once per weight load;
+//! - [`RelaxedDot`] (`bitnet_gemv/wasm-relaxed-simd128`): `i32x4.relaxed_dot_i8x16_i7x16_add`,
+//!   four products straight into each int32 lane, like `vpdpbusd`. Its 7-bit operand is the
+//!   weight code (at most 12: BitNet's unshifted odd planes), whose result every engine must
+//!   give exactly (relaxed SIMD leaves only operands >= 128 implementation-defined).
+//!
+//! Either way int32 lane `j` receives the products of bytes `4j..4j + 4` of each vector,
+//! the grouping the skeleton's per-lane seeds assume (`prep::lane_sums`).
+//!
+//! Engines lower SIMD128 to the host's vectors; on x64 some operations have no instruction
+//! of their own and cost several (byte shifts, unsigned byte compares), so the code uses
+//! 16-bit shifts and saturating byte arithmetic instead (measured: 2.7x on TQ2_0 for the
+//! shift alone). TQ1_0's base-3 digits need no multiply: digit `n` of a byte `b` is
+//! `q * 3 >> 8` with `q = b * 3^n mod 256`, i.e. `(q >= 86) + (q >= 171)`, and `q` for the
+//! next digit is `3 q mod 256`, two byte adds.
+
+use crate::kernel::tile::Simd;
+use core::arch::wasm32::*;
+use std::marker::PhantomData;
+
+/// The multiply-accumulate of one SIMD128 kernel.
+pub(super) trait Dot {
+    type P: Copy;
+    /// Starts the partial sums of one weight load on top of the int32 lanes `acc`.
+    fn start(acc: v128) -> Self::P;
+    /// Adds the products of the codes `u` (0..=12) and the activations `s` (i8).
+    fn dot(p: Self::P, u: v128, s: v128) -> Self::P;
+    /// The int32 lanes: `acc` plus the partial sums.
+    fn end(p: Self::P, acc: v128) -> v128;
+}
+
+/// Plain SIMD128: codes and activations widened to int16, `i32x4.dot_i16x8_s` (pmaddwd)
+/// into two int32 partial sums, of bytes 0..8 and 8..16 (lane j: bytes 2j, 2j + 1).
+pub(super) struct Widening;
+
+impl Dot for Widening {
+    type P = (v128, v128);
+
+    #[inline(always)]
+    fn start(_acc: v128) -> (v128, v128) {
+        (i32x4_splat(0), i32x4_splat(0))
+    }
+
+    #[inline(always)]
+    fn dot((lo, hi): (v128, v128), u: v128, s: v128) -> (v128, v128) {
+        let lo = i32x4_add(lo, i32x4_dot_i16x8(u16x8_extend_low_u8x16(u), i16x8_extend_low_i8x16(s)));
+        let hi = i32x4_add(hi, i32x4_dot_i16x8(u16x8_extend_high_u8x16(u), i16x8_extend_high_i8x16(s)));
+        (lo, hi)
+    }
+
+    #[inline(always)]
+    fn end((lo, hi): (v128, v128), acc: v128) -> v128 {
+        // Lanes (0+1, 2+3, 4+5, 6+7) of the low half and the same of the high half,
+        // regrouped so that lane j sums bytes 4j..4j + 4.
+        let even = i32x4_shuffle::<0, 2, 4, 6>(lo, hi);
+        let odd = i32x4_shuffle::<1, 3, 5, 7>(lo, hi);
+        i32x4_add(acc, i32x4_add(even, odd))
+    }
+}
+
+/// Relaxed SIMD's dot product, straight into the int32 lanes.
+#[cfg(target_feature = "relaxed-simd")]
+pub(super) struct RelaxedDot;
+
+#[cfg(target_feature = "relaxed-simd")]
+impl Dot for RelaxedDot {
+    type P = v128;
+
+    #[inline(always)]
+    fn start(acc: v128) -> v128 {
+        acc
+    }
+
+    #[inline(always)]
+    fn dot(p: v128, u: v128, s: v128) -> v128 {
+        i32x4_relaxed_dot_i8x16_i7x16_add(s, u, p)
+    }
+
+    #[inline(always)]
+    fn end(p: v128, _acc: v128) -> v128 {
+        p
+    }
+}
+
+/// The SIMD128 vector operations, with the multiply-accumulate `D`.
+pub(super) struct Wasm<D>(PhantomData<D>);
+
+impl<D: Dot> Simd for Wasm<D> {
+    const W: usize = 16;
+    type V = v128;
+    type F = v128;
+    type P = D::P;
+
+    #[inline(always)]
+    unsafe fn zero() -> v128 {
+        i8x16_splat(0)
+    }
+
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> v128 {
+        // SAFETY: the trait's contract: 16 readable bytes at `p` (any alignment in wasm).
+        unsafe { v128_load(p as *const v128) }
+    }
+
+    #[inline(always)]
+    unsafe fn load_partial(p: *const u8, len: usize) -> v128 {
+        assert!(len < 16);
+        let mut buf = [0u8; 16];
+        // SAFETY: the trait's contract: `len` readable bytes at `p`; `buf` holds 16.
+        unsafe {
+            std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), len);
+            Self::load(buf.as_ptr())
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn splat8(x: u8) -> v128 {
+        u8x16_splat(x)
+    }
+
+    #[inline(always)]
+    unsafe fn plane2(x: v128, plane: usize, mask3: v128) -> v128 {
+        // 16-bit shifts are native (x64 has no byte shift); the mask drops the bits that
+        // cross from the neighbouring byte.
+        v128_and(u16x8_shr(x, 2 * plane as u32), mask3)
+    }
+
+    #[inline(always)]
+    unsafe fn and(a: v128, b: v128) -> v128 {
+        v128_and(a, b)
+    }
+
+    #[inline(always)]
+    unsafe fn srl4(x: v128) -> v128 {
+        u16x8_shr(x, 4)
+    }
+
+    #[inline(always)]
+    unsafe fn p_start(acc: v128) -> D::P {
+        D::start(acc)
+    }
+
+    #[inline(always)]
+    unsafe fn p_dot(p: D::P, u: v128, s: v128) -> D::P {
+        D::dot(p, u, s)
+    }
+
+    #[inline(always)]
+    unsafe fn p_end(p: D::P, acc: v128) -> v128 {
+        D::end(p, acc)
+    }
+
+    /// Four loads per block: `qs[0..16]`, `qs[16..32]`, `qs[32..48]`, then `qh` in lanes
+    /// 0..4, whose bytes hold four digits each.
+    #[inline(always)]
+    unsafe fn tq1_block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        acc: &mut [[v128; T]; R],
+    ) {
+        let (one, d85, d170) = (u8x16_splat(1), u8x16_splat(85), u8x16_splat(170));
+        for chunk in 0..4 {
+            let mut q = [i8x16_splat(0); R];
+            for r in 0..R {
+                // SAFETY: the trait's contract: 52 code bytes at `w[r]`.
+                q[r] = unsafe {
+                    match chunk {
+                        3 => v128_load32_zero(w[r].add(48) as *const u32),
+                        _ => Self::load(w[r].add(16 * chunk)),
+                    }
+                };
+            }
+            let mut p = [[D::start(i8x16_splat(0)); T]; R];
+            for r in 0..R {
+                for t in 0..T {
+                    p[r][t] = D::start(acc[r][t]);
+                }
+            }
+            // qh's bytes hold four digits each: the fifth would only meet zero activations.
+            for digit in 0..if chunk == 3 { 4 } else { 5 } {
+                let mut codes = [i8x16_splat(0); R];
+                for r in 0..R {
+                    if digit > 0 {
+                        q[r] = i8x16_add(i8x16_add(q[r], q[r]), q[r]);
+                    }
+                    // (q >= 86) + (q >= 171) with native byte operations (x64 has no
+                    // unsigned byte compare): min(q -sat 85, 1) + min(q -sat 170, 1).
+                    let ge86 = u8x16_min(u8x16_sub_sat(q[r], d85), one);
+                    codes[r] = i8x16_add(ge86, u8x16_min(u8x16_sub_sat(q[r], d170), one));
+                }
+                for t in 0..T {
+                    // SAFETY: the trait's contract: 320 prepared bytes at `a[t]`.
+                    let av = unsafe { Self::load(a[t].add(chunk * 80 + digit * 16) as *const u8) };
+                    for r in 0..R {
+                        p[r][t] = D::dot(p[r][t], codes[r], av);
+                    }
+                }
+            }
+            for r in 0..R {
+                for t in 0..T {
+                    acc[r][t] = D::end(p[r][t], acc[r][t]);
+                }
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn fzero() -> v128 {
+        f32x4_splat(0.0)
+    }
+
+    /// Multiply, then add (no fused multiply-add in SIMD128; relaxed SIMD's may or may not
+    /// fuse, which would make the two builds round differently).
+    #[inline(always)]
+    unsafe fn fmadd(acc: v128, d: f32, f: v128) -> v128 {
+        f32x4_add(f, f32x4_mul(f32x4_convert_i32x4(acc), f32x4_splat(d)))
+    }
+
+    #[inline(always)]
+    unsafe fn fsum(f: v128) -> f32 {
+        let pairs = f32x4_add(f, i32x4_shuffle::<2, 3, 0, 1>(f, f));
+        f32x4_extract_lane::<0>(f32x4_add(pairs, i32x4_shuffle::<1, 0, 3, 2>(pairs, pairs)))
+    }
+
+    #[inline(always)]
+    unsafe fn hsum(v: v128) -> i32 {
+        let pairs = i32x4_add(v, i32x4_shuffle::<2, 3, 0, 1>(v, v));
+        i32x4_extract_lane::<0>(i32x4_add(pairs, i32x4_shuffle::<1, 0, 3, 2>(pairs, pairs)))
+    }
+
+    #[inline(always)]
+    unsafe fn f16(p: *const u8) -> f32 {
+        // SAFETY: the trait's contract: 2 readable bytes at `p`.
+        let bits = unsafe { u16::from_le_bytes([*p, *p.add(1)]) };
+        half::f16::from_bits(bits).to_f32()
+    }
+
+    /// wasm has no prefetch; the engine's loads are all there is.
+    #[inline(always)]
+    unsafe fn prefetch_l2(_p: *const u8) {}
+}
