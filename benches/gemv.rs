@@ -1,5 +1,6 @@
 //! Ternary GEMV per kernel and weight format at 4096x4096, single thread, weights warm in
-//! cache: m = 1 for every kernel, m = 8 and m = 128 for the best one, and the activation
+//! cache: m = 1 for every GEMV, m = 8 and m = 128 for the kernel the dispatcher picks
+//! there (a GEMM past its `min_tokens`), m = 128 also for the best GEMV, and the activation
 //! adapter (1 and 128 rows of 4096).
 //!
 //! `cargo bench --bench gemv -- avx512vnni` runs one kernel's cases.
@@ -98,10 +99,15 @@ fn bench(c: &mut Criterion<CpuTime>) {
             .iter()
             .filter(|k| k.weight() == format && k.act() == Format::I8Absmax && k.is_available())
             .collect();
-        for (i, kernel) in kernels.iter().enumerate() {
-            // Registry order is best first: only the best kernel runs the batches.
-            let ms: &[usize] = if i == 0 { &[1, 8, 128] } else { &[1] };
-            for (m, abytes) in acts.iter().filter(|(m, _)| ms.contains(m)) {
+        // Registry order is best first among the kernels preferred at a token count.
+        let best = |m: usize| kernels.iter().find(|k| k.min_tokens() <= m).copied();
+        for kernel in &kernels {
+            // Every single-token kernel at m = 1; the batches on the kernel the dispatcher
+            // picks for them, and m = 128 also on the best single-token kernel, for the
+            // GEMM's gain.
+            let picked = |m: usize| best(m).is_some_and(|b| std::ptr::eq(b, *kernel));
+            let runs = |m: usize| (m == 1 && kernel.min_tokens() == 1) || picked(m) || (m == 128 && picked(1));
+            for (m, abytes) in acts.iter().filter(|(m, _)| runs(*m)) {
                 let a = MatRef::new(Format::I8Absmax, *m, K, abytes).unwrap();
                 let mut out = vec![0f32; m * N];
                 let id = BenchmarkId::new(format!("{}/{}", kernel.name(), format.name()), format!("m={m}"));

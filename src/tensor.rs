@@ -4,6 +4,7 @@
 use crate::error::Result;
 use crate::format::Format;
 use crate::scope::{Scope, ScopedBytes};
+use std::sync::OnceLock;
 
 enum Bytes<'a> {
     Borrowed(&'a [u8]),
@@ -17,6 +18,9 @@ pub struct Tensor<'a> {
     rows: usize,
     cols: usize,
     bytes: Bytes<'a>,
+    /// [`Format::uniform_block_scale`] of the bytes, found on first use and remembered
+    /// (the bytes of a live tensor never change).
+    uniform: OnceLock<Option<f32>>,
 }
 
 impl std::fmt::Debug for Tensor<'_> {
@@ -34,20 +38,20 @@ impl<'a> Tensor<'a> {
     /// `bytes.len()` must be exactly `format.bytes_for(rows, cols)`.
     pub fn wrap(format: Format, bytes: &'a [u8], rows: usize, cols: usize) -> Result<Tensor<'a>> {
         format.check_bytes(bytes, rows, cols)?;
-        Ok(Tensor { format, rows, cols, bytes: Bytes::Borrowed(bytes) })
+        Ok(Tensor { format, rows, cols, bytes: Bytes::Borrowed(bytes), uniform: OnceLock::new() })
     }
 
     /// Takes ownership of encoded bytes.
     pub fn from_vec(format: Format, bytes: Vec<u8>, rows: usize, cols: usize) -> Result<Tensor<'static>> {
         format.check_bytes(&bytes, rows, cols)?;
-        Ok(Tensor { format, rows, cols, bytes: Bytes::Owned(bytes) })
+        Ok(Tensor { format, rows, cols, bytes: Bytes::Owned(bytes), uniform: OnceLock::new() })
     }
 
     /// Encodes `src` (`rows x cols` f32) into a tensor that owns its bytes.
     pub fn encode(format: Format, src: &[f32], rows: usize, cols: usize) -> Result<Tensor<'static>> {
         let mut bytes = vec![0u8; format.bytes_for(rows, cols)?];
         format.encode(src, rows, cols, &mut bytes)?;
-        Ok(Tensor { format, rows, cols, bytes: Bytes::Owned(bytes) })
+        Ok(Tensor { format, rows, cols, bytes: Bytes::Owned(bytes), uniform: OnceLock::new() })
     }
 
     /// Allocates the bytes of a `rows x cols` tensor in `scope` and lets `fill` write them.
@@ -61,7 +65,7 @@ impl<'a> Tensor<'a> {
     ) -> Result<Tensor<'static>> {
         let len = format.bytes_for(rows, cols)?;
         let bytes = scope.alloc_with(len, fill)?;
-        Ok(Tensor { format, rows, cols, bytes: Bytes::Scoped(bytes) })
+        Ok(Tensor { format, rows, cols, bytes: Bytes::Scoped(bytes), uniform: OnceLock::new() })
     }
 
     /// The tensor's format.
@@ -107,6 +111,18 @@ impl<'a> Tensor<'a> {
 
     /// Reports the first corrupt code or scale ([`crate::Error::CorruptCode`]).
     pub fn validate(&self) -> Result<()> {
-        self.format.validate(self.bytes()?, self.rows, self.cols)
+        self.format.validate(self.bytes()?, self.rows, self.cols)?;
+        self.uniform_block_scale().map(|_| ())
+    }
+
+    /// The one block scale of a TQ1_0/TQ2_0 tensor whose block scales are all equal (what
+    /// converting a BitNet checkpoint gives), `None` for any other tensor. Found once, on
+    /// the first call (a matmul or [`Tensor::validate`]), and remembered; the GEMM then
+    /// keeps int32 along the whole row and scales once, which equals the per-block result
+    /// up to float rounding: at most `2 * blocks * eps` of `sum_blocks |d * dot|` times the
+    /// activation scale.
+    pub fn uniform_block_scale(&self) -> Result<Option<f32>> {
+        let bytes = self.bytes()?;
+        Ok(*self.uniform.get_or_init(|| self.format.uniform_block_scale(bytes)))
     }
 }

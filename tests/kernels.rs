@@ -184,6 +184,66 @@ fn parity_over_shapes_and_token_counts() {
     }
 }
 
+/// The GEMMs' token blocks and row panels: every token count around the block sizes, row
+/// counts that are not a multiple of a panel or a vector, the smallest k of each format and
+/// k that is not a multiple of a panel step.
+#[test]
+fn parity_over_token_blocks_and_panels() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0008);
+    let ms = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 127, 128, 129];
+    for format in TERNARY {
+        let ks: &[usize] = match format {
+            Format::BitnetB158 => &[4, 260, 1028],
+            _ => &[256, 768],
+        };
+        for &k in ks {
+            for n in [5, 67, 131] {
+                let w = weights(&mut rng, format, n, k);
+                for m in ms {
+                    check(format, &w, n, k, m, &mut rng);
+                }
+            }
+        }
+    }
+}
+
+/// A TQ tensor whose block scales are all equal is detected as such (once, remembered in
+/// the tensor), and every kernel's result through `MatRef::of` (which carries the uniform
+/// scale) equals the per-block result up to the stated bound: `2 * blocks * eps` of
+/// `a_scale * sum_blocks |d * dot|`, plus 1e-6 relative.
+#[test]
+fn uniform_block_scales_match_the_per_block_path() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0009);
+    for format in [Format::Tq1_0, Format::Tq2_0] {
+        let (n, k) = (67, 1024);
+        let mut bytes = weights(&mut rng, format, n, k);
+        let per_block = tern::Tensor::from_vec(format, bytes.clone(), n, k).unwrap();
+        assert_eq!(per_block.uniform_block_scale().unwrap(), None, "{format:?}: random blocks have their own scales");
+        let block = bytes.len() / (n * k / 256);
+        let d = half::f16::from_f32(0.0371);
+        for b in bytes.chunks_exact_mut(block) {
+            b[block - 2..].copy_from_slice(&d.to_le_bytes());
+        }
+        let uniform = tern::Tensor::from_vec(format, bytes.clone(), n, k).unwrap();
+        assert_eq!(uniform.uniform_block_scale().unwrap(), Some(d.to_f32()), "{format:?}");
+        let wu = MatRef::of(&uniform).unwrap();
+        let wp = MatRef::new(format, n, k, &bytes).unwrap();
+        for m in [1, 9, 33] {
+            let abytes = activations(&mut rng, m, k);
+            let a = MatRef::new(Format::I8Absmax, m, k, &abytes).unwrap();
+            let mag = magnitudes(format, &bytes, &abytes, m, n, k);
+            for kern in candidates(format) {
+                let got = run(kern, &wu, &a, 0..n, 0..m);
+                let want = run(kern, &wp, &a, 0..n, 0..m);
+                for (i, (&g, &x)) in got.iter().zip(&want).enumerate() {
+                    let tol = 2.0 * (k / 256) as f64 * f32::EPSILON as f64 * mag[i] + 1e-6 * x.abs() as f64;
+                    assert!(((g - x).abs() as f64) <= tol, "{} {format:?} m={m} out[{i}]: {g} vs {x}", kern.name());
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn bitnet_rows_with_tails() {
     let mut rng = Rng(0x5EED_1234_ABCD_0002);
@@ -384,13 +444,13 @@ fn requantizer_is_bit_identical_to_the_definition() {
     }
 }
 
-/// The best ternary kernel the dispatcher picks on this CPU for one token and for a batch
-/// (GEMM kernels serve from their `min_tokens` on), proven by the KERNEL_SELECTED event.
-/// Under qemu, `scripts/test-aarch64.sh` sets TERN_EXPECT_KERNEL (m = 1) and
-/// TERN_EXPECT_BATCH_KERNEL (m = 8) from QEMU_CPU.
+/// The best ternary kernel the dispatcher picks on this CPU for one token, a small batch and
+/// a large one (GEMM kernels serve from their `min_tokens` on), proven by the
+/// KERNEL_SELECTED event. Under qemu, `scripts/test-aarch64.sh` sets TERN_EXPECT_KERNEL
+/// (m = 1) and TERN_EXPECT_BATCH_KERNEL (m = 8) from QEMU_CPU.
 #[test]
 fn the_dispatcher_picks_the_best_kernel_for_this_cpu() {
-    for (m, var) in [(1, "TERN_EXPECT_KERNEL"), (8, "TERN_EXPECT_BATCH_KERNEL")] {
+    for (m, var) in [(1, Some("TERN_EXPECT_KERNEL")), (8, Some("TERN_EXPECT_BATCH_KERNEL")), (128, None)] {
         for format in TERNARY {
             let preferred = candidates(format).into_iter().find(|k| k.min_tokens() <= m);
             let expected = preferred.map_or(REFERENCE, |k| k.name());
@@ -404,7 +464,7 @@ fn the_dispatcher_picks_the_best_kernel_for_this_cpu() {
             dispatcher.matmul(&act, &weight, Some(&mut scope), &mut vec![0.0; m * n]).unwrap();
             let ran = sink.events().last().expect("a kernel event").name();
             assert_eq!(ran, expected, "{format:?}, m = {m}");
-            if let Some(want) = std::env::var(var).ok().filter(|w| !w.is_empty()) {
+            if let Some((var, want)) = var.and_then(|v| Some((v, std::env::var(v).ok().filter(|w| !w.is_empty())?))) {
                 assert_eq!(ran, want, "{format:?}, m = {m} ({var})");
             }
         }

@@ -2,6 +2,8 @@
 //! or one JSON document.
 
 use crate::common::*;
+use crate::model;
+use crate::peak::{self, Peak};
 use serde_json::json;
 use std::time::Duration;
 use tern::adapter::{i8_absmax_price, requantize_i8_absmax_into};
@@ -15,9 +17,10 @@ pub struct Args {
     /// Weight shape as NxK (n output rows, k inputs), e.g. 2560x6912
     #[arg(long, default_value = "2560x6912", value_parser = parse_shape)]
     shape: Shape,
-    /// Activation rows (tokens) per call: 1 is a GEMV, more is a GEMM
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    tokens: u32,
+    /// Activation rows (tokens) per call: 1 is a GEMV, more is a GEMM [default: 1; with
+    /// --model, the prompt length of the pp test: 128]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    tokens: Option<u32>,
     /// Threads per call (the dispatcher's pool, counting the caller)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     threads: u32,
@@ -27,9 +30,33 @@ pub struct Args {
     /// Timed runs per kernel; default: as many as fit half a second (at least 5)
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     runs: Option<u32>,
+    /// Also measure this core's int8 dot-product peaks (vpdpbusd, vpmaddubsw) in this
+    /// process and print every kernel's rate as a share of its instruction's peak
+    #[arg(long)]
+    peak: bool,
     /// Print one JSON document instead of a table
     #[arg(long)]
     json: bool,
+    /// Instead of one shape, every matmul of this model's layer stack (tern's llama-bench):
+    /// token generation (m = 1) and prompt processing (m = --tokens) in tokens/s, the
+    /// weights' GB/s and a read-bandwidth probe with the same threads. Known: bitnet-b1.58-2b
+    /// (weights BITNET_B1_58 unless --format names one)
+    #[arg(long, value_parser = model::parse_model)]
+    model: Option<&'static model::Model>,
+    /// TQ1_0/TQ2_0: give every block the first block's scale, as a BitNet checkpoint
+    /// converted to GGUF has (the kernels' per-tensor-scale path)
+    #[arg(long)]
+    uniform_scales: bool,
+    /// With --model: layers of the stack to run (default: all of the model's)
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    layers: Option<u32>,
+}
+
+impl Args {
+    /// Tokens per call of the one-shape benchmark.
+    fn tokens(&self) -> usize {
+        self.tokens.unwrap_or(1) as usize
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -71,12 +98,33 @@ struct Row {
     kernel: &'static str,
     weight_bytes: usize,
     timing: Timing,
+    /// With several threads: the CPU time of all of them per call (median).
+    cpu: Option<Duration>,
     max_rel_err: f32,
 }
 
 pub fn run(args: Args) -> Result<(), String> {
+    if let Some(model) = args.model {
+        let format = match args.format {
+            FormatChoice::All => Format::BitnetB158,
+            FormatChoice::One(f) => f,
+        };
+        let options = model::Options {
+            format,
+            tokens: args.tokens.unwrap_or(128) as usize,
+            threads: args.threads as usize,
+            layers: args.layers.map_or(model.layers, |l| l as usize),
+            kernel: args.kernel.clone(),
+            rounds: args.runs.unwrap_or(5) as usize,
+            json: args.json,
+        };
+        return model::run(model, &options);
+    }
+    if args.layers.is_some() {
+        return Err("--layers needs --model".to_owned());
+    }
     let Shape { n, k } = args.shape;
-    let (m, threads) = (args.tokens as usize, args.threads as usize);
+    let (m, threads) = (args.tokens(), args.threads as usize);
     if let Some(name) = &args.kernel {
         check_kernel_name(name)?;
     }
@@ -125,12 +173,18 @@ pub fn run(args: Args) -> Result<(), String> {
     let total: usize = plan.iter().map(|(_, names)| names.len()).sum();
     let runs = args.runs.map(|r| r as usize);
     let budget = Duration::from_millis(500);
+    // One thread: its CPU time, which other jobs on the machine barely disturb; several:
+    // wall time, which is what they share.
+    let clock = if threads == 1 { Clock::ThreadCpu } else { Clock::Wall };
     let mut rows = Vec::new();
     let mut done = 0;
     for (format, names) in &plan {
         let w: Vec<f32> = (0..n * k).map(|_| rng.normal()).collect();
-        let weight = Tensor::encode(*format, &w, n, k).map_err(|e| e.to_string())?;
+        let mut weight = Tensor::encode(*format, &w, n, k).map_err(|e| e.to_string())?;
         drop(w);
+        if args.uniform_scales {
+            weight = with_uniform_scales(weight)?;
+        }
         let mut want = vec![0f32; m * n];
         gemv(&dispatcher(REFERENCE, 1)?, &act, &weight, &mut want)?;
         for name in names {
@@ -141,23 +195,34 @@ pub fn run(args: Args) -> Result<(), String> {
             gemv(&d, &act, &weight, &mut out)?;
             let max_rel_err = max_rel_err(&out, &want);
             let mut run_err = Ok(());
-            let timing = time_runs(runs, budget, 5, 10_000, || {
+            let timing = time_runs_on(clock, runs, budget, 5, 10_000, || {
                 if let Err(e) = gemv(&d, &act, &weight, &mut out) {
                     run_err = Err(e);
                 }
             });
+            // The work of a split call, whatever the machine's other jobs let run at once:
+            // with the single-thread time, the split's overhead.
+            let cpu = (threads > 1).then(|| {
+                time_runs_on(Clock::ProcessCpu, Some(timing.runs.min(20)), budget, 1, 20, || {
+                    if let Err(e) = gemv(&d, &act, &weight, &mut out) {
+                        run_err = Err(e);
+                    }
+                })
+                .median
+            });
             run_err?;
             let weight_bytes = weight.bytes().map_err(|e| e.to_string())?.len();
-            rows.push(Row { format: *format, kernel: name, weight_bytes, timing, max_rel_err });
+            rows.push(Row { format: *format, kernel: name, weight_bytes, timing, cpu, max_rel_err });
         }
     }
     let requant = time_requant(&act_f32, m, k, runs)?;
+    let peaks = if args.peak { peak::measure() } else { Vec::new() };
     progress.finish();
 
     if args.json {
-        print_json(&args, &rows, requant, threads);
+        print_json(&args, &rows, requant, threads, &peaks);
     } else {
-        print_table(&args, &rows, requant, threads);
+        print_table(&args, &rows, requant, threads, &peaks);
     }
     match rows.iter().find(|r| r.max_rel_err > TOLERANCE) {
         Some(r) => Err(format!(
@@ -168,6 +233,23 @@ pub fn run(args: Args) -> Result<(), String> {
         )),
         None => Ok(()),
     }
+}
+
+/// `weight` with every TQ block's f16 scale replaced by the first block's (other formats
+/// as they are).
+fn with_uniform_scales(weight: Tensor<'static>) -> Result<Tensor<'static>, String> {
+    let block = match weight.format() {
+        Format::Tq1_0 => 54,
+        Format::Tq2_0 => 66,
+        _ => return Ok(weight),
+    };
+    let (format, n, k) = (weight.format(), weight.rows(), weight.cols());
+    let mut bytes = weight.bytes().map_err(|e| e.to_string())?.to_vec();
+    let first = [bytes[block - 2], bytes[block - 1]];
+    for b in bytes.chunks_exact_mut(block) {
+        b[block - 2..].copy_from_slice(&first);
+    }
+    Tensor::from_vec(format, bytes, n, k).map_err(|e| e.to_string())
 }
 
 /// The adapter every F32 activation pays before a ternary kernel: F32 -> I8_ABSMAX.
@@ -192,43 +274,76 @@ fn gb_per_s(r: &Row) -> f64 {
     r.weight_bytes as f64 / r.timing.median.as_secs_f64() / 1e9
 }
 
-fn print_table(args: &Args, rows: &[Row], requant: Timing, threads: usize) {
+/// Multiply-adds per second of the fastest run (`m * n * k` per call): on a shared machine
+/// the fastest run is the least disturbed, as for the peaks.
+fn macs_per_s(args: &Args, r: &Row) -> f64 {
+    (args.tokens() * args.shape.n * args.shape.k) as f64 / r.timing.min.as_secs_f64()
+}
+
+/// The fastest run's rate as a share of the peak of the kernel's instruction, per thread.
+fn share_of_peak(args: &Args, r: &Row, peaks: &[Peak], threads: usize) -> Option<f64> {
+    let p = peak::for_kernel(peaks, r.kernel)?;
+    Some(macs_per_s(args, r) / (p.macs_per_s * threads as f64))
+}
+
+fn print_table(args: &Args, rows: &[Row], requant: Timing, threads: usize, peaks: &[Peak]) {
     let Shape { n, k } = args.shape;
-    outln!("tern bench: weight {n}x{k} (n x k), {} token(s), {threads} thread(s)", args.tokens);
+    let clock = if threads == 1 && Clock::ThreadCpu.is_cpu_time() { "thread CPU time" } else { "wall time" };
+    outln!("tern bench: weight {n}x{k} (n x k), {} token(s), {threads} thread(s), {clock}", args.tokens());
+    for p in peaks {
+        outln!("  peak {:<16}{:>8.1} GMAC/s per thread (best of a dependency-free loop)", p.name, p.macs_per_s / 1e9);
+    }
     outln!(
-        "  {:<14}{:<26}{:>12}{:>12}{:>7}{:>10}{:>10}{:>13}",
+        "  {:<14}{:<26}{:>12}{:>12}{:>7}{:>10}{:>10}{:>9}{:>10}{:>13}",
         "format",
         "kernel",
         "median",
         "min",
         "runs",
         "GB/s",
+        "GMAC/s",
+        "of peak",
         "speedup",
         "max rel err"
     );
     for r in rows {
         let speedup = speedup(rows, r).map_or("-".to_owned(), |s| format!("{s:.2}x"));
+        let share = share_of_peak(args, r, peaks, threads).map_or("-".to_owned(), |s| format!("{:.0}%", 100.0 * s));
         outln!(
-            "  {:<14}{:<26}{:>12}{:>12}{:>7}{:>10.2}{:>10}{:>13.2e}",
+            "  {:<14}{:<26}{:>12}{:>12}{:>7}{:>10.2}{:>10.1}{:>9}{:>10}{:>13.2e}",
             r.format.name(),
             r.kernel,
             fmt_duration(r.timing.median),
             fmt_duration(r.timing.min),
             r.timing.runs,
             gb_per_s(r),
+            macs_per_s(args, r) / 1e9,
+            share,
             speedup,
             r.max_rel_err
         );
     }
+    if !peaks.is_empty() {
+        outln!("  GMAC/s and share of peak from the fastest run of each (machine load only slows runs down)");
+    }
+    for r in rows.iter().filter(|r| r.cpu.is_some()) {
+        let cpu = r.cpu.unwrap_or_default();
+        outln!(
+            "  CPU time of all {threads} threads per call (median): {} for {} {}",
+            fmt_duration(cpu),
+            r.format.name(),
+            r.kernel
+        );
+    }
     outln!(
         "  adapter requantize-i8-absmax {}x{k}: {} (median), price {} bytes",
-        args.tokens,
+        args.tokens(),
         fmt_duration(requant.median),
-        group(i8_absmax_price(args.tokens as usize, k).unwrap_or(0))
+        group(i8_absmax_price(args.tokens(), k).unwrap_or(0))
     );
 }
 
-fn print_json(args: &Args, rows: &[Row], requant: Timing, threads: usize) {
+fn print_json(args: &Args, rows: &[Row], requant: Timing, threads: usize, peaks: &[Peak]) {
     let Shape { n, k } = args.shape;
     let ns = |d: Duration| d.as_nanos() as u64;
     let results: Vec<_> = rows
@@ -243,8 +358,11 @@ fn print_json(args: &Args, rows: &[Row], requant: Timing, threads: usize) {
                 "min_ns": ns(r.timing.min),
                 "max_ns": ns(r.timing.max),
                 "gb_per_s": gb_per_s(r),
+                "gmac_per_s_best": macs_per_s(args, r) / 1e9,
+                "share_of_peak": share_of_peak(args, r, peaks, threads),
                 "speedup_vs_reference": speedup(rows, r),
                 "max_rel_err": r.max_rel_err,
+                "cpu_ns_all_threads": r.cpu.map(|d| d.as_nanos() as u64),
                 "parity_ok": r.max_rel_err <= TOLERANCE,
             })
         })
@@ -257,14 +375,15 @@ fn print_json(args: &Args, rows: &[Row], requant: Timing, threads: usize) {
         "cpu_features": features,
         "n": n,
         "k": k,
-        "tokens": args.tokens,
+        "tokens": args.tokens(),
         "threads": threads,
         "reference_kernel": REFERENCE,
         "tolerance": TOLERANCE,
         "results": results,
+        "peaks_gmac_per_s": peaks.iter().map(|p| (p.name.to_owned(), (p.macs_per_s / 1e9).into())).collect::<serde_json::Map<String, serde_json::Value>>(),
         "adapter": {
             "name": "requantize-i8-absmax",
-            "bytes": i8_absmax_price(args.tokens as usize, k).unwrap_or(0),
+            "bytes": i8_absmax_price(args.tokens(), k).unwrap_or(0),
             "runs": requant.runs,
             "median_ns": ns(requant.median),
         },

@@ -148,26 +148,90 @@ pub struct Timing {
 
 /// Runs `f` once to warm up and to size the count, then `runs` times (or as many as fit
 /// `budget`, within `[min_runs, max_runs]`), and reports the median.
-pub fn time_runs(
+pub fn time_runs(runs: Option<usize>, budget: Duration, min_runs: usize, max_runs: usize, f: impl FnMut()) -> Timing {
+    time_runs_on(Clock::Wall, runs, budget, min_runs, max_runs, f)
+}
+
+/// What a timing counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    Wall,
+    /// CPU time of the calling thread (`CLOCK_THREAD_CPUTIME_ID`), so that a single-threaded
+    /// run on a machine shared with other jobs reports about what an idle one would; wall
+    /// time where there is no such clock.
+    ThreadCpu,
+    /// CPU time of every thread of the process (`CLOCK_PROCESS_CPUTIME_ID`): the work a
+    /// multi-threaded call does, whether or not its threads ran at the same time.
+    ProcessCpu,
+}
+
+/// The calling thread's (or with `process`, the process's) CPU time in ns, if the OS keeps it.
+#[cfg(unix)]
+fn cpu_ns(process: bool) -> Option<u64> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let clock = if process { libc::CLOCK_PROCESS_CPUTIME_ID } else { libc::CLOCK_THREAD_CPUTIME_ID };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+#[cfg(not(unix))]
+fn cpu_ns(_process: bool) -> Option<u64> {
+    None
+}
+
+fn thread_cpu_ns() -> Option<u64> {
+    cpu_ns(false)
+}
+
+impl Clock {
+    /// Nanoseconds since an arbitrary origin.
+    fn now(self, epoch: Instant) -> u64 {
+        match self {
+            Clock::ThreadCpu => thread_cpu_ns().unwrap_or_else(|| epoch.elapsed().as_nanos() as u64),
+            Clock::ProcessCpu => cpu_ns(true).unwrap_or_else(|| epoch.elapsed().as_nanos() as u64),
+            Clock::Wall => epoch.elapsed().as_nanos() as u64,
+        }
+    }
+
+    /// Times `f` on this clock, less the cost of reading the clock (`overhead`).
+    fn time(self, epoch: Instant, overhead: u64, f: &mut impl FnMut()) -> Duration {
+        let t = self.now(epoch);
+        f();
+        Duration::from_nanos((self.now(epoch) - t).saturating_sub(overhead))
+    }
+
+    /// Times one call of `f` on this clock.
+    pub fn measure<T>(self, f: impl FnOnce() -> T) -> (T, Duration) {
+        let epoch = Instant::now();
+        let t = self.now(epoch);
+        let out = f();
+        (out, Duration::from_nanos(self.now(epoch) - t))
+    }
+
+    /// Whether this clock counts CPU time here.
+    pub fn is_cpu_time(self) -> bool {
+        self == Clock::ThreadCpu && thread_cpu_ns().is_some()
+    }
+}
+
+/// [`time_runs`] on `clock`.
+pub fn time_runs_on(
+    clock: Clock,
     runs: Option<usize>,
     budget: Duration,
     min_runs: usize,
     max_runs: usize,
     mut f: impl FnMut(),
 ) -> Timing {
-    let start = Instant::now();
-    f();
-    let first = start.elapsed().max(Duration::from_nanos(1));
+    let epoch = Instant::now();
+    // The clock's own cost, as the least of a few back-to-back reads.
+    let overhead = (0..5).map(|_| clock.time(epoch, 0, &mut || {}).as_nanos() as u64).min().unwrap_or(0);
+    let first = clock.time(epoch, overhead, &mut f).max(Duration::from_nanos(1));
     let n = runs
         .unwrap_or_else(|| ((budget.as_secs_f64() / first.as_secs_f64()) as usize).clamp(min_runs, max_runs))
         .max(1);
-    let mut times: Vec<Duration> = (0..n)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .collect();
+    let mut times: Vec<Duration> = (0..n).map(|_| clock.time(epoch, overhead, &mut f)).collect();
     times.sort();
     Timing { median: times[n / 2], min: times[0], max: times[n - 1], runs: n }
 }

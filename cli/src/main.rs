@@ -16,6 +16,8 @@ mod bench;
 mod common;
 mod demo;
 mod inspect;
+mod model;
+mod peak;
 
 use clap::{Parser, Subcommand};
 use std::io::Write;

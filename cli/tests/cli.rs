@@ -176,6 +176,53 @@ fn bench_prints_a_table_and_honours_kernel_and_threads() {
     assert!(out.contains("adapter requantize-i8-absmax 1x256"), "{out}");
 }
 
+/// `--peak` measures the dot-product peaks in the same process and prints every SIMD
+/// kernel's rate as a share of its instruction's peak.
+#[test]
+fn bench_peak_prints_each_kernel_as_a_share_of_its_peak() {
+    let o = tern(&["bench", "--format", "tq2_0", "--shape", "64x256", "--tokens", "9", "--runs", "2", "--peak"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.contains("GMAC/s") && out.contains("of peak"), "{out}");
+    // With one scale for every block (the per-tensor-scale path), parity still holds.
+    let u =
+        tern(&["bench", "--format", "tq1_0", "--shape", "64x512", "--tokens", "33", "--runs", "2", "--uniform-scales"]);
+    assert!(u.status.success(), "{}", stderr(&u));
+    if std::arch::is_x86_feature_detected!("avx2") {
+        assert!(out.contains("peak vpmaddubsw ymm"), "{out}");
+        let avx2 = out.lines().find(|l| l.contains("bitnet_gemm/avx2")).expect("the AVX2 GEMM row");
+        assert!(avx2.contains('%'), "{out}");
+    }
+}
+
+/// One layer of the model's stack, as JSON: the fields tools read.
+#[test]
+fn bench_model_reports_tokens_per_second_as_json() {
+    let o = tern(&["bench", "--model", "bitnet-b1.58-2b", "--layers", "1", "--tokens", "2", "--runs", "1", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON document");
+    // Q, K, V, O: 2560x2560 twice and 640x2560 twice; gate, up: 6912x2560; down: 2560x6912;
+    // BITNET_B1_58 packs 4 codes a byte, plus a 4-byte scale per tensor.
+    let elems = 2 * 2560 * 2560 + 2 * 640 * 2560 + 3 * 6912 * 2560;
+    assert_eq!(doc["weight_bytes"], elems / 4 + 7 * 4, "{doc}");
+    assert_eq!(doc["format"], "BITNET_B1_58", "{doc}");
+    for test in ["tg", "pp"] {
+        let tps = doc["tokens_per_second"][test].as_f64().expect("tokens/s");
+        assert!(tps.is_finite() && tps > 0.0, "{test}: {doc}");
+    }
+}
+
+#[test]
+fn bench_model_refuses_what_it_cannot_run() {
+    assert_usage_error(&tern(&["bench", "--model", "llama-70b"]), "the one model known is bitnet-b1.58-2b");
+    assert_fails_cleanly(&tern(&["bench", "--layers", "2"]), "layers alone", "--layers needs --model");
+    assert_fails_cleanly(
+        &tern(&["bench", "--model", "bitnet-b1.58-2b", "--layers", "31"]),
+        "too many layers",
+        "--layers must be in 1..=30",
+    );
+}
+
 #[test]
 fn bench_errors_say_what_to_do() {
     assert_usage_error(&tern(&["bench", "--format", "Q4_0"]), "use one of TQ1_0, TQ2_0, BITNET_B1_58");

@@ -307,6 +307,20 @@ fn check_len_at_least(what: &'static str, got: usize, want: usize) -> Result<()>
 /// Ternary weights as kernels see them: signed trits (code - 1; a corrupt code 3 comes out
 /// as +2, as ggml decodes it) and one scale per kernel block.
 impl Format {
+    /// The block scale of a TQ1_0/TQ2_0 matrix whose blocks all carry the same scale (bit
+    /// for bit), as a BitNet checkpoint converted to GGUF has; `None` otherwise and for the
+    /// other formats. `src` must have been checked. Reads two bytes per block.
+    pub fn uniform_block_scale(self, src: &[u8]) -> Option<f32> {
+        let block = match self {
+            Format::Tq1_0 => tq1_0::BLOCK_BYTES,
+            Format::Tq2_0 => tq2_0::BLOCK_BYTES,
+            _ => return None,
+        };
+        let mut scales = src.chunks_exact(block).map(|b| [b[block - 2], b[block - 1]]);
+        let first = scales.next()?;
+        scales.all(|s| s == first).then(|| half::f16::from_le_bytes(first).to_f32())
+    }
+
     /// Elements per scale block when `cols` is the row length: 256 for TQ1_0/TQ2_0, the
     /// whole row for BITNET_B1_58 (its one scale is per tensor).
     pub fn kernel_block(self, cols: usize) -> usize {

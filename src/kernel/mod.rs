@@ -32,18 +32,24 @@ pub struct MatRef<'a> {
     pub(crate) rows: usize,
     pub(crate) cols: usize,
     pub(crate) bytes: &'a [u8],
+    /// The one block scale of a TQ1_0/TQ2_0 tensor whose block scales are all equal, when
+    /// known ([`crate::Tensor::uniform_block_scale`]): kernels may then keep int32 along the
+    /// whole row and scale once.
+    pub(crate) uniform_scale: Option<f32>,
 }
 
 impl<'a> MatRef<'a> {
     /// Checks that `bytes` is exactly a `rows x cols` matrix in `format`.
     pub fn new(format: Format, rows: usize, cols: usize, bytes: &'a [u8]) -> Result<MatRef<'a>> {
         format.check_bytes(bytes, rows, cols)?;
-        Ok(MatRef { format, rows, cols, bytes })
+        Ok(MatRef { format, rows, cols, bytes, uniform_scale: None })
     }
 
-    /// The operand of a tensor, if its bytes are still valid.
+    /// The operand of a tensor, if its bytes are still valid, with the tensor's uniform
+    /// block scale if it has one.
     pub fn of(tensor: &'a crate::Tensor) -> Result<MatRef<'a>> {
-        MatRef::new(tensor.format(), tensor.rows(), tensor.cols(), tensor.bytes()?)
+        let m = MatRef::new(tensor.format(), tensor.rows(), tensor.cols(), tensor.bytes()?)?;
+        Ok(MatRef { uniform_scale: tensor.uniform_block_scale()?, ..m })
     }
 
     /// The operand's format.
@@ -54,6 +60,12 @@ impl<'a> MatRef<'a> {
     /// Rows: a weight's output rows, an activation's tokens.
     pub fn rows(&self) -> usize {
         self.rows
+    }
+
+    /// The one block scale of a TQ1_0/TQ2_0 operand whose block scales are all equal, when
+    /// it came from a tensor that found it (`MatRef::of`); `None` otherwise.
+    pub fn uniform_scale(&self) -> Option<f32> {
+        self.uniform_scale
     }
 
     /// Columns: the shared dimension k.
@@ -162,6 +174,18 @@ impl<'a> OutTile<'a> {
         // SAFETY: in bounds (the view's block lies in `m x n`, asserted membership), and this
         // view owns the element (see the type docs).
         unsafe { *self.ptr.add(token * self.n + row) = value }
+    }
+
+    /// Writes `values` to the outputs of `token` at rows `row..row + values.len()`, which are
+    /// contiguous in the output: one bounds check for a run of rows. (Used by the x86 GEMM.)
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) fn set_run(&mut self, token: usize, row: usize, values: &[f32]) {
+        let inside = self.rows.start <= row && row + values.len() <= self.rows.end;
+        assert!(self.tokens.contains(&token) && inside, "outputs ({token}, {row}..+{}) outside the view", values.len());
+        // SAFETY: in bounds (the view's block lies in `m x n`, asserted membership), and this
+        // view owns the elements (see the type docs).
+        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), self.ptr.add(token * self.n + row), values.len()) }
     }
 
     /// Splits into disjoint views of at most `row_chunk` rows x `token_chunk` tokens,

@@ -195,6 +195,180 @@ impl Simd for Avx2 {
     }
 }
 
+/// The GEMM's operations: 8 rows per vector; `vpmaddubsw` pair sums accumulate in int16
+/// for `P_QUADS` quads, then `vpmaddwd` by ones widens them into int32.
+impl super::gemm::GemmSimd for Avx2 {
+    const LANES: usize = 8;
+    type V = __m256i;
+    type F = __m256;
+    type P = __m256i;
+    /// A pair sum is at most `2 * 3 * 128 = 768` in magnitude (codes <= 3, activations
+    /// >= -128): 32 of them stay below 2^15.
+    const P_QUADS: usize = 32;
+
+    #[inline(always)]
+    unsafe fn zero() -> __m256i {
+        // SAFETY: the trait's contract (this ISA's features).
+        unsafe { _mm256_setzero_si256() }
+    }
+
+    #[inline(always)]
+    unsafe fn splat32(x: i32) -> __m256i {
+        // SAFETY: the trait's contract (this ISA's features).
+        unsafe { _mm256_set1_epi32(x) }
+    }
+
+    #[inline(always)]
+    unsafe fn splat8(x: u8) -> __m256i {
+        // SAFETY: the trait's contract (this ISA's features).
+        unsafe { _mm256_set1_epi8(x as i8) }
+    }
+
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> __m256i {
+        // SAFETY: the trait's contract (this ISA's features; 32 readable bytes at `p`).
+        unsafe { _mm256_loadu_si256(p as *const __m256i) }
+    }
+
+    #[inline(always)]
+    unsafe fn load_first(p: *const u8, len: usize) -> __m256i {
+        debug_assert!(len <= 32);
+        // SAFETY: the trait's contract (this ISA's features; `len` readable bytes at `p`,
+        // copied into a 32-byte buffer before the load).
+        unsafe {
+            if len == 32 {
+                return _mm256_loadu_si256(p as *const __m256i);
+            }
+            let mut buf = [0u8; 32];
+            std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), len);
+            _mm256_loadu_si256(buf.as_ptr() as *const __m256i)
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn store(p: *mut u8, v: __m256i) {
+        // SAFETY: the trait's contract (this ISA's features; 32 writable bytes at `p`).
+        unsafe { _mm256_storeu_si256(p as *mut __m256i, v) }
+    }
+
+    /// 32-bit and 64-bit interleaves make 4 x 4 blocks within 128-bit lanes; one 128-bit
+    /// permute per output joins the halves.
+    #[inline(always)]
+    unsafe fn transpose(v: &mut [__m256i]) {
+        assert_eq!(v.len(), 8);
+        // SAFETY: the trait's contract (this ISA's features); register operations only.
+        unsafe {
+            let mut t = [_mm256_setzero_si256(); 8];
+            for i in 0..4 {
+                t[2 * i] = _mm256_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+                t[2 * i + 1] = _mm256_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+            }
+            // u[4h + j], 128-bit lane l: column 4l + j of rows 4h..4h + 4.
+            let mut u = [_mm256_setzero_si256(); 8];
+            for h in 0..2 {
+                u[4 * h] = _mm256_unpacklo_epi64(t[4 * h], t[4 * h + 2]);
+                u[4 * h + 1] = _mm256_unpackhi_epi64(t[4 * h], t[4 * h + 2]);
+                u[4 * h + 2] = _mm256_unpacklo_epi64(t[4 * h + 1], t[4 * h + 3]);
+                u[4 * h + 3] = _mm256_unpackhi_epi64(t[4 * h + 1], t[4 * h + 3]);
+            }
+            for j in 0..4 {
+                v[j] = _mm256_permute2x128_si256::<0x20>(u[j], u[4 + j]);
+                v[4 + j] = _mm256_permute2x128_si256::<0x31>(u[j], u[4 + j]);
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn srli32<const N: u32>(x: __m256i) -> __m256i {
+        // SAFETY: the trait's contract (this ISA's features). The count goes in a register:
+        // the immediate form takes an `i32` const this generic cannot name.
+        unsafe { _mm256_srl_epi32(x, _mm_cvtsi32_si128(N as i32)) }
+    }
+
+    #[inline(always)]
+    unsafe fn slli32<const N: u32>(x: __m256i) -> __m256i {
+        // SAFETY: as in `srli32`.
+        unsafe { _mm256_sll_epi32(x, _mm_cvtsi32_si128(N as i32)) }
+    }
+
+    #[inline(always)]
+    unsafe fn and(a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: the trait's contract (this ISA's features).
+        unsafe { _mm256_and_si256(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn or(a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: the trait's contract (this ISA's features).
+        unsafe { _mm256_or_si256(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn add8(a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: the trait's contract (this ISA's features).
+        unsafe { _mm256_add_epi8(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn subs_u8(a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: the trait's contract (this ISA's features).
+        unsafe { _mm256_subs_epu8(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn min_u8(a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: the trait's contract (this ISA's features).
+        unsafe { _mm256_min_epu8(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn p_start(_acc: __m256i) -> __m256i {
+        // SAFETY: the trait's contract (this ISA's features).
+        unsafe { _mm256_setzero_si256() }
+    }
+
+    /// `vpmaddubsw` (u8 codes x broadcast i8 activations, pair sums in int16), added.
+    #[inline(always)]
+    unsafe fn p_dot(p: __m256i, w: __m256i, a: *const u8) -> __m256i {
+        // SAFETY: the trait's contract (this ISA's features; 4 readable bytes at `a`).
+        unsafe {
+            let a = _mm256_set1_epi32(std::ptr::read_unaligned(a as *const i32));
+            _mm256_add_epi16(p, _mm256_maddubs_epi16(w, a))
+        }
+    }
+
+    /// `vpmaddwd` by ones: each int32 lane gets its two pair sums.
+    #[inline(always)]
+    unsafe fn p_end(p: __m256i, acc: __m256i) -> __m256i {
+        // SAFETY: the trait's contract (this ISA's features).
+        unsafe { _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1))) }
+    }
+
+    #[inline(always)]
+    unsafe fn fzero() -> __m256 {
+        // SAFETY: the trait's contract (this ISA's features).
+        unsafe { _mm256_setzero_ps() }
+    }
+
+    #[inline(always)]
+    unsafe fn fload(p: *const f32) -> __m256 {
+        // SAFETY: the trait's contract (this ISA's features; 8 readable floats at `p`).
+        unsafe { _mm256_loadu_ps(p) }
+    }
+
+    #[inline(always)]
+    unsafe fn fmadd(acc: __m256i, s: __m256, f: __m256) -> __m256 {
+        // SAFETY: the trait's contract (this ISA's features, FMA among them).
+        unsafe { _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), s, f) }
+    }
+
+    #[inline(always)]
+    unsafe fn fstore(p: *mut f32, f: __m256) {
+        // SAFETY: the trait's contract (this ISA's features; 8 writable floats at `p`).
+        unsafe { _mm256_storeu_ps(p, f) }
+    }
+}
+
 /// `vpmulhuw`, written out: `_mm256_mulhi_epu16` is generic widening arithmetic in this
 /// Rust's `std::arch`, which LLVM lowers here as zero-extension to 32 bits, `vpmulld`,
 /// shifts and packs — five times the cost of the one instruction.
@@ -211,3 +385,9 @@ unsafe fn mulhi_epu16(a: __m256i, b: __m256i) -> __m256i {
 }
 
 crate::kernel::tile::isa_kernels!(Avx2, c"bitnet_gemv/avx2", "avx2,fma,f16c", 2, 2, 2);
+
+// Register block 2 vectors (16 rows) x 4 tokens: 8 int16 partials, 2 weight vectors, a
+// broadcast and a product fit the 16 ymm registers; 2 x 6, 3 x 4 and 4 x 3 spill and measured
+// 10-50% slower (Zen 4, 2560x2560, m = 128). Thresholds measured against the AVX2 GEMV on
+// the same core: about 8 tokens for every format.
+super::gemm::gemm_kernels!(Avx2, c"bitnet_gemm/avx2", "avx2,fma,f16c", rv = 2, t = 4, min_tokens = [8, 8, 8]);

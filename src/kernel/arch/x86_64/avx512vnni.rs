@@ -178,6 +178,173 @@ impl Simd for Avx512 {
     }
 }
 
+impl super::gemm::GemmSimd for Avx512 {
+    const LANES: usize = 16;
+    type V = __m512i;
+    type F = __m512;
+
+    #[inline(always)]
+    unsafe fn zero() -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_setzero_si512() }
+    }
+
+    #[inline(always)]
+    unsafe fn splat32(x: i32) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_set1_epi32(x) }
+    }
+
+    #[inline(always)]
+    unsafe fn splat8(x: u8) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_set1_epi8(x as i8) }
+    }
+
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_loadu_si512(p as *const _) }
+    }
+
+    #[inline(always)]
+    unsafe fn load_first(p: *const u8, len: usize) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe {
+            debug_assert!(len <= 64);
+            // Masked-off bytes are neither read nor able to fault.
+            _mm512_maskz_loadu_epi8(u64::MAX >> (64 - len), p as *const i8)
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn store(p: *mut u8, v: __m512i) {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_storeu_si512(p as *mut _, v) }
+    }
+
+    /// Three stages: 32-bit and 64-bit interleaves make 4 x 4 blocks within 128-bit lanes,
+    /// two rounds of 128-bit shuffles move the blocks into place.
+    #[inline(always)]
+    unsafe fn transpose(v: &mut [__m512i]) {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe {
+            assert_eq!(v.len(), 16);
+            let mut t = [_mm512_setzero_si512(); 16];
+            for i in 0..8 {
+                t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+                t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+            }
+            // u[4i + j], 128-bit lane l: column 4l + j of rows 4i..4i + 4.
+            let mut u = [_mm512_setzero_si512(); 16];
+            for i in 0..4 {
+                u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+                u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+                u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+                u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+            }
+            for j in 0..4 {
+                let (a, b, c, d) = (u[j], u[4 + j], u[8 + j], u[12 + j]);
+                let ab01 = _mm512_shuffle_i32x4::<0x44>(a, b);
+                let ab23 = _mm512_shuffle_i32x4::<0xEE>(a, b);
+                let cd01 = _mm512_shuffle_i32x4::<0x44>(c, d);
+                let cd23 = _mm512_shuffle_i32x4::<0xEE>(c, d);
+                v[j] = _mm512_shuffle_i32x4::<0x88>(ab01, cd01);
+                v[4 + j] = _mm512_shuffle_i32x4::<0xDD>(ab01, cd01);
+                v[8 + j] = _mm512_shuffle_i32x4::<0x88>(ab23, cd23);
+                v[12 + j] = _mm512_shuffle_i32x4::<0xDD>(ab23, cd23);
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn srli32<const N: u32>(x: __m512i) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_srli_epi32::<N>(x) }
+    }
+
+    #[inline(always)]
+    unsafe fn slli32<const N: u32>(x: __m512i) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_slli_epi32::<N>(x) }
+    }
+
+    #[inline(always)]
+    unsafe fn and(a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_and_si512(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn or(a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_or_si512(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn add8(a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_add_epi8(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn subs_u8(a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_subs_epu8(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn min_u8(a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_min_epu8(a, b) }
+    }
+
+    type P = __m512i;
+    /// `vpdpbusd` accumulates int32 directly: no folding.
+    const P_QUADS: usize = usize::MAX;
+
+    #[inline(always)]
+    unsafe fn p_start(acc: __m512i) -> __m512i {
+        acc
+    }
+
+    /// One `vpdpbusd` with a broadcast of the four activation bytes.
+    #[inline(always)]
+    unsafe fn p_dot(p: __m512i, w: __m512i, a: *const u8) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; 4 readable bytes at `a`).
+        unsafe { _mm512_dpbusd_epi32(p, w, _mm512_set1_epi32(std::ptr::read_unaligned(a as *const i32))) }
+    }
+
+    #[inline(always)]
+    unsafe fn p_end(p: __m512i, _acc: __m512i) -> __m512i {
+        p
+    }
+
+    #[inline(always)]
+    unsafe fn fzero() -> __m512 {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_setzero_ps() }
+    }
+
+    #[inline(always)]
+    unsafe fn fload(p: *const f32) -> __m512 {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_loadu_ps(p) }
+    }
+
+    #[inline(always)]
+    unsafe fn fmadd(acc: __m512i, s: __m512, f: __m512) -> __m512 {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), s, f) }
+    }
+
+    #[inline(always)]
+    unsafe fn fstore(p: *mut f32, f: __m512) {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_storeu_ps(p, f) }
+    }
+}
+
 /// Returns `v`, hidden from the optimizer: LLVM would otherwise fold `q + q + q` on bytes
 /// into a multiply by 3, which AVX-512 lacks for bytes and emulates with `vpmullw` and
 /// masks, several times the cost of two `vpaddb`. The empty asm emits no instruction.
@@ -190,3 +357,16 @@ unsafe fn opaque(mut v: __m512i) -> __m512i {
 }
 
 crate::kernel::tile::isa_kernels!(Avx512, c"bitnet_gemv/avx512vnni", "avx512f,avx512bw,avx512vnni,f16c,fma", 4, 2, 4);
+
+// Thresholds on an AMD EPYC Zen 4 core, 2560x2560, one thread (thread CPU time): the GEMM
+// overtakes the GEMV at 4 tokens for TQ1_0 (whose GEMV extracts digits per token tile),
+// at about 24 for TQ2_0 and BITNET_B1_58 (the panel unpack costs about what 8 tokens of
+// GEMV do).
+super::gemm::gemm_kernels!(
+    Avx512,
+    c"bitnet_gemm/avx512vnni",
+    "avx512f,avx512bw,avx512vnni,f16c,fma",
+    rv = 4,
+    t = 6,
+    min_tokens = [4, 24, 24]
+);

@@ -3,6 +3,7 @@
 
 mod avx2;
 mod avx512vnni;
+mod gemm;
 mod requant;
 
 use crate::kernel::Kernel;
@@ -21,9 +22,11 @@ unsafe fn f16c(p: *const u8) -> f32 {
     }
 }
 
-/// Best first: AVX-512 VNNI, then AVX2.
+/// Best first: AVX-512 VNNI, then AVX2; within an ISA the GEMM first, preferred from its
+/// `min_tokens` on.
 pub(crate) fn kernels() -> Vec<Kernel> {
-    avx512vnni::kernels().into_iter().chain(avx2::kernels()).collect()
+    let avx512 = avx512vnni::gemm_kernels().into_iter().chain(avx512vnni::kernels());
+    avx512.chain(avx2::gemm_kernels()).chain(avx2::kernels()).collect()
 }
 
 /// The AVX2 requantizer when this CPU has AVX2 (the division, not the width, bounds it).

@@ -1,0 +1,141 @@
+//! The int8 dot-product peaks of this core, measured in this process: loops of independent
+//! instructions with no loads, so that the only limit is the instruction's throughput. GEMM
+//! figures are printed as a share of the peak of the instruction their kernel is built on.
+
+use crate::common::{time_runs_on, Clock};
+
+/// One instruction's measured throughput.
+#[derive(Debug, Clone, Copy)]
+pub struct Peak {
+    /// The instruction, e.g. `vpdpbusd zmm`.
+    pub name: &'static str,
+    /// Multiply-adds (u8 x i8 products) per second, best of the repeats.
+    pub macs_per_s: f64,
+}
+
+/// Loop iterations per timed run (14 instructions each): several milliseconds per run.
+const ITERS: u64 = 1_000_000;
+const REPEATS: usize = 15;
+
+/// Times `probe(ITERS)` (which performs `macs_per_iter * ITERS` MACs) on the calling
+/// thread's CPU time; the best of [`REPEATS`] runs, since other processes only ever slow a
+/// run down.
+fn best(name: &'static str, macs_per_iter: u64, probe: impl Fn(u64)) -> Peak {
+    let t = time_runs_on(Clock::ThreadCpu, Some(REPEATS), std::time::Duration::ZERO, 1, REPEATS, || probe(ITERS));
+    Peak { name, macs_per_s: (macs_per_iter * ITERS) as f64 / t.min.as_secs_f64() }
+}
+
+/// The peaks of every instruction this CPU has among those tern's kernels use.
+pub fn measure() -> Vec<Peak> {
+    arch::measure()
+}
+
+/// The peak a kernel's figures are compared with: `vpdpbusd zmm` for AVX-512 VNNI kernels,
+/// `vpmaddubsw ymm` for AVX2 ones.
+pub fn for_kernel<'a>(peaks: &'a [Peak], kernel: &str) -> Option<&'a Peak> {
+    let want = if kernel.ends_with("/avx512vnni") {
+        "vpdpbusd zmm"
+    } else if kernel.ends_with("/avx2") {
+        "vpmaddubsw ymm"
+    } else {
+        return None;
+    };
+    peaks.iter().find(|p| p.name == want)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod arch {
+    use super::{best, Peak};
+
+    /// One instruction per destination register per iteration, all independent, fed from two
+    /// source registers that never change; enough chains to cover the instruction's latency
+    /// at full throughput.
+    macro_rules! probe {
+        ($name:ident, $features:literal, $insn:literal, $s:literal, $t:literal, [$($d:literal),*]) => {
+            /// # Safety
+            /// The CPU must have the features this function enables.
+            #[target_feature(enable = $features)]
+            unsafe fn $name(iters: u64) {
+                // SAFETY: register-only instructions the CPU has (the caller checked); every
+                // register the loop writes is declared clobbered.
+                unsafe {
+                    std::arch::asm!(
+                        "2:",
+                        $(concat!($insn, " ", $d, ", ", $s, ", ", $t),)*
+                        "dec {n}",
+                        "jnz 2b",
+                        n = inout(reg) iters => _,
+                        out("xmm0") _, out("xmm1") _, out("xmm2") _, out("xmm3") _,
+                        out("xmm4") _, out("xmm5") _, out("xmm6") _, out("xmm7") _,
+                        out("xmm8") _, out("xmm9") _, out("xmm10") _, out("xmm11") _,
+                        out("xmm12") _, out("xmm13") _,
+                        options(nostack, nomem),
+                    )
+                }
+            }
+        };
+    }
+
+    // Fourteen destinations each; the sources (zmm/ymm 14, 15) are never written.
+    probe!(
+        vnni_zmm,
+        "avx512f,avx512vnni",
+        "vpdpbusd",
+        "zmm14",
+        "zmm15",
+        [
+            "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", "zmm10", "zmm11", "zmm12",
+            "zmm13"
+        ]
+    );
+    probe!(
+        vnni_ymm,
+        "avx512f,avx512vl,avx512vnni",
+        "vpdpbusd",
+        "ymm14",
+        "ymm15",
+        [
+            "ymm0", "ymm1", "ymm2", "ymm3", "ymm4", "ymm5", "ymm6", "ymm7", "ymm8", "ymm9", "ymm10", "ymm11", "ymm12",
+            "ymm13"
+        ]
+    );
+    probe!(
+        maddubs_ymm,
+        "avx2",
+        "vpmaddubsw",
+        "ymm14",
+        "ymm15",
+        [
+            "ymm0", "ymm1", "ymm2", "ymm3", "ymm4", "ymm5", "ymm6", "ymm7", "ymm8", "ymm9", "ymm10", "ymm11", "ymm12",
+            "ymm13"
+        ]
+    );
+
+    /// Instructions per loop iteration.
+    const PER_ITER: u64 = 14;
+
+    pub fn measure() -> Vec<Peak> {
+        let mut peaks = Vec::new();
+        let avx512 = is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni");
+        if avx512 {
+            // SAFETY: the CPU has the features (checked just above).
+            peaks.push(best("vpdpbusd zmm", PER_ITER * 64, |n| unsafe { vnni_zmm(n) }));
+        }
+        if avx512 && is_x86_feature_detected!("avx512vl") {
+            // SAFETY: as above, plus AVX-512 VL.
+            peaks.push(best("vpdpbusd ymm", PER_ITER * 32, |n| unsafe { vnni_ymm(n) }));
+        }
+        if is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            peaks.push(best("vpmaddubsw ymm", PER_ITER * 32, |n| unsafe { maddubs_ymm(n) }));
+        }
+        peaks
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod arch {
+    pub fn measure() -> Vec<super::Peak> {
+        Vec::new()
+    }
+}

@@ -1,0 +1,622 @@
+//! The batched path (`bitnet_gemm/<isa>`): a register-blocked int8 GEMM over weights
+//! unpacked once per row panel. An ISA supplies its vector operations through
+//! [`GemmSimd`]; the panel packing, the activation packing and the loops are shared.
+//!
+//! Layouts. A panel of `P = RV * LANES` weight rows is unpacked into biased codes
+//! `[k/4][P][4]` (u8 in {0, 1, 2}; a corrupt 3 stays 3 and counts as +2): one vector holds
+//! four consecutive codes of `LANES` rows, so one dot-product instruction with a broadcast
+//! 4-byte activation operand feeds `LANES` rows. The activations of a block of `T` tokens
+//! are interleaved into `[k/4][T][4]`, so the micro-kernel walks one pointer.
+//!
+//! Arithmetic. `sum a*t = sum a*code - sum a`: every accumulator starts from `-sum a` of
+//! its token (per 256-element block for TQ1_0/TQ2_0, per row otherwise), broadcast to every
+//! lane, so each int32 lane holds the exact trit dot product of one row. TQ blocks end with
+//! one convert + FMA by the rows' block scales; BITNET_B1_58 (one scale per tensor) keeps
+//! int32 along the whole row and scales once, exactly as the reference does; so does a TQ
+//! tensor whose block scales are all equal (`MatRef::uniform_scale`). int32 along a row
+//! holds `|sum| <= 3 * 128 * k` for k up to about 5.5 million.
+//!
+//! Cost (AMD EPYC Zen 4, one thread, m = 128, 2560x2560 and 6912x2560): 80-84% of the
+//! same-run `vpdpbusd zmm` peak for every format with AVX-512 VNNI; the panel unpack is
+//! about 0.1 cycle per weight, which sets the `min_tokens` thresholds.
+//!
+//! Every buffer is per thread and reused ([`SCRATCH`]): no allocation per call once a
+//! thread has seen its largest shape.
+
+// Tiles index several per-row and per-token arrays in lockstep.
+#![allow(clippy::needless_range_loop)]
+
+use crate::format::{bitnet, tq1_0, tq2_0, Format};
+use crate::kernel::{MatRef, OutTile};
+use std::cell::Cell;
+
+/// Vector operations of one ISA for the GEMM. `V` holds `LANES` int32 lanes (or
+/// `4 * LANES` bytes), `F` as many f32 lanes.
+///
+/// # Safety
+/// Every method needs the CPU features of its ISA; pointer arguments must be valid for
+/// the bytes the method names.
+pub(super) trait GemmSimd {
+    /// int32 lanes per vector: the weight rows one vector holds.
+    const LANES: usize;
+    type V: Copy;
+    type F: Copy;
+
+    unsafe fn zero() -> Self::V;
+    unsafe fn splat32(x: i32) -> Self::V;
+    unsafe fn splat8(x: u8) -> Self::V;
+    /// Reads `4 * LANES` bytes.
+    unsafe fn load(p: *const u8) -> Self::V;
+    /// Reads `len <= 4 * LANES` bytes and zeroes the other lanes, reading nothing past `p + len`.
+    unsafe fn load_first(p: *const u8, len: usize) -> Self::V;
+    /// Writes `4 * LANES` bytes.
+    unsafe fn store(p: *mut u8, v: Self::V);
+    /// Transposes `v` (`LANES` vectors) as a `LANES x LANES` matrix of int32.
+    unsafe fn transpose(v: &mut [Self::V]);
+    unsafe fn srli32<const N: u32>(x: Self::V) -> Self::V;
+    unsafe fn slli32<const N: u32>(x: Self::V) -> Self::V;
+    unsafe fn and(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn or(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn add8(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn subs_u8(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn min_u8(a: Self::V, b: Self::V) -> Self::V;
+    /// A partial accumulator: what the dot-product instruction adds into (int32 lanes for
+    /// `vpdpbusd`; int16 pair sums for `vpmaddubsw`, widened every [`Self::P_QUADS`] quads).
+    type P: Copy;
+    /// Quads a partial accumulator takes before it must be folded into int32.
+    const P_QUADS: usize;
+    /// Starts a partial accumulator on top of `acc`.
+    unsafe fn p_start(acc: Self::V) -> Self::P;
+    /// `p` plus, per int32 lane, the dot product of the lane's four u8 of `w` with the
+    /// four i8 at `a` (the same for every lane).
+    unsafe fn p_dot(p: Self::P, w: Self::V, a: *const u8) -> Self::P;
+    /// Folds `p` into the `acc` it was started on.
+    unsafe fn p_end(p: Self::P, acc: Self::V) -> Self::V;
+    unsafe fn fzero() -> Self::F;
+    /// Reads `LANES` floats.
+    unsafe fn fload(p: *const f32) -> Self::F;
+    /// `f + float(acc) * s`.
+    unsafe fn fmadd(acc: Self::V, s: Self::F, f: Self::F) -> Self::F;
+    /// Writes `LANES` floats.
+    unsafe fn fstore(p: *mut f32, f: Self::F);
+}
+
+/// Elements per TQ block, and per packing step of every format.
+const QK: usize = 256;
+/// Four-element groups ("quads") per block.
+const BLOCK_QUADS: usize = QK / 4;
+
+/// A ternary weight format as the panel packer sees it: its code bytes per 256 elements,
+/// and which quads each raw dword of those bytes expands to.
+pub(super) trait Layout {
+    const FORMAT: Format;
+    /// Bytes of one block (codes and scale); BitNet has no blocks and packs 64-byte steps.
+    const BLOCK_BYTES: usize;
+    /// Code bytes per block.
+    const CODE_BYTES: usize;
+    /// Expands the transposed raw dword `i` of a block (dword `i` of every row in the
+    /// group, one per lane) into the codes of the quads it holds: the first `n` entries of
+    /// the returned (quad, codes) array. (An array, not a callback: closures are compiled
+    /// without the caller's target features.)
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features.
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V) -> ([(usize, S::V); 5], usize);
+}
+
+pub(super) struct Tq2;
+
+impl Layout for Tq2 {
+    const FORMAT: Format = Format::Tq2_0;
+    const BLOCK_BYTES: usize = tq2_0::BLOCK_BYTES;
+    const CODE_BYTES: usize = tq2_0::QS_BYTES;
+
+    /// Byte `32 h + j` holds elements `128 h + 32 l + j` at shift `2 l`: the dword at
+    /// `32 h + 4 (i % 8)` gives quad `32 h + 8 l + i % 8` for each shift.
+    #[inline(always)]
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V) -> ([(usize, S::V); 5], usize) {
+        let q = 32 * (i / 8) + i % 8;
+        // SAFETY: register operations; the caller guarantees `S`'s features.
+        unsafe {
+            let m = S::splat8(3);
+            let out = [
+                (q, S::and(v, m)),
+                (q + 8, S::and(S::srli32::<2>(v), m)),
+                (q + 16, S::and(S::srli32::<4>(v), m)),
+                (q + 24, S::and(S::srli32::<6>(v), m)),
+                (0, v),
+            ];
+            (out, 4)
+        }
+    }
+}
+
+pub(super) struct Tq1;
+
+impl Layout for Tq1 {
+    const FORMAT: Format = Format::Tq1_0;
+    const BLOCK_BYTES: usize = tq1_0::BLOCK_BYTES;
+    const CODE_BYTES: usize = tq1_0::QS_BYTES + tq1_0::QH_BYTES;
+
+    /// Byte `b` of a region holds elements `first + b + n * bytes` as base-3 digit `n`
+    /// (see `tq1_0::position`); digit `n` is `((b * 3^n) mod 256) * 3 >> 8`, which is
+    /// `[q >= 86] + [q >= 171]` for `q = (b * 3^n) mod 256`.
+    #[inline(always)]
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V) -> ([(usize, S::V); 5], usize) {
+        // (first quad, quads per digit) of the region holding dword i.
+        let (q0, step) = match i {
+            0..8 => (i, 8),
+            8..12 => (40 + i - 8, 4),
+            _ => (60, 1),
+        };
+        // SAFETY: register operations; the caller guarantees `S`'s features.
+        unsafe {
+            let (c85, c170, one) = (S::splat8(85), S::splat8(170), S::splat8(1));
+            let mut out = [(0, v); 5];
+            let mut q = v;
+            for n in 0..5 {
+                let d = S::add8(S::min_u8(S::subs_u8(q, c85), one), S::min_u8(S::subs_u8(q, c170), one));
+                out[n] = (q0 + n * step, d);
+                q = S::add8(q, S::add8(q, q));
+            }
+            (out, 5)
+        }
+    }
+}
+
+pub(super) struct Bitnet;
+
+impl Layout for Bitnet {
+    const FORMAT: Format = Format::BitnetB158;
+    const BLOCK_BYTES: usize = QK / 4;
+    const CODE_BYTES: usize = QK / 4;
+
+    /// Byte `j` holds elements `4 j .. 4 j + 4` at shifts 0, 2, 4, 6: byte `c` of dword `i`
+    /// is quad `4 i + c`, spread to one code per byte by `x | x << 6`, then `| << 12`.
+    #[inline(always)]
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V) -> ([(usize, S::V); 5], usize) {
+        // SAFETY: register operations; the caller guarantees `S`'s features.
+        unsafe {
+            let ff = S::splat32(0xFF);
+            let out = [
+                (4 * i, spread::<S>(S::and(v, ff))),
+                (4 * i + 1, spread::<S>(S::and(S::srli32::<8>(v), ff))),
+                (4 * i + 2, spread::<S>(S::and(S::srli32::<16>(v), ff))),
+                (4 * i + 3, spread::<S>(S::srli32::<24>(v))),
+                (0, v),
+            ];
+            (out, 4)
+        }
+    }
+}
+
+/// The four 2-bit codes of the low byte of each int32 lane, one per byte.
+///
+/// # Safety
+/// The CPU must have `S`'s features.
+#[inline(always)]
+unsafe fn spread<S: GemmSimd>(x: S::V) -> S::V {
+    // SAFETY: register operations; the caller guarantees `S`'s features.
+    unsafe {
+        let y = S::or(x, S::slli32::<6>(x));
+        S::and(S::or(y, S::slli32::<12>(y)), S::splat8(3))
+    }
+}
+
+/// Per-thread buffers, grown to the largest shape seen and reused.
+#[derive(Default)]
+struct Scratch {
+    /// Unpacked panel `[k/4][P][4]`.
+    panel: Vec<u8>,
+    /// Block scales of the panel `[blocks][P]` (TQ only).
+    scales: Vec<f32>,
+    /// Activations, each token block `[k/4][T][4]`, block of token `t0` at `t0 * k`.
+    act: Vec<u8>,
+    /// Accumulator seeds `-sum a` per (token, block).
+    seeds: Vec<i32>,
+}
+
+thread_local! {
+    static SCRATCH: Cell<Scratch> = Cell::new(Scratch::default());
+}
+
+/// Resizes `v` to `len` (growing only: the contents are rewritten by every call).
+fn sized<T: Copy + Default>(v: &mut Vec<T>, len: usize) -> &mut [T] {
+    if v.len() < len {
+        v.resize(len, T::default());
+    }
+    &mut v[..len]
+}
+
+/// Packs the activations of `tokens` in blocks of `tb` (the last one shorter), token
+/// `tokens.start + i` at `act[i * k..]`, and their seeds for blocks of `block` elements.
+fn pack_act(a: &MatRef, tokens: std::ops::Range<usize>, tb: usize, block: usize, act: &mut [u8], seeds: &mut [i32]) {
+    let k = a.cols;
+    let codes = &a.bytes[tokens.start * k..tokens.end * k];
+    let (m, blocks) = (tokens.len(), k / block);
+    for t0 in (0..m).step_by(tb) {
+        let tn = tb.min(m - t0);
+        let rows = &codes[t0 * k..(t0 + tn) * k];
+        let dst = &mut act[t0 * k..(t0 + tn) * k];
+        assert!(k.is_multiple_of(4) && rows.len() == tn * k && dst.len() == tn * k, "activation block size");
+        // Quad by quad, so that the writes are sequential; `tn` rows are read at once.
+        for q in 0..k / 4 {
+            for t in 0..tn {
+                // SAFETY: `t * k + 4 q + 4 <= tn * k` and `(q tn + t) 4 + 4 <= tn * k` (sizes
+                // asserted above); unaligned 4-byte accesses.
+                unsafe {
+                    let quad = (rows.as_ptr().add(t * k + 4 * q) as *const u32).read_unaligned();
+                    (dst.as_mut_ptr().add((q * tn + t) * 4) as *mut u32).write_unaligned(quad);
+                }
+            }
+        }
+        for (t, row) in rows.chunks_exact(k).enumerate() {
+            for (seed, part) in seeds[(t0 + t) * blocks..][..blocks].iter_mut().zip(row.chunks_exact(block)) {
+                *seed = -part.iter().map(|&c| c as i8 as i32).sum::<i32>();
+            }
+        }
+    }
+}
+
+/// The activation scale of token `t` (the f32 after the `m * k` codes).
+fn act_scale(a: &MatRef, t: usize) -> f32 {
+    let s = &a.bytes[a.rows * a.cols + 4 * t..][..4];
+    f32::from_le_bytes([s[0], s[1], s[2], s[3]])
+}
+
+/// Unpacks weight rows `rows` (at most `p` of them) into `panel` (`[k/4][p][4]`, rows past
+/// the range padded with code 0, which no output reads) and, if asked (TQ), their block
+/// scales into `scales` (`[blocks][p]`).
+///
+/// # Safety
+/// The CPU must have `S`'s features.
+#[inline(always)]
+unsafe fn pack_panel<S: GemmSimd, L: Layout>(
+    w: &MatRef,
+    rows: std::ops::Range<usize>,
+    p: usize,
+    panel: &mut [u8],
+    scales: Option<&mut [f32]>,
+) {
+    let k = w.cols;
+    let quads = k / 4;
+    let (row_bytes, blocks) = match L::FORMAT {
+        Format::BitnetB158 => (quads, quads.div_ceil(BLOCK_QUADS)),
+        _ => (k / QK * L::BLOCK_BYTES, k / QK),
+    };
+    assert!(rows.end <= w.rows && rows.len() <= p && p.is_multiple_of(S::LANES), "panel rows out of range");
+    assert!(panel.len() >= quads * p * 4 && w.bytes.len() >= w.rows * row_bytes, "panel buffer too small");
+    let chunk = 4 * S::LANES;
+    // SAFETY: `S`'s features, as the caller guarantees (so for every block below).
+    let mut v = [unsafe { S::zero() }; 16];
+    let v = &mut v[..S::LANES];
+    for g in (0..p).step_by(S::LANES) {
+        for b in 0..blocks {
+            // Code bytes of this block (BitNet's last step may be short).
+            let code_bytes = L::CODE_BYTES.min(row_bytes - b * L::BLOCK_BYTES);
+            let block_quads = BLOCK_QUADS.min(quads - b * BLOCK_QUADS);
+            for c in (0..code_bytes).step_by(chunk) {
+                let len = chunk.min(code_bytes - c);
+                for (lane, x) in v.iter_mut().enumerate() {
+                    let r = rows.start + g + lane;
+                    *x = if r < rows.end {
+                        // SAFETY: `r < w.rows` and the block's code bytes lie in row `r`
+                        // (`c + len <= code_bytes <= row_bytes - b * BLOCK_BYTES`).
+                        unsafe { S::load_first(w.bytes.as_ptr().add(r * row_bytes + b * L::BLOCK_BYTES + c), len) }
+                    } else {
+                        // SAFETY: see above.
+                        unsafe { S::zero() }
+                    };
+                }
+                // SAFETY: see above; `v` holds `LANES` vectors.
+                unsafe { S::transpose(v) };
+                for (i, &x) in v.iter().enumerate().take(len.div_ceil(4)) {
+                    // SAFETY: see above.
+                    let (quads, n) = unsafe { L::expand::<S>(c / 4 + i, x) };
+                    for &(q, codes) in &quads[..n] {
+                        if q < block_quads {
+                            // SAFETY: quad `b * 64 + q < k / 4` and rows `g..g + LANES` (with
+                            // `g + LANES <= p`) lie in the panel (`k / 4 * p * 4` bytes, asserted).
+                            unsafe { S::store(panel.as_mut_ptr().add(((b * BLOCK_QUADS + q) * p + g) * 4), codes) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if let Some(scales) = scales {
+        assert!(L::FORMAT != Format::BitnetB158, "BitNet has no block scales");
+        let scales = &mut scales[..blocks * p];
+        scales.fill(0.0);
+        for (i, r) in rows.enumerate() {
+            let row = &w.bytes[r * row_bytes..(r + 1) * row_bytes];
+            for (b, block) in row.chunks_exact(L::BLOCK_BYTES).enumerate() {
+                let at = L::BLOCK_BYTES - 2;
+                scales[b * p + i] = half::f16::from_le_bytes([block[at], block[at + 1]]).to_f32();
+            }
+        }
+    }
+}
+
+/// Adds `quads` quads of the panel at `w` (`w_step` bytes per quad) times the token block at
+/// `a` (`4 T` bytes per quad) to `acc[v][t]`: the inner loop.
+///
+/// # Safety
+/// `w` must be valid for `quads * w_step` bytes with `w_step >= 4 * LANES * RV`, `a` for
+/// `quads * 4 * T` bytes; the CPU must have `S`'s features.
+#[inline(always)]
+unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
+    w: *const u8,
+    w_step: usize,
+    a: *const u8,
+    quads: usize,
+    acc: &mut [[S::V; T]; RV],
+) {
+    // SAFETY: every address is inside the spans the caller guarantees (quad `q < quads`,
+    // vector `v < RV`, token `t < T`); `S`'s features, as the caller guarantees.
+    unsafe {
+        let mut q0 = 0;
+        while q0 < quads {
+            let end = q0 + S::P_QUADS.min(quads - q0);
+            let mut p = [[S::p_start(S::zero()); T]; RV];
+            for v in 0..RV {
+                for t in 0..T {
+                    p[v][t] = S::p_start(acc[v][t]);
+                }
+            }
+            for q in q0..end {
+                let wq = w.add(q * w_step);
+                let mut wv = [S::zero(); RV];
+                for v in 0..RV {
+                    wv[v] = S::load(wq.add(v * 4 * S::LANES));
+                }
+                let aq = a.add(q * 4 * T);
+                for t in 0..T {
+                    for v in 0..RV {
+                        p[v][t] = S::p_dot(p[v][t], wv[v], aq.add(4 * t));
+                    }
+                }
+            }
+            for v in 0..RV {
+                for t in 0..T {
+                    acc[v][t] = S::p_end(p[v][t], acc[v][t]);
+                }
+            }
+            q0 = end;
+        }
+    }
+}
+
+/// One call's shared state for the tiles of a panel.
+struct Ctx<'a> {
+    a: &'a MatRef<'a>,
+    panel: &'a [u8],
+    scales: &'a [f32],
+    /// Packed activations of the call's tokens, the first at 0.
+    act: &'a [u8],
+    seeds: &'a [i32],
+    /// The call's first token.
+    first_token: usize,
+    /// Seeds per token: TQ blocks, or 1.
+    blocks: usize,
+    /// Rows per panel.
+    p: usize,
+    /// Rows of this panel (lane 0 of its first vector is `rows.start`).
+    rows: std::ops::Range<usize>,
+    /// `Some(d)`: one scale for the whole tensor, int32 along the row.
+    scale: Option<f32>,
+}
+
+impl Ctx<'_> {
+    /// Runs tokens `t0..t0 + T` (counted from the call's first token) against the panel.
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features.
+    #[inline(always)]
+    unsafe fn tile<S: GemmSimd, const RV: usize, const T: usize>(&self, out: &mut OutTile, t0: usize) {
+        let k = self.a.cols;
+        let quads = k / 4;
+        let w_step = 4 * self.p;
+        // Bounds are checked here, once per tile; the inner loop uses raw pointers.
+        assert!(RV * S::LANES == self.p && self.panel.len() >= quads * w_step, "tile outside the panel");
+        let act = &self.act[t0 * k..(t0 + T) * k];
+        let seeds = &self.seeds[t0 * self.blocks..(t0 + T) * self.blocks];
+        let w = self.panel.as_ptr();
+        let first = self.first_token + t0;
+        let mut lanes = [0f32; 16];
+        match self.scale {
+            Some(d) => {
+                // SAFETY: `S`'s features (the caller's promise); the panel holds `quads` quads
+                // of `w_step` bytes and `act` `quads * 4 * T` bytes (checked above).
+                let acc = unsafe {
+                    let mut acc = [[S::zero(); T]; RV];
+                    for v in 0..RV {
+                        for t in 0..T {
+                            acc[v][t] = S::splat32(seeds[t]);
+                        }
+                    }
+                    micro::<S, RV, T>(w, w_step, act.as_ptr(), quads, &mut acc);
+                    acc
+                };
+                let mut dots = [0i32; 16];
+                for v in 0..RV {
+                    for t in 0..T {
+                        // SAFETY: `dots` has room for 16 >= LANES int32; `S`'s features.
+                        unsafe { S::store(dots.as_mut_ptr() as *mut u8, acc[v][t]) };
+                        // The reference's order: one block, `a_scale * (d * dot)`.
+                        let a_scale = act_scale(self.a, first + t);
+                        for (l, dot) in dots[..S::LANES].iter().enumerate() {
+                            lanes[l] = a_scale * (d * *dot as f32);
+                        }
+                        self.write::<S>(out, v, first + t, &lanes);
+                    }
+                }
+            }
+            None => {
+                assert!(self.scales.len() >= self.blocks * self.p, "panel scales too short");
+                assert!(self.blocks * BLOCK_QUADS == quads, "TQ rows are whole blocks");
+                // SAFETY: as above; block `b < blocks` spans quads `64 b..64 (b + 1)` of the
+                // panel and of `act`, and `p` scales at `b * p` (asserted).
+                let f = unsafe {
+                    let mut f = [[S::fzero(); T]; RV];
+                    for b in 0..self.blocks {
+                        let mut acc = [[S::zero(); T]; RV];
+                        for v in 0..RV {
+                            for t in 0..T {
+                                acc[v][t] = S::splat32(seeds[t * self.blocks + b]);
+                            }
+                        }
+                        let a = act.as_ptr().add(b * BLOCK_QUADS * 4 * T);
+                        micro::<S, RV, T>(w.add(b * BLOCK_QUADS * w_step), w_step, a, BLOCK_QUADS, &mut acc);
+                        for v in 0..RV {
+                            let s = S::fload(self.scales.as_ptr().add(b * self.p + v * S::LANES));
+                            for t in 0..T {
+                                f[v][t] = S::fmadd(acc[v][t], s, f[v][t]);
+                            }
+                        }
+                    }
+                    f
+                };
+                for v in 0..RV {
+                    for t in 0..T {
+                        // SAFETY: `lanes` has room for 16 >= LANES floats; `S`'s features.
+                        unsafe { S::fstore(lanes.as_mut_ptr(), f[v][t]) };
+                        let a_scale = act_scale(self.a, first + t);
+                        for x in &mut lanes[..S::LANES] {
+                            *x *= a_scale;
+                        }
+                        self.write::<S>(out, v, first + t, &lanes);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes the lanes of panel vector `v` that are rows of this panel.
+    #[inline(always)]
+    fn write<S: GemmSimd>(&self, out: &mut OutTile, v: usize, token: usize, lanes: &[f32; 16]) {
+        let first = self.rows.start + v * S::LANES;
+        // The panel's last vectors may lie past its rows: padding, nothing to write.
+        let n = S::LANES.min(self.rows.end.saturating_sub(first));
+        if n > 0 {
+            out.set_run(token, first, &lanes[..n]);
+        }
+    }
+}
+
+/// The GEMM of one weight format over the block of `out`: panels of `RV * LANES` rows,
+/// token blocks of `T` (at most 8).
+///
+/// # Safety
+/// The CPU must have `S`'s features; operands checked by `Kernel::run_prepared`.
+#[inline(always)]
+pub(super) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usize>(
+    w: &MatRef,
+    a: &MatRef,
+    out: &mut OutTile,
+) {
+    const { assert!(T >= 1 && T <= 8) };
+    assert!(w.format == L::FORMAT && a.format == Format::I8Absmax && a.cols == w.cols, "operands of another kernel");
+    let k = a.cols;
+    let p = RV * S::LANES;
+    // One scale for the tensor: int32 along the whole row (exact for BitNet; for a uniform
+    // TQ tensor the per-block path's result up to float rounding, see
+    // `Tensor::uniform_block_scale`).
+    let scale = match L::FORMAT {
+        Format::BitnetB158 => Some(bitnet::scale(w.bytes)),
+        _ => w.uniform_scale,
+    };
+    let blocks = if scale.is_some() { 1 } else { k / QK };
+    let tokens = out.tokens();
+    let m = tokens.len();
+    // Taken out for the call and put back after it (a panic in between only loses the
+    // buffers). The work stays outside the closure: closures are compiled without the
+    // caller's target features.
+    let mut s = SCRATCH.with(Cell::take);
+    let act = sized(&mut s.act, m * k);
+    let seeds = sized(&mut s.seeds, m * blocks);
+    pack_act(a, tokens.clone(), T, k / blocks, act, seeds);
+    let panel = sized(&mut s.panel, k * p);
+    let scales = sized(&mut s.scales, k / QK * p);
+    let rows = out.rows();
+    for r0 in rows.clone().step_by(p) {
+        let prows = r0..(r0 + p).min(rows.end);
+        // SAFETY: `S`'s features, as the caller guarantees.
+        unsafe { pack_panel::<S, L>(w, prows.clone(), p, panel, scale.is_none().then_some(&mut *scales)) };
+        let ctx = Ctx { a, panel, scales, act, seeds, first_token: tokens.start, blocks, p, rows: prows, scale };
+        let mut t0 = 0;
+        while t0 < m {
+            let tn = T.min(m - t0);
+            // SAFETY: `S`'s features, as the caller guarantees. Const token counts for the
+            // last, shorter block.
+            unsafe {
+                match tn {
+                    1 => ctx.tile::<S, RV, 1>(out, t0),
+                    2 => ctx.tile::<S, RV, 2>(out, t0),
+                    3 => ctx.tile::<S, RV, 3>(out, t0),
+                    4 => ctx.tile::<S, RV, 4>(out, t0),
+                    5 => ctx.tile::<S, RV, 5>(out, t0),
+                    6 => ctx.tile::<S, RV, 6>(out, t0),
+                    7 => ctx.tile::<S, RV, 7>(out, t0),
+                    _ => ctx.tile::<S, RV, 8>(out, t0),
+                }
+            }
+            t0 += tn;
+        }
+    }
+    SCRATCH.with(|c| c.set(s));
+}
+
+/// The registry entries `bitnet_gemm/<isa>` for TQ1_0, TQ2_0 and BITNET_B1_58: entry points
+/// that check the CPU once per call, then run [`gemm`] inside `#[target_feature]` functions.
+/// Panels of `RV` vectors, token blocks of `T`; preferred from `min_tokens` tokens on (for
+/// TQ1_0, TQ2_0, BITNET_B1_58: measured against the same ISA's GEMV).
+macro_rules! gemm_kernels {
+    (
+        $isa:ty,
+        $name:literal,
+        $features:literal,
+        rv = $rv:literal,
+        t = $t:literal,
+        min_tokens = [$tq1:literal, $tq2:literal, $bitnet:literal]
+    ) => {
+        pub(super) fn gemm_kernels() -> [crate::kernel::Kernel; 3] {
+            use super::gemm::{gemm, Bitnet, GemmSimd, Layout, Tq1, Tq2};
+            use crate::kernel::{Geometry, Kernel, KernelFn, MatRef, OutTile, Prep};
+
+            #[target_feature(enable = $features)]
+            fn run<L: Layout>(w: &MatRef, a: &MatRef, out: &mut OutTile) {
+                // SAFETY: features enabled here; `Kernel::run_prepared` checked the shapes.
+                unsafe { gemm::<$isa, L, $rv, $t>(w, a, out) }
+            }
+
+            fn entry(weight: crate::format::Format, min_tokens: usize, run: KernelFn) -> Kernel {
+                Kernel {
+                    name: $name,
+                    weight,
+                    act: crate::format::Format::I8Absmax,
+                    requires: FEATURES,
+                    available,
+                    min_tokens,
+                    // Row blocks of whole panels, token blocks of whole register blocks.
+                    geometry: Geometry { rows: $rv * <$isa as GemmSimd>::LANES, tokens: $t },
+                    prepare: crate::kernel::raw,
+                    run,
+                }
+            }
+
+            fn checked<L: Layout>(w: &MatRef, a: &Prep, out: &mut OutTile) {
+                assert!(available(), "{:?} needs {FEATURES}", $name);
+                // SAFETY: the CPU has the features (asserted above).
+                unsafe { run::<L>(w, a.raw(), out) }
+            }
+
+            [
+                entry(crate::format::Format::Tq1_0, $tq1, checked::<Tq1>),
+                entry(crate::format::Format::Tq2_0, $tq2, checked::<Tq2>),
+                entry(crate::format::Format::BitnetB158, $bitnet, checked::<Bitnet>),
+            ]
+        }
+    };
+}
+pub(super) use gemm_kernels;
