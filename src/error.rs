@@ -3,63 +3,177 @@
 use crate::format::Format;
 
 /// Everything that can go wrong in tern. Every fallible operation checks its inputs fully
-/// before it writes anything, so an `Err` always means "nothing was written".
+/// before it writes anything, so an `Err` means "nothing was written", with one exception:
+/// [`Error::ExecutorContract`], raised after an engine's executor ran tasks wrongly.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Error {
+    /// A format id that is not one of [`Format::ALL`].
     #[error("unknown format id {0}")]
     UnknownFormat(u32),
+    /// A shape the format cannot hold (zero dimensions, `cols` not a multiple of its block).
     #[error("{format:?} cannot hold a {rows}x{cols} matrix: {why}")]
-    InvalidShape { format: Format, rows: usize, cols: usize, why: &'static str },
+    InvalidShape {
+        /// The format asked to hold the matrix.
+        format: Format,
+        /// Rows asked for.
+        rows: usize,
+        /// Columns asked for.
+        cols: usize,
+        /// The rule the shape breaks.
+        why: &'static str,
+    },
+    /// `rows x cols` elements (or their bytes) do not fit in `usize`.
     #[error("size of a {rows}x{cols} matrix overflows usize")]
-    SizeOverflow { rows: usize, cols: usize },
-    /// `what` names the buffer and its unit (e.g. "dst (bytes)").
+    SizeOverflow {
+        /// Rows asked for.
+        rows: usize,
+        /// Columns asked for.
+        cols: usize,
+    },
+    /// A buffer of the wrong length: inputs must be exact, outputs at least as long.
     #[error("{what}: {got} given, {want} required")]
-    LengthMismatch { what: &'static str, want: usize, got: usize },
+    LengthMismatch {
+        /// The buffer and its unit, e.g. "dst (bytes)".
+        what: &'static str,
+        /// The length the shape requires.
+        want: usize,
+        /// The length given.
+        got: usize,
+    },
+    /// NaN or infinity in an input that must be finite.
     #[error("input element {index} is not finite")]
-    NonFinite { index: usize },
+    NonFinite {
+        /// Row-major index of the first such element.
+        index: usize,
+    },
+    /// A block or row whose scale the format cannot store (f16 overflow, or an I8_ABSMAX
+    /// scale that would decode code 127 to infinity).
     #[error("block or row {block}: max |x| = {amax} does not fit the format's scale")]
-    ScaleOverflow { block: usize, amax: f32 },
+    ScaleOverflow {
+        /// The block (TQ) or row (I8_ABSMAX).
+        block: usize,
+        /// Its max |x|.
+        amax: f32,
+    },
+    /// Validation found bytes no encoder writes (see [`Format::validate`]).
     #[error("corrupt code at element {index}")]
-    CorruptCode { index: usize },
+    CorruptCode {
+        /// Row-major index of the first element concerned.
+        index: usize,
+    },
+    /// An element index outside the matrix.
     #[error("index ({row}, {col}) outside a {rows}x{cols} matrix")]
-    OutOfBounds { row: usize, col: usize, rows: usize, cols: usize },
+    OutOfBounds {
+        /// Row asked for.
+        row: usize,
+        /// Column asked for.
+        col: usize,
+        /// Rows of the matrix.
+        rows: usize,
+        /// Columns of the matrix.
+        cols: usize,
+    },
+    /// A range of output rows (or tokens) that is reversed or runs past the end.
     #[error("row range {begin}..{end} does not fit {rows} rows")]
-    InvalidRowRange { begin: usize, end: usize, rows: usize },
+    InvalidRowRange {
+        /// First row of the range.
+        begin: usize,
+        /// One past its last row.
+        end: usize,
+        /// Rows there are.
+        rows: usize,
+    },
+    /// A scope tensor used after its scope was reset or freed.
     #[error("the tensor's scope was reset or freed; the view is stale")]
     StaleTensor,
+    /// Operands whose shapes do not fit together; the text says which.
     #[error("operands do not fit: {0}")]
     ShapeMismatch(&'static str),
-    /// `from` says where the name came from (an argument, an option, an environment
-    /// variable), so that a typo can be traced.
+    /// A kernel name no kernel has.
     #[error("no kernel named {name:?} (from {from})")]
-    UnknownKernel { name: String, from: &'static str },
+    UnknownKernel {
+        /// The name as given.
+        name: String,
+        /// Where it came from (an argument, an option, an environment variable), so that a
+        /// typo can be traced.
+        from: &'static str,
+    },
+    /// A forced kernel this CPU cannot run.
     #[error("kernel {0} needs CPU features this machine does not have")]
     KernelUnavailable(&'static str),
+    /// No kernel (not even the fallback) serves this pair of formats.
     #[error("no kernel for weight {weight:?} x activation {act:?}")]
-    Unsupported { weight: Format, act: Format },
+    Unsupported {
+        /// The weight's format.
+        weight: Format,
+        /// The activation's format.
+        act: Format,
+    },
+    /// The adapter has to run and no scope was given to hold its output.
     #[error("an operation needs a scope and none was given")]
     ScopeRequired,
+    /// Memory could not be had (the byte count asked for).
     #[error("allocation of {0} bytes failed")]
     AllocationFailed(usize),
+    /// An argument that is wrong in itself; the text says which and why.
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
+    /// A strict dispatcher refused to run the decoding fallback.
     #[error("no dedicated kernel for weight {weight:?} x activation {act:?}, and the dispatcher is strict (it would run matmul/reference)")]
-    StrictFallback { weight: Format, act: Format },
+    StrictFallback {
+        /// The weight's format.
+        weight: Format,
+        /// The activation's format.
+        act: Format,
+    },
+    /// An engine's executor skipped a task, ran one twice or out of range; the output is
+    /// unspecified.
     #[error("the executor broke its contract (every task exactly once, before returning): {missed} of {tasks} tasks did not run, or a task ran twice or out of range; the output is unspecified")]
-    ExecutorContract { tasks: usize, missed: usize },
+    ExecutorContract {
+        /// Tasks handed to the executor.
+        tasks: usize,
+        /// Tasks that did not run exactly once.
+        missed: usize,
+    },
+    /// A lookup by name found nothing.
     #[error("no {what} named {name:?}")]
-    NotFound { what: &'static str, name: String },
+    NotFound {
+        /// What was looked for, e.g. "tensor".
+        what: &'static str,
+        /// The name looked for.
+        name: String,
+    },
+    /// A file that is not a GGUF file tern can read.
     #[error("not a GGUF file tern can read: {0}")]
     Gguf(#[from] crate::gguf::GgufError),
     /// An operating-system error, with the operation and path it concerned.
     #[error("{0}")]
     Io(String),
+    /// A kernel named for a row-range call that does not serve the weight's format.
     #[error("kernel {name:?} does not serve {weight:?} weights with I8_ABSMAX activations")]
-    KernelMismatch { name: String, weight: Format },
+    KernelMismatch {
+        /// The name as given.
+        name: String,
+        /// The weight's format.
+        weight: Format,
+    },
+    /// More threads than a pool may have ([`crate::dispatch::MAX_THREADS`]).
     #[error("n_threads = {requested} is more than the {max} threads a pool may have")]
-    TooManyThreads { requested: usize, max: usize },
+    TooManyThreads {
+        /// Threads asked for.
+        requested: usize,
+        /// The most a pool may have.
+        max: usize,
+    },
+    /// The OS refused to start a worker thread; no worker is left running.
     #[error("starting worker thread {index} failed: {reason}")]
-    ThreadSpawn { index: usize, reason: String },
+    ThreadSpawn {
+        /// Which worker (1-based: the caller is thread 0).
+        index: usize,
+        /// The OS's reason.
+        reason: String,
+    },
 }
 
+/// tern's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -17,7 +17,9 @@ use crate::format::Format;
 use std::collections::HashSet;
 use std::fmt;
 
+/// The first four bytes of every GGUF file.
 pub const MAGIC: [u8; 4] = *b"GGUF";
+/// The data alignment when `general.alignment` is absent.
 pub const DEFAULT_ALIGNMENT: u64 = 32;
 /// ggml's `GGML_MAX_DIMS`.
 pub const MAX_DIMS: usize = 4;
@@ -25,8 +27,9 @@ pub const MAX_DIMS: usize = 4;
 pub const MAX_ARRAY_NESTING: usize = 8;
 
 /// Why a buffer is not a GGUF file tern can read. Each variant names the problem and,
-/// where there is one, the byte offset.
+/// where there is one, the byte offset. The fields are what the message prints.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[allow(missing_docs)] // each variant's message (its `#[error]`) says what it and its fields mean
 pub enum GgufError {
     #[error("truncated at offset {offset}: {what} needs {need} bytes, {remaining} remain")]
     Truncated { what: &'static str, offset: usize, need: u64, remaining: usize },
@@ -64,11 +67,13 @@ pub enum GgufError {
     OffsetPastEnd { name: String, start: u64, end: u64, len: usize },
 }
 
+/// The reader's result type.
 pub type Result<T> = std::result::Result<T, GgufError>;
 
 /// Metadata value types, by their stable GGUF ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u32)]
+#[allow(missing_docs)] // the variants are GGUF's type names
 pub enum ValueType {
     U8 = 0,
     I8 = 1,
@@ -112,6 +117,7 @@ impl ValueType {
         }
     }
 
+    /// GGUF's name of the type, e.g. `u32`.
     pub fn name(self) -> &'static str {
         use ValueType::*;
         match self {
@@ -138,8 +144,9 @@ impl fmt::Display for ValueType {
     }
 }
 
-/// A metadata value, borrowed from the input.
+/// A metadata value, borrowed from the input: one variant per [`ValueType`].
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[allow(missing_docs)] // the variants are GGUF's type names
 pub enum Value<'a> {
     U8(u8),
     I8(i8),
@@ -158,6 +165,7 @@ pub enum Value<'a> {
 }
 
 impl Value<'_> {
+    /// The value's type.
     pub fn value_type(&self) -> ValueType {
         match self {
             Value::U8(_) => ValueType::U8,
@@ -201,7 +209,9 @@ impl fmt::Display for Value<'_> {
 /// Elements are decoded on demand by [`Array::iter`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Array<'a> {
+    /// The type of every element.
     pub elem_type: ValueType,
+    /// Elements.
     pub len: u64,
     bytes: &'a [u8],
     /// Offset of `bytes` in the file, for error messages.
@@ -237,7 +247,9 @@ impl fmt::Display for Array<'_> {
 /// One metadata entry.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct KeyValue<'a> {
+    /// The key, e.g. `general.architecture`.
     pub key: &'a str,
+    /// Its value.
     pub value: Value<'a>,
 }
 
@@ -316,10 +328,13 @@ impl fmt::Display for GgmlType {
 /// One tensor's header entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TensorInfo<'a> {
+    /// The tensor's name, e.g. `blk.0.attn_q.weight`.
     pub name: &'a str,
     /// `dims[..n_dims]` are ggml's `ne`, `ne0` first; the rest are 1.
     pub dims: [u64; MAX_DIMS],
+    /// Dimensions the file gives.
     pub n_dims: u32,
+    /// The ggml type of the data.
     pub ggml_type: GgmlType,
     /// Relative to the data section.
     pub offset: u64,
@@ -328,6 +343,7 @@ pub struct TensorInfo<'a> {
 }
 
 impl TensorInfo<'_> {
+    /// ggml's `ne[..n_dims]`, `ne0` (the contiguous one) first.
     pub fn shape(&self) -> &[u64] {
         &self.dims[..self.n_dims as usize]
     }
@@ -347,9 +363,13 @@ impl TensorInfo<'_> {
 /// A parsed GGUF file, borrowing its input.
 #[derive(Debug, Clone)]
 pub struct Gguf<'a> {
+    /// The GGUF version (2 or 3).
     pub version: u32,
+    /// Every metadata entry, in file order.
     pub metadata: Vec<KeyValue<'a>>,
+    /// Every tensor's header entry, in file order.
     pub tensors: Vec<TensorInfo<'a>>,
+    /// The data alignment (`general.alignment`, or [`DEFAULT_ALIGNMENT`]).
     pub alignment: u64,
     /// Offset of the data section in the file.
     pub data_start: u64,
@@ -412,10 +432,12 @@ impl<'a> Gguf<'a> {
         Ok(Gguf { version, metadata, tensors, alignment, data_start, bytes })
     }
 
+    /// The metadata value of `key`.
     pub fn get(&self, key: &str) -> Option<&Value<'a>> {
         self.metadata.iter().find(|kv| kv.key == key).map(|kv| &kv.value)
     }
 
+    /// The header entry of the tensor called `name`.
     pub fn tensor(&self, name: &str) -> Option<&TensorInfo<'a>> {
         self.tensors.iter().find(|t| t.name == name)
     }

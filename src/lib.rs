@@ -10,7 +10,7 @@
 //!   there and, behind safe checked entries, in the kernels' inner loops and the pool.
 
 #![deny(unsafe_op_in_unsafe_fn)]
-#![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+#![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc, missing_docs)]
 
 pub mod adapter;
 pub mod dispatch;
