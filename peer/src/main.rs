@@ -8,9 +8,8 @@ mod ggml;
 mod timing;
 
 use std::time::Duration;
-use tern::dispatch;
-use tern::kernel::{registry, Kernel, MatRef, OutRows};
-use tern::Format;
+use tern::kernel::{registry, Kernel, MatRef, OutTile};
+use tern::{Dispatcher, DispatcherOptions, Format};
 use timing::Budget;
 
 /// Relative L2 tolerance between ggml's dot (Q8_K activation, one scale per 256) and
@@ -81,9 +80,9 @@ fn main() {
 
 fn print_kernels() {
     println!("tern kernels (registry order, * = available on this CPU):");
-    for kern in registry().iter().filter(|k| k.act == Format::I8Absmax) {
-        let mark = if (kern.available)() { "*" } else { " " };
-        println!("  {mark} {:<26} {:<13} needs {}", kern.name(), kern.weight.name(), or_none(kern.requires));
+    for kern in registry().iter().filter(|k| k.act() == Format::I8Absmax) {
+        let mark = if kern.is_available() { "*" } else { " " };
+        println!("  {mark} {:<26} {:<13} needs {}", kern.name(), kern.weight().name(), or_none(kern.requires()));
     }
     println!();
 }
@@ -143,6 +142,8 @@ fn run_shape(shape: &Shape, budget: &Budget, probe: &timing::ReadProbe) -> usize
     Format::I8Absmax.encode(&x, 1, k, &mut act).expect("encode activation");
     let act_ref = MatRef::new(Format::I8Absmax, 1, k, &act).expect("activation view");
 
+    // The kernel a default dispatcher picks for one token is the one marked best.
+    let dispatcher = Dispatcher::new(DispatcherOptions::default()).expect("a default dispatcher");
     let mut failures = 0;
     let mut rows: Vec<Row> = Vec::new();
     let mut tq2_best = None;
@@ -150,13 +151,11 @@ fn run_shape(shape: &Shape, budget: &Budget, probe: &timing::ReadProbe) -> usize
         let mut wt = vec![0u8; format.bytes_for(n, k).expect("weight shape")];
         format.encode(&w, n, k, &mut wt).expect("encode weight");
         let w_ref = MatRef::new(format, n, k, &wt).expect("weight view");
-        // Every kernel serving (format, I8_ABSMAX), forced by name as a caller would; the
-        // dispatcher's own choice (`None`) is the one marked best.
-        let kernels: Vec<&Kernel> =
-            registry().iter().filter(|kern| kern.weight == format && kern.act == Format::I8Absmax).collect();
-        let available: Vec<&Kernel> =
-            kernels.iter().filter_map(|kern| dispatch::gemv_kernel(Some(kern.name()), format).ok()).collect();
-        let best = dispatch::gemv_kernel(None, format).expect("a kernel for every ternary format").name();
+        // Every kernel serving (format, I8_ABSMAX) that this CPU runs, each timed on its own.
+        let kernels: Vec<&'static Kernel> =
+            registry().iter().filter(|kern| kern.weight() == format && kern.act() == Format::I8Absmax).collect();
+        let available: Vec<&'static Kernel> = kernels.iter().copied().filter(|kern| kern.is_available()).collect();
+        let best = dispatcher.plan(format, Format::I8Absmax, 1).expect("a kernel for every ternary format").kernel.name();
 
         // ggml's side, for the formats ggml has.
         let peer = format.ggml_type().map(|ty| {
@@ -170,13 +169,15 @@ fn run_shape(shape: &Shape, budget: &Budget, probe: &timing::ReadProbe) -> usize
         }
 
         // Outputs of one call each, for the dot-product checks.
-        let tern_out = |kern: &Kernel| {
+        let tern_out = |kern: &'static Kernel| {
             let mut out = vec![0f32; n];
-            let mut view = OutRows::new(&mut out, 1, n, 0..n).expect("output view");
-            (kern.run)(&w_ref, &act_ref, &mut view);
+            let mut view = OutTile::new(&mut out, 1, n).expect("output view");
+            kern.run(&w_ref, &act_ref, &mut view).expect("operands fit");
             out
         };
-        let reference = dispatch::gemv_kernel(Some("bitnet_gemv/reference"), format)
+        let reference = *kernels
+            .iter()
+            .find(|kern| kern.name() == "bitnet_gemv/reference")
             .expect("a reference kernel for every ternary format");
         let ref_out = tern_out(reference);
         if let Some((q, gw, qa)) = &peer {
@@ -215,13 +216,13 @@ fn run_shape(shape: &Shape, budget: &Budget, probe: &timing::ReadProbe) -> usize
                 (true, false) => format!("{} (best)", kern.name()),
                 (false, false) => kern.name().into(),
             };
-            let (run, mut out) = (kern.run, vec![0f32; n]);
+            let (kern, mut out) = (*kern, vec![0f32; n]);
             impls.push((
                 label,
                 is_best,
                 Box::new(move || {
-                    let mut view = OutRows::new(&mut out, 1, n, 0..n).expect("output view");
-                    run(&w_ref, &act_ref, &mut view);
+                    let mut view = OutTile::new(&mut out, 1, n).expect("output view");
+                    kern.run(&w_ref, &act_ref, &mut view).expect("operands fit");
                 }),
             ));
         }
@@ -241,7 +242,7 @@ fn run_shape(shape: &Shape, budget: &Budget, probe: &timing::ReadProbe) -> usize
             }
             rows.push(Row { format, name: name.clone(), secs, bytes: wt.len(), read_bw });
         }
-        for kern in kernels.iter().filter(|kern| dispatch::gemv_kernel(Some(kern.name()), format).is_err()) {
+        for kern in kernels.iter().filter(|kern| !kern.is_available()) {
             println!("  skip  {:<13} {:<26} not available on this CPU", format.name(), kern.name());
         }
     }
