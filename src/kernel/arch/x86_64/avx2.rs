@@ -199,50 +199,15 @@ impl Simd for Avx2 {
 /// for `P_QUADS` quads, then `vpmaddwd` by ones widens them into int32.
 impl super::gemm::GemmSimd for Avx2 {
     const LANES: usize = 8;
-    type V = __m256i;
-    type F = __m256;
-    type P = __m256i;
+    type Q = __m256i;
     /// A pair sum is at most `2 * 3 * 128 = 768` in magnitude (codes <= 3, activations
     /// >= -128): 32 of them stay below 2^15.
-    const P_QUADS: usize = 32;
-
-    #[inline(always)]
-    unsafe fn zero() -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { _mm256_setzero_si256() }
-    }
+    const Q_QUADS: usize = 32;
 
     #[inline(always)]
     unsafe fn splat32(x: i32) -> __m256i {
         // SAFETY: the trait's contract (this ISA's features).
         unsafe { _mm256_set1_epi32(x) }
-    }
-
-    #[inline(always)]
-    unsafe fn splat8(x: u8) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { _mm256_set1_epi8(x as i8) }
-    }
-
-    #[inline(always)]
-    unsafe fn load(p: *const u8) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features; 32 readable bytes at `p`).
-        unsafe { _mm256_loadu_si256(p as *const __m256i) }
-    }
-
-    #[inline(always)]
-    unsafe fn load_first(p: *const u8, len: usize) -> __m256i {
-        debug_assert!(len <= 32);
-        // SAFETY: the trait's contract (this ISA's features; `len` readable bytes at `p`,
-        // copied into a 32-byte buffer before the load).
-        unsafe {
-            if len == 32 {
-                return _mm256_loadu_si256(p as *const __m256i);
-            }
-            let mut buf = [0u8; 32];
-            std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), len);
-            _mm256_loadu_si256(buf.as_ptr() as *const __m256i)
-        }
     }
 
     #[inline(always)]
@@ -292,12 +257,6 @@ impl super::gemm::GemmSimd for Avx2 {
     }
 
     #[inline(always)]
-    unsafe fn and(a: __m256i, b: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { _mm256_and_si256(a, b) }
-    }
-
-    #[inline(always)]
     unsafe fn or(a: __m256i, b: __m256i) -> __m256i {
         // SAFETY: the trait's contract (this ISA's features).
         unsafe { _mm256_or_si256(a, b) }
@@ -322,14 +281,14 @@ impl super::gemm::GemmSimd for Avx2 {
     }
 
     #[inline(always)]
-    unsafe fn p_start(_acc: __m256i) -> __m256i {
+    unsafe fn q_start(_acc: __m256i) -> __m256i {
         // SAFETY: the trait's contract (this ISA's features).
         unsafe { _mm256_setzero_si256() }
     }
 
     /// `vpmaddubsw` (u8 codes x broadcast i8 activations, pair sums in int16), added.
     #[inline(always)]
-    unsafe fn p_dot(p: __m256i, w: __m256i, a: *const u8) -> __m256i {
+    unsafe fn q_dot(p: __m256i, w: __m256i, a: *const u8) -> __m256i {
         // SAFETY: the trait's contract (this ISA's features; 4 readable bytes at `a`).
         unsafe {
             let a = _mm256_set1_epi32(std::ptr::read_unaligned(a as *const i32));
@@ -339,15 +298,9 @@ impl super::gemm::GemmSimd for Avx2 {
 
     /// `vpmaddwd` by ones: each int32 lane gets its two pair sums.
     #[inline(always)]
-    unsafe fn p_end(p: __m256i, acc: __m256i) -> __m256i {
+    unsafe fn q_end(p: __m256i, acc: __m256i) -> __m256i {
         // SAFETY: the trait's contract (this ISA's features).
         unsafe { _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1))) }
-    }
-
-    #[inline(always)]
-    unsafe fn fzero() -> __m256 {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { _mm256_setzero_ps() }
     }
 
     #[inline(always)]
@@ -357,7 +310,7 @@ impl super::gemm::GemmSimd for Avx2 {
     }
 
     #[inline(always)]
-    unsafe fn fmadd(acc: __m256i, s: __m256, f: __m256) -> __m256 {
+    unsafe fn fmadd_lanes(acc: __m256i, s: __m256, f: __m256) -> __m256 {
         // SAFETY: the trait's contract (this ISA's features, FMA among them).
         unsafe { _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), s, f) }
     }

@@ -180,41 +180,11 @@ impl Simd for Avx512 {
 
 impl super::gemm::GemmSimd for Avx512 {
     const LANES: usize = 16;
-    type V = __m512i;
-    type F = __m512;
-
-    #[inline(always)]
-    unsafe fn zero() -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_setzero_si512() }
-    }
 
     #[inline(always)]
     unsafe fn splat32(x: i32) -> __m512i {
         // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
         unsafe { _mm512_set1_epi32(x) }
-    }
-
-    #[inline(always)]
-    unsafe fn splat8(x: u8) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_set1_epi8(x as i8) }
-    }
-
-    #[inline(always)]
-    unsafe fn load(p: *const u8) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_loadu_si512(p as *const _) }
-    }
-
-    #[inline(always)]
-    unsafe fn load_first(p: *const u8, len: usize) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe {
-            debug_assert!(len <= 64);
-            // Masked-off bytes are neither read nor able to fault.
-            _mm512_maskz_loadu_epi8(u64::MAX >> (64 - len), p as *const i8)
-        }
     }
 
     #[inline(always)]
@@ -270,12 +240,6 @@ impl super::gemm::GemmSimd for Avx512 {
     }
 
     #[inline(always)]
-    unsafe fn and(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_and_si512(a, b) }
-    }
-
-    #[inline(always)]
     unsafe fn or(a: __m512i, b: __m512i) -> __m512i {
         // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
         unsafe { _mm512_or_si512(a, b) }
@@ -299,31 +263,25 @@ impl super::gemm::GemmSimd for Avx512 {
         unsafe { _mm512_min_epu8(a, b) }
     }
 
-    type P = __m512i;
+    type Q = __m512i;
     /// `vpdpbusd` accumulates int32 directly: no folding.
-    const P_QUADS: usize = usize::MAX;
+    const Q_QUADS: usize = usize::MAX;
 
     #[inline(always)]
-    unsafe fn p_start(acc: __m512i) -> __m512i {
+    unsafe fn q_start(acc: __m512i) -> __m512i {
         acc
     }
 
     /// One `vpdpbusd` with a broadcast of the four activation bytes.
     #[inline(always)]
-    unsafe fn p_dot(p: __m512i, w: __m512i, a: *const u8) -> __m512i {
+    unsafe fn q_dot(p: __m512i, w: __m512i, a: *const u8) -> __m512i {
         // SAFETY: the trait's contract (this ISA's features; 4 readable bytes at `a`).
         unsafe { _mm512_dpbusd_epi32(p, w, _mm512_set1_epi32(std::ptr::read_unaligned(a as *const i32))) }
     }
 
     #[inline(always)]
-    unsafe fn p_end(p: __m512i, _acc: __m512i) -> __m512i {
+    unsafe fn q_end(p: __m512i, _acc: __m512i) -> __m512i {
         p
-    }
-
-    #[inline(always)]
-    unsafe fn fzero() -> __m512 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_setzero_ps() }
     }
 
     #[inline(always)]
@@ -333,7 +291,7 @@ impl super::gemm::GemmSimd for Avx512 {
     }
 
     #[inline(always)]
-    unsafe fn fmadd(acc: __m512i, s: __m512, f: __m512) -> __m512 {
+    unsafe fn fmadd_lanes(acc: __m512i, s: __m512, f: __m512) -> __m512 {
         // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
         unsafe { _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), s, f) }
     }

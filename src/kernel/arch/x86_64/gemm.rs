@@ -27,58 +27,67 @@
 #![allow(clippy::needless_range_loop)]
 
 use crate::format::{bitnet, tq1_0, tq2_0, Format};
+use crate::kernel::tile::Simd;
 use crate::kernel::{MatRef, OutTile};
 use std::cell::Cell;
 
-/// Vector operations of one ISA for the GEMM. `V` holds `LANES` int32 lanes (or
-/// `4 * LANES` bytes), `F` as many f32 lanes.
+/// Vector operations of one ISA for the GEMM, on top of its [`Simd`] (whose `V` holds
+/// `LANES` int32 lanes or `4 * LANES` bytes, and `F` as many f32 lanes).
 ///
 /// # Safety
 /// Every method needs the CPU features of its ISA; pointer arguments must be valid for
 /// the bytes the method names.
-pub(super) trait GemmSimd {
+pub(super) trait GemmSimd: Simd {
     /// int32 lanes per vector: the weight rows one vector holds.
     const LANES: usize;
-    type V: Copy;
-    type F: Copy;
 
-    unsafe fn zero() -> Self::V;
     unsafe fn splat32(x: i32) -> Self::V;
-    unsafe fn splat8(x: u8) -> Self::V;
-    /// Reads `4 * LANES` bytes.
-    unsafe fn load(p: *const u8) -> Self::V;
-    /// Reads `len <= 4 * LANES` bytes and zeroes the other lanes, reading nothing past `p + len`.
-    unsafe fn load_first(p: *const u8, len: usize) -> Self::V;
     /// Writes `4 * LANES` bytes.
     unsafe fn store(p: *mut u8, v: Self::V);
     /// Transposes `v` (`LANES` vectors) as a `LANES x LANES` matrix of int32.
     unsafe fn transpose(v: &mut [Self::V]);
     unsafe fn srli32<const N: u32>(x: Self::V) -> Self::V;
     unsafe fn slli32<const N: u32>(x: Self::V) -> Self::V;
-    unsafe fn and(a: Self::V, b: Self::V) -> Self::V;
     unsafe fn or(a: Self::V, b: Self::V) -> Self::V;
     unsafe fn add8(a: Self::V, b: Self::V) -> Self::V;
     unsafe fn subs_u8(a: Self::V, b: Self::V) -> Self::V;
     unsafe fn min_u8(a: Self::V, b: Self::V) -> Self::V;
-    /// A partial accumulator: what the dot-product instruction adds into (int32 lanes for
-    /// `vpdpbusd`; int16 pair sums for `vpmaddubsw`, widened every [`Self::P_QUADS`] quads).
-    type P: Copy;
+    /// A partial accumulator of broadcast products: what the dot-product instruction adds
+    /// into (int32 lanes for `vpdpbusd`; int16 pair sums for `vpmaddubsw`, widened every
+    /// [`Self::Q_QUADS`] quads).
+    type Q: Copy;
     /// Quads a partial accumulator takes before it must be folded into int32.
-    const P_QUADS: usize;
+    const Q_QUADS: usize;
     /// Starts a partial accumulator on top of `acc`.
-    unsafe fn p_start(acc: Self::V) -> Self::P;
-    /// `p` plus, per int32 lane, the dot product of the lane's four u8 of `w` with the
+    unsafe fn q_start(acc: Self::V) -> Self::Q;
+    /// `q` plus, per int32 lane, the dot product of the lane's four u8 of `w` with the
     /// four i8 at `a` (the same for every lane).
-    unsafe fn p_dot(p: Self::P, w: Self::V, a: *const u8) -> Self::P;
-    /// Folds `p` into the `acc` it was started on.
-    unsafe fn p_end(p: Self::P, acc: Self::V) -> Self::V;
-    unsafe fn fzero() -> Self::F;
+    unsafe fn q_dot(q: Self::Q, w: Self::V, a: *const u8) -> Self::Q;
+    /// Folds `q` into the `acc` it was started on.
+    unsafe fn q_end(q: Self::Q, acc: Self::V) -> Self::V;
     /// Reads `LANES` floats.
     unsafe fn fload(p: *const f32) -> Self::F;
-    /// `f + float(acc) * s`.
-    unsafe fn fmadd(acc: Self::V, s: Self::F, f: Self::F) -> Self::F;
+    /// `f + float(acc) * s`, lane by lane.
+    unsafe fn fmadd_lanes(acc: Self::V, s: Self::F, f: Self::F) -> Self::F;
     /// Writes `LANES` floats.
     unsafe fn fstore(p: *mut f32, f: Self::F);
+}
+
+/// Reads `len <= W` bytes and zeroes the other lanes, reading nothing past `p + len`.
+///
+/// # Safety
+/// The CPU must have `S`'s features; `p` must have `len` readable bytes.
+#[inline(always)]
+unsafe fn load_first<S: Simd>(p: *const u8, len: usize) -> S::V {
+    assert!(len <= S::W);
+    // SAFETY: `len` readable bytes at `p`, as the caller guarantees, and its features.
+    unsafe {
+        if len == S::W {
+            S::load(p)
+        } else {
+            S::load_partial(p, len)
+        }
+    }
 }
 
 /// Elements per TQ block, and per packing step of every format.
@@ -302,7 +311,7 @@ unsafe fn pack_panel<S: GemmSimd, L: Layout>(
                     *x = if r < rows.end {
                         // SAFETY: `r < w.rows` and the block's code bytes lie in row `r`
                         // (`c + len <= code_bytes <= row_bytes - b * BLOCK_BYTES`).
-                        unsafe { S::load_first(w.bytes.as_ptr().add(r * row_bytes + b * L::BLOCK_BYTES + c), len) }
+                        unsafe { load_first::<S>(w.bytes.as_ptr().add(r * row_bytes + b * L::BLOCK_BYTES + c), len) }
                     } else {
                         // SAFETY: see above.
                         unsafe { S::zero() }
@@ -357,11 +366,11 @@ unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
     unsafe {
         let mut q0 = 0;
         while q0 < quads {
-            let end = q0 + S::P_QUADS.min(quads - q0);
-            let mut p = [[S::p_start(S::zero()); T]; RV];
+            let end = q0 + S::Q_QUADS.min(quads - q0);
+            let mut p = [[S::q_start(S::zero()); T]; RV];
             for v in 0..RV {
                 for t in 0..T {
-                    p[v][t] = S::p_start(acc[v][t]);
+                    p[v][t] = S::q_start(acc[v][t]);
                 }
             }
             for q in q0..end {
@@ -373,13 +382,13 @@ unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
                 let aq = a.add(q * 4 * T);
                 for t in 0..T {
                     for v in 0..RV {
-                        p[v][t] = S::p_dot(p[v][t], wv[v], aq.add(4 * t));
+                        p[v][t] = S::q_dot(p[v][t], wv[v], aq.add(4 * t));
                     }
                 }
             }
             for v in 0..RV {
                 for t in 0..T {
-                    acc[v][t] = S::p_end(p[v][t], acc[v][t]);
+                    acc[v][t] = S::q_end(p[v][t], acc[v][t]);
                 }
             }
             q0 = end;
@@ -471,7 +480,7 @@ impl Ctx<'_> {
                         for v in 0..RV {
                             let s = S::fload(self.scales.as_ptr().add(b * self.p + v * S::LANES));
                             for t in 0..T {
-                                f[v][t] = S::fmadd(acc[v][t], s, f[v][t]);
+                                f[v][t] = S::fmadd_lanes(acc[v][t], s, f[v][t]);
                             }
                         }
                     }
