@@ -12,6 +12,8 @@
 //! a machine shared with other jobs reports what an idle one would; elsewhere it falls back
 //! to wall time.
 
+mod common;
+use common::values;
 use criterion::measurement::{Measurement, ValueFormatter, WallTime};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use std::time::{Duration, Instant};
@@ -21,18 +23,6 @@ use tern::{Dispatcher, DispatcherOptions, Format, Tensor};
 
 const N: usize = 4096;
 const K: usize = 4096;
-
-fn values(len: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed;
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
-}
 
 fn encode(format: Format, src: &[f32], rows: usize, cols: usize) -> Vec<u8> {
     let mut bytes = vec![0u8; format.bytes_for(rows, cols).unwrap()];

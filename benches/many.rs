@@ -8,40 +8,13 @@
 //! are noisy; instructions are not: `target/release/deps/many-* --count separate|many N`
 //! under `valgrind --tool=callgrind` runs N single-thread attention calls of one kind.
 
-use std::time::{Duration, Instant};
+mod common;
+use common::{median, median_time, values};
 use tern::{Dispatcher, DispatcherOptions, Format, Scope, Tensor};
 
 const K: usize = 2560;
 const ROUNDS: usize = 15;
 const CALLS: usize = 100;
-
-fn values(len: usize, seed: u64) -> Vec<f32> {
-    let mut rng = seed | 1;
-    (0..len)
-        .map(|_| {
-            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (rng >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
-}
-
-/// Median wall time of `call` over `CALLS` calls.
-fn time(mut call: impl FnMut()) -> Duration {
-    let mut times: Vec<Duration> = (0..CALLS)
-        .map(|_| {
-            let start = Instant::now();
-            call();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[CALLS / 2]
-}
-
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
-}
 
 /// `calls` single-thread attention calls, all separate or all `matmul_many`, for callgrind
 /// (run it with 0 calls too: the difference is the calls' cost without the setup).
@@ -94,13 +67,13 @@ fn main() {
             let mut outs: Vec<Vec<f32>> = rows.iter().map(|&n| vec![0f32; n]).collect();
             let (mut separate, mut many) = (Vec::new(), Vec::new());
             for _ in 0..ROUNDS {
-                let s = time(|| {
+                let s = median_time(CALLS, || {
                     for (w, out) in refs.iter().zip(&mut outs) {
                         d.matmul(&act, w, Some(&mut scope), out).unwrap();
                     }
                     scope.reset();
                 });
-                let m = time(|| {
+                let m = median_time(CALLS, || {
                     let mut slices: Vec<&mut [f32]> = outs.iter_mut().map(|o| o.as_mut_slice()).collect();
                     d.matmul_many(&act, &refs, Some(&mut scope), &mut slices).unwrap();
                     scope.reset();

@@ -8,44 +8,16 @@
 //! are stated in: idle 1-thread / 2-thread time (>= 1.85), busy 2-thread / 1-thread time
 //! (<= 1.05).
 
+mod common;
+use common::{median, median_time, values};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tern::{Dispatcher, DispatcherOptions, Format, Tensor};
 
 const N: usize = 4096;
 const K: usize = 4096;
 const ROUNDS: usize = 15;
 const CALLS: usize = 200;
-
-fn values(len: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed;
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
-}
-
-/// Median wall time per call over `CALLS` calls.
-fn time(d: &Dispatcher, act: &Tensor, weight: &Tensor, out: &mut [f32]) -> Duration {
-    let mut times: Vec<Duration> = (0..CALLS)
-        .map(|_| {
-            let start = Instant::now();
-            d.matmul(act, weight, None, out).unwrap();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[CALLS / 2]
-}
-
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
-}
 
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` runs this too: keep that quick.
@@ -60,7 +32,10 @@ fn main() {
     let (mut idle, mut busy) = (Vec::new(), Vec::new());
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     for _ in 0..ROUNDS {
-        let (t1, t2) = (time(&one, &act, &weight, &mut out), time(&two, &act, &weight, &mut out));
+        let (t1, t2) = (
+            median_time(CALLS, || one.matmul(&act, &weight, None, &mut out).unwrap()),
+            median_time(CALLS, || two.matmul(&act, &weight, None, &mut out).unwrap()),
+        );
         idle.push((us(t1), us(t2)));
         let stop = AtomicBool::new(false);
         let (b1, b2) = std::thread::scope(|s| {
@@ -69,7 +44,10 @@ fn main() {
                     std::hint::spin_loop();
                 }
             });
-            let times = (time(&one, &act, &weight, &mut out), time(&two, &act, &weight, &mut out));
+            let times = (
+                median_time(CALLS, || one.matmul(&act, &weight, None, &mut out).unwrap()),
+                median_time(CALLS, || two.matmul(&act, &weight, None, &mut out).unwrap()),
+            );
             stop.store(true, Ordering::Relaxed);
             times
         });
