@@ -37,6 +37,7 @@ pub fn unpack_slot(byte: usize, plane: usize, lanes: usize, planes: usize) -> us
 }
 
 /// Where the elements of one period of an activation row go in a kernel's unpack order.
+#[derive(Clone, Debug)]
 pub enum Placement {
     /// Runs of consecutive elements that land in consecutive slots: (first element, its
     /// slot, length), in element order. TQ2_0 keeps 32 neighbours together and TQ1_0 32, 16

@@ -22,7 +22,11 @@
 
 use crate::format::{bitnet, tq1_0, tq2_0, Format};
 use crate::kernel::{prep, ActI8, MatRef, OutTile};
+use std::any::TypeId;
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// Vector operations of one ISA. `V` holds bytes or int32 lanes, `F` the f32 lanes of the
 /// same width, `P` a partial dot-product accumulator for the planes of one weight load.
@@ -31,7 +35,7 @@ use std::ops::Range;
 /// Every method needs the CPU features of its ISA (callers run inside the ISA's
 /// `#[target_feature]` entry point, after checking the CPU); the pointer methods need `W`
 /// readable bytes at the pointer (or `len` for `load_partial`, 2 for `f16`).
-pub(crate) trait Simd {
+pub(crate) trait Simd: 'static {
     /// Bytes per vector.
     const W: usize;
     type V: Copy;
@@ -110,6 +114,7 @@ impl Prepared {
     fn new(a: &MatRef, vector: usize, lane: Option<fn(usize) -> usize>, layout: &Layout) -> Prepared {
         let act = ActI8::parse(a);
         let Layout { block, stride, period, period_slots, ref placement } = *layout;
+        let placement: &prep::Placement = placement;
         let blocks = act.k / block;
         let mut codes = vec![0i8; act.m * stride];
         let lanes = vector / 4;
@@ -346,7 +351,7 @@ fn prefetch_ahead(tile_bytes: usize) -> usize {
 }
 
 /// A TQ format's block layout and how its codes meet the prepared activations.
-pub(crate) trait Tq {
+pub(crate) trait Tq: 'static {
     const BLOCK_BYTES: usize;
     /// Offset of the f16 scale in a block.
     const SCALE_AT: usize;
@@ -448,22 +453,39 @@ struct Layout {
     stride: usize,
     period: usize,
     period_slots: usize,
-    placement: prep::Placement,
+    placement: Cow<'static, prep::Placement>,
 }
 
 /// The prepared-activation layout of TQ format `L` for `S` and rows of `k`.
 fn tq_layout<S: Simd, L: Tq>(k: usize) -> Layout {
     let act_block = L::act_block::<S>();
-    // The runs of one block's layout: computing them per call costs well under a
-    // microsecond, and evaluating the layout per element several (a tenth of a small GEMV).
-    let placement = prep::Placement::runs(256, |e| L::slot::<S>(e));
+    let placement = Cow::Borrowed(tq_runs::<S, L>());
     Layout { block: 256, stride: k / 256 * act_block, period: 256, period_slots: act_block, placement }
+}
+
+/// The runs of one TQ block's layout on `S`, computed once per (ISA, format) and kept.
+/// Evaluating the layout per element costs several microseconds per call (a tenth of a
+/// small GEMV); computing the runs per call still cost about 6,500 instructions (a few
+/// percent of a 256 x 2048 GEMV on aarch64).
+fn tq_runs<S: Simd, L: Tq>() -> &'static prep::Placement {
+    type Cache = Mutex<HashMap<TypeId, &'static prep::Placement>>;
+    static RUNS: OnceLock<Cache> = OnceLock::new();
+    let mut runs = RUNS.get_or_init(Cache::default).lock().unwrap_or_else(PoisonError::into_inner);
+    // Leaked once per (ISA, format) pair: a dozen small tables at most, for the process.
+    runs.entry(TypeId::of::<(S, L)>())
+        .or_insert_with(|| Box::leak(Box::new(prep::Placement::runs(256, |e| L::slot::<S>(e)))))
 }
 
 /// The prepared-activation layout of BITNET_B1_58 for `W`-byte vectors and rows of `k`.
 fn bitnet_layout(w: usize, k: usize) -> Layout {
     let stride = (k / 4).div_ceil(w) * w * 4;
-    Layout { block: k, stride, period: 4 * w, period_slots: 4 * w, placement: prep::Placement::Planes4 { lanes: w } }
+    Layout {
+        block: k,
+        stride,
+        period: 4 * w,
+        period_slots: 4 * w,
+        placement: Cow::Owned(prep::Placement::Planes4 { lanes: w }),
+    }
 }
 
 /// Prepares I8_ABSMAX activations for TQ format `L` on `S`.

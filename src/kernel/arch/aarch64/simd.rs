@@ -69,7 +69,7 @@ pub(super) unsafe fn tq1_qh(block: *const u8) -> uint8x16_t {
     }
 }
 
-impl<M: Mac> Simd for Neon<M> {
+impl<M: Mac + 'static> Simd for Neon<M> {
     const W: usize = 16;
     type V = uint8x16_t;
     type F = float32x4_t;

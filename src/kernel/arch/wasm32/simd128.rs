@@ -89,7 +89,7 @@ impl Dot for RelaxedDot {
 /// The SIMD128 vector operations, with the multiply-accumulate `D`.
 pub(super) struct Wasm<D>(PhantomData<D>);
 
-impl<D: Dot> Simd for Wasm<D> {
+impl<D: Dot + 'static> Simd for Wasm<D> {
     const W: usize = 16;
     type V = v128;
     type F = v128;
