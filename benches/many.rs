@@ -16,16 +16,20 @@ const K: usize = 2560;
 const ROUNDS: usize = 15;
 const CALLS: usize = 100;
 
+/// One random TQ2_0 weight of `n x K` per entry of `rows`, each from its own seed.
+fn tq2_weights(rows: &[usize]) -> Vec<Tensor<'static>> {
+    rows.iter()
+        .enumerate()
+        .map(|(i, &n)| Tensor::encode(Format::Tq2_0, &values(n * K, i as u64 + 1), n, K).unwrap())
+        .collect()
+}
+
 /// `calls` single-thread attention calls, all separate or all `matmul_many`, for callgrind
 /// (run it with 0 calls too: the difference is the calls' cost without the setup).
 fn count(kind: &str, calls: usize) {
     let act = Tensor::encode(Format::F32, &values(K, 7), 1, K).unwrap();
     let rows = [2560, 640, 640];
-    let weights: Vec<Tensor> = rows
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| Tensor::encode(Format::Tq2_0, &values(n * K, i as u64 + 1), n, K).unwrap())
-        .collect();
+    let weights = tq2_weights(&rows);
     let refs: Vec<&Tensor> = weights.iter().collect();
     let d = Dispatcher::new(DispatcherOptions::default()).unwrap();
     let mut scope = Scope::new(1 << 16).unwrap();
@@ -55,11 +59,7 @@ fn main() {
     }
     let act = Tensor::encode(Format::F32, &values(K, 7), 1, K).unwrap();
     for (case, rows) in [("attention Q/K/V", &[2560, 640, 640][..]), ("ffn gate/up", &[6912, 6912][..])] {
-        let weights: Vec<Tensor> = rows
-            .iter()
-            .enumerate()
-            .map(|(i, &n)| Tensor::encode(Format::Tq2_0, &values(n * K, i as u64 + 1), n, K).unwrap())
-            .collect();
+        let weights = tq2_weights(rows);
         let refs: Vec<&Tensor> = weights.iter().collect();
         for threads in [1, 2] {
             let d = Dispatcher::new(DispatcherOptions { n_threads: threads, ..Default::default() }).unwrap();
