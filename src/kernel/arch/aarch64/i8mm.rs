@@ -15,6 +15,7 @@ use crate::kernel::tile::{self, Prepared, Simd, Tq1, Tq2};
 use crate::kernel::{Geometry, Kernel, MatRef, OutTile, Prep};
 use core::arch::aarch64::*;
 use core::arch::asm;
+use std::cell::Cell;
 
 pub(super) const FEATURES: &str = "neon, i8mm";
 
@@ -28,8 +29,9 @@ type Layout = Neon<Smlal>;
 /// Weight rows unpacked at a time: 16 rows of k = 4096 are 64 KiB, which stay in L2 while
 /// every token pair passes over them.
 const PANEL: usize = 16;
-/// Row pairs x token pairs per register tile: 8 accumulators and 8 float sums.
-const RP: usize = 2;
+/// Row pairs x token pairs per register tile: 16 accumulators, 8 weight and 2 activation
+/// operands of NEON's 32 registers (the float sums of TQ blocks wait in memory meanwhile).
+const RP: usize = 4;
 const TP: usize = 4;
 
 /// Activations interleaved in token pairs: slot vector `i` (16 slots of the prepared
@@ -78,28 +80,61 @@ fn zip_rows(r0: &[i8], r1: &[i8], out: &mut [i8], first: usize, step: usize) {
     }
 }
 
+/// Row pairs in a panel.
+const PAIRS: usize = PANEL / 2;
+
+/// Where [`Unpack::row`] writes one weight row of a panel: slot vector `i` as trits in two
+/// 8-byte halves, at `codes + i * step` and 16 bytes after (the row's half of its row
+/// pair's `smmla` operands, see [`Panel`]), and the scale of block `b` to the row's two
+/// lanes at `scales + b * 4 * PAIRS`.
+struct RowSink {
+    codes: *mut i8,
+    step: usize,
+    /// Slot vectors per row, and blocks per row: the bounds [`Panel::sink`] checked.
+    vectors: usize,
+    scales: *mut f32,
+    blocks: usize,
+}
+
+impl RowSink {
+    /// Writes slot vector `i` of the row: codes {0, 1, 2, 3} as trits {-1, 0, 1, 2} (a
+    /// corrupt 3 counts as +2, as everywhere).
+    ///
+    /// # Safety
+    /// The CPU must have NEON; `i < self.vectors`.
+    #[inline(always)]
+    unsafe fn put(&self, i: usize, codes: uint8x16_t) {
+        // SAFETY: `Panel::sink` checked that both halves of every vector below `vectors`
+        // lie in the panel, and the caller keeps `i` below it; NEON, which the caller has.
+        unsafe {
+            let t = vreinterpretq_s8_u8(vsubq_u8(codes, vdupq_n_u8(1)));
+            let o = self.codes.add(i * self.step);
+            vst1_s8(o, vget_low_s8(t));
+            vst1_s8(o.add(16), vget_high_s8(t));
+        }
+    }
+
+    /// Writes the scale of block `b < self.blocks` to the row's two lanes.
+    fn scale(&self, b: usize, d: f32) {
+        assert!(b < self.blocks);
+        // SAFETY: `Panel::sink` checked that the two lanes of every block below `blocks` lie
+        // in the panel's scales (asserted `b` above).
+        unsafe { self.scales.add(b * 4 * PAIRS).cast::<[f32; 2]>().write_unaligned([d, d]) }
+    }
+}
+
 /// A weight format unpacked into signed trits in the prepared activations' order.
 trait Unpack {
     /// Blocks per row of `k` (one for BITNET_B1_58: one scale per tensor).
     fn blocks(k: usize) -> usize;
     /// Prepares activations in the order [`Unpack::row`] writes.
     fn prepare(a: &MatRef) -> Prepared;
-    /// Writes row `row` of `w` as trits (`stride` slots, in the prepared order) to `out`
-    /// and its block scales to `scales`.
+    /// Writes row `row` of `w` as trits (slot vectors in the prepared order) and its block
+    /// scales to `sink`.
     ///
     /// # Safety
     /// The CPU must have NEON.
-    unsafe fn row(w: &MatRef, row: usize, out: &mut [i8], scales: &mut [f32]);
-}
-
-/// Codes {0, 1, 2, 3} to trits {-1, 0, 1, 2} (a corrupt 3 counts as +2, as everywhere).
-///
-/// # Safety
-/// The CPU must have NEON; `out` must have 16 writable bytes.
-#[inline(always)]
-unsafe fn store_trits(out: *mut i8, codes: uint8x16_t) {
-    // SAFETY: as the caller guarantees.
-    unsafe { vst1q_s8(out, vreinterpretq_s8_u8(vsubq_u8(codes, vdupq_n_u8(1)))) }
+    unsafe fn row(w: &MatRef, row: usize, sink: &RowSink);
 }
 
 impl Unpack for Tq2 {
@@ -112,26 +147,23 @@ impl Unpack for Tq2 {
     }
 
     #[inline(always)]
-    unsafe fn row(w: &MatRef, row: usize, out: &mut [i8], scales: &mut [f32]) {
+    unsafe fn row(w: &MatRef, row: usize, sink: &RowSink) {
         let blocks = Self::blocks(w.cols);
         let bytes = &w.bytes[row * blocks * tq2_0::BLOCK_BYTES..][..blocks * tq2_0::BLOCK_BYTES];
-        assert!(out.len() >= blocks * 256 && scales.len() >= blocks);
+        assert!(sink.vectors == blocks * 16);
         // SAFETY: register-only NEON, which the caller has.
         let mask3 = unsafe { vdupq_n_u8(3) };
         for (b, block) in bytes.chunks_exact(tq2_0::BLOCK_BYTES).enumerate() {
-            // SAFETY: four 16-byte loads in the block's 64 code bytes, 16 stores in the
-            // block's 256 slots of `out` (asserted), the scale's 2 bytes in the block; NEON.
+            // SAFETY: four 16-byte loads in the block's 64 code bytes, the scale's 2 bytes in
+            // the block; vectors `16 b..16 b + 16` of the row (asserted); NEON.
             unsafe {
                 for c in 0..4 {
                     let x = vld1q_u8(block.as_ptr().add(16 * c));
                     for plane in 0..4 {
-                        store_trits(
-                            out.as_mut_ptr().add(b * 256 + 64 * c + 16 * plane),
-                            Layout::plane2(x, plane, mask3),
-                        );
+                        sink.put(16 * b + 4 * c + plane, Layout::plane2(x, plane, mask3));
                     }
                 }
-                scales[b] = Layout::f16(block.as_ptr().add(tq2_0::QS_BYTES));
+                sink.scale(b, Layout::f16(block.as_ptr().add(tq2_0::QS_BYTES)));
             }
         }
     }
@@ -147,23 +179,22 @@ impl Unpack for Tq1 {
     }
 
     #[inline(always)]
-    unsafe fn row(w: &MatRef, row: usize, out: &mut [i8], scales: &mut [f32]) {
+    unsafe fn row(w: &MatRef, row: usize, sink: &RowSink) {
         let blocks = Self::blocks(w.cols);
         let bytes = &w.bytes[row * blocks * tq1_0::BLOCK_BYTES..][..blocks * tq1_0::BLOCK_BYTES];
-        assert!(out.len() >= blocks * 256 && scales.len() >= blocks);
+        assert!(sink.vectors == blocks * 16);
         for (b, block) in bytes.chunks_exact(tq1_0::BLOCK_BYTES).enumerate() {
-            // SAFETY: three 16-byte loads in the block's 48 `qs` bytes and `qh`, 16 stores in
-            // the block's 256 slots of `out` (asserted; the order of `Neon::tq1_slot`); NEON.
+            // SAFETY: three 16-byte loads in the block's 48 `qs` bytes and `qh`, vectors
+            // `16 b..16 b + 16` of the row (asserted; the order of `Neon::tq1_slot`); NEON.
             unsafe {
-                let o = out.as_mut_ptr().add(b * 256);
                 for c in 0..3 {
                     let x = vld1q_u8(block.as_ptr().add(16 * c));
                     for digit in 0..5 {
-                        store_trits(o.add(80 * c + 16 * digit), tq1_digit(x, digit));
+                        sink.put(16 * b + 5 * c + digit, tq1_digit(x, digit));
                     }
                 }
-                store_trits(o.add(240), tq1_qh(block.as_ptr()));
-                scales[b] = Layout::f16(block.as_ptr().add(tile::TQ1_CODE_BYTES));
+                sink.put(16 * b + 15, tq1_qh(block.as_ptr()));
+                sink.scale(b, Layout::f16(block.as_ptr().add(tile::TQ1_CODE_BYTES)));
             }
         }
     }
@@ -181,25 +212,26 @@ impl Unpack for BitNet {
         tile::place_bitnet::<Layout>(a)
     }
 
-    #[inline(always)]
     /// The block scale is 1: the dot stays exact, and the tensor's scale comes after it in
     /// the reference's order (see [`store`]).
-    unsafe fn row(w: &MatRef, row: usize, out: &mut [i8], scales: &mut [f32]) {
-        scales[0] = 1.0;
+    #[inline(always)]
+    unsafe fn row(w: &MatRef, row: usize, sink: &RowSink) {
+        sink.scale(0, 1.0);
         let n = w.cols / 4;
         let bytes = &w.bytes[row * n..(row + 1) * n];
         let chunks = n.div_ceil(16);
-        assert!(out.len() >= chunks * 64);
+        assert!(sink.vectors == chunks * 4);
         // SAFETY: register-only NEON, which the caller has.
         let mask3 = unsafe { vdupq_n_u8(3) };
         for c in 0..chunks {
-            // SAFETY: loads in `bytes` (the tail through `load_partial`), stores in `out`
-            // (asserted); NEON. Slots past the row's end hold -1 and meet zero activations.
+            // SAFETY: loads in `bytes` (the tail through `load_partial`), vectors
+            // `4 c..4 c + 4` of the row (asserted); NEON. Slots past the row's end hold -1
+            // and meet zero activations.
             unsafe {
                 let p = bytes.as_ptr().add(16 * c);
                 let x = if 16 * c + 16 <= n { Layout::load(p) } else { Layout::load_partial(p, n - 16 * c) };
                 for plane in 0..4 {
-                    store_trits(out.as_mut_ptr().add(64 * c + 16 * plane), Layout::plane2(x, plane, mask3));
+                    sink.put(4 * c + plane, Layout::plane2(x, plane, mask3));
                 }
             }
         }
@@ -227,53 +259,73 @@ unsafe fn smmla(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
     acc
 }
 
-/// Row pairs in a panel.
-const PAIRS: usize = PANEL / 2;
+/// Per-thread panel buffers, grown to the largest shape seen and reused.
+#[derive(Default)]
+struct Scratch {
+    codes: Vec<i8>,
+    scales: Vec<f32>,
+}
+
+thread_local! {
+    static SCRATCH: Cell<Scratch> = Cell::new(Scratch::default());
+}
+
+/// `v`'s first `len` elements, growing it if shorter (the contents are rewritten by every
+/// call).
+fn sized<T: Copy + Default>(v: &mut Vec<T>, len: usize) -> &mut [T] {
+    if v.len() < len {
+        v.resize(len, T::default());
+    }
+    &mut v[..len]
+}
 
 /// One unpacked panel: row pairs interleaved like [`Pairs`] (vector `i` of pair `p` at
 /// `(i * PAIRS + p) * 32`), and per (block, pair) at `(b * PAIRS + p) * 4` the scales
-/// `[d0, d0, d1, d1]` of the `smmla` lanes `(r0, t0), (r0, t1), (r1, t0), (r1, t1)`.
-struct Panel {
-    codes: Vec<i8>,
-    scales: Vec<f32>,
+/// `[d0, d0, d1, d1]` of the `smmla` lanes `(r0, t0), (r0, t1), (r1, t0), (r1, t1)`. The
+/// lanes of rows past the weight's end hold whatever an earlier panel left: every lane is
+/// one (row, token), and those are never written out.
+struct Panel<'a> {
+    codes: &'a mut [i8],
+    scales: &'a mut [f32],
     /// Slots per row, and slot vectors per block.
     stride: usize,
     block_vecs: usize,
     blocks: usize,
 }
 
-impl Panel {
-    /// Unpacks rows `rows` (at most [`PANEL`]) of `w`; an odd last row pairs with zeros.
+impl Panel<'_> {
+    /// Where row `i` of the panel goes, its bounds checked once.
+    fn sink(&mut self, i: usize) -> RowSink {
+        let (p, j) = (i / 2, i % 2);
+        let vectors = self.stride / 16;
+        assert!(i < PANEL && vectors > 0 && self.blocks > 0);
+        assert!((vectors - 1) * 32 * PAIRS + 32 * p + 8 * j + 24 <= self.codes.len());
+        assert!(((self.blocks - 1) * PAIRS + p) * 4 + 2 * j + 2 <= self.scales.len());
+        RowSink {
+            codes: self.codes[32 * p + 8 * j..].as_mut_ptr(),
+            step: 32 * PAIRS,
+            vectors,
+            scales: self.scales[4 * p + 2 * j..].as_mut_ptr(),
+            blocks: self.blocks,
+        }
+    }
+
+    /// Unpacks rows `rows` (at most [`PANEL`]) of `w`.
     ///
     /// # Safety
     /// The CPU must have NEON.
     #[inline(always)]
-    unsafe fn fill<U: Unpack>(&mut self, w: &MatRef, rows: std::ops::Range<usize>, scratch: &mut [i8], d: &mut [f32]) {
-        let (stride, blocks) = (self.stride, self.blocks);
-        let (s0, s1) = scratch.split_at_mut(stride);
-        let (d0, d1) = d.split_at_mut(blocks);
-        for p in 0..rows.len().div_ceil(2) {
-            let row = rows.start + 2 * p;
+    unsafe fn fill<U: Unpack>(&mut self, w: &MatRef, rows: std::ops::Range<usize>) {
+        for (i, row) in rows.enumerate() {
+            let sink = self.sink(i);
             // SAFETY: the caller vouches for NEON.
-            unsafe { U::row(w, row, s0, d0) };
-            if row + 1 < rows.end {
-                // SAFETY: as above.
-                unsafe { U::row(w, row + 1, s1, d1) };
-            } else {
-                s1.fill(0);
-                d1.fill(0.0);
-            }
-            zip_rows(s0, &s1[..stride], &mut self.codes, 32 * p, 32 * PAIRS);
-            for b in 0..blocks {
-                let at = (b * PAIRS + p) * 4;
-                self.scales[at..at + 4].copy_from_slice(&[d0[b], d0[b], d1[b], d1[b]]);
-            }
+            unsafe { U::row(w, row, &sink) };
         }
     }
 }
 
-/// Row pairs `p0..p0 + R` of the panel by token pairs `q0..q0 + T`; the sums per lane (a
-/// TQ row's scaled block sums, or BitNet's dot as f32) to `f`.
+/// Row pairs `p0..p0 + R` of the panel by token pairs `q0..q0 + T`: the sums per lane (a
+/// TQ row's scaled block sums, or BitNet's dot as f32).
 ///
 /// # Safety
 /// The CPU must have NEON and FEAT_I8MM.
@@ -283,7 +335,7 @@ unsafe fn smmla_tile<const R: usize, const T: usize>(
     p0: usize,
     act: &Pairs,
     q0: usize,
-) -> [[[f32; 4]; T]; R] {
+) -> [[float32x4_t; T]; R] {
     let vectors = panel.blocks * panel.block_vecs;
     let (w_step, a_step) = (32 * PAIRS, 32 * act.pairs);
     // Bounds are checked here, once per tile; the loops use raw pointers.
@@ -291,7 +343,6 @@ unsafe fn smmla_tile<const R: usize, const T: usize>(
     assert!((vectors - 1) * w_step + (p0 + R) * 32 <= panel.codes.len());
     assert!((vectors - 1) * a_step + (q0 + T) * 32 <= act.codes.len());
     assert!(((panel.blocks - 1) * PAIRS + p0 + R) * 4 <= panel.scales.len());
-    let mut out = [[[0f32; 4]; T]; R];
     // SAFETY: every load stays in the ranges asserted above; the caller vouches for the
     // features.
     unsafe {
@@ -301,15 +352,15 @@ unsafe fn smmla_tile<const R: usize, const T: usize>(
         for b in 0..panel.blocks {
             let mut acc = [[vdupq_n_s32(0); T]; R];
             for _ in 0..panel.block_vecs {
+                let mut wv = [[vdupq_n_s8(0); 2]; R];
+                for r in 0..R {
+                    wv[r] = [vld1q_s8(w.add(32 * r)), vld1q_s8(w.add(32 * r + 16))];
+                }
                 for h in 0..2 {
-                    let mut wv = [vdupq_n_s8(0); R];
-                    for r in 0..R {
-                        wv[r] = vld1q_s8(w.add(32 * r + 16 * h));
-                    }
                     for t in 0..T {
                         let av = vld1q_s8(a.add(32 * t + 16 * h));
                         for r in 0..R {
-                            acc[r][t] = smmla(acc[r][t], wv[r], av);
+                            acc[r][t] = smmla(acc[r][t], wv[r][h], av);
                         }
                     }
                 }
@@ -323,40 +374,56 @@ unsafe fn smmla_tile<const R: usize, const T: usize>(
                 }
             }
         }
-        for r in 0..R {
-            for t in 0..T {
-                vst1q_f32(out[r][t].as_mut_ptr(), f[r][t]);
-            }
-        }
+        f
     }
-    out
 }
 
-/// Writes the tile's lanes that fall in `out`'s block: lane `2i + j` is (row `2 (p0 + r) + i`
-/// of the panel, token `2 (q0 + t) + j`).
-fn store<const R: usize, const T: usize>(
-    sums: &[[[f32; 4]; T]; R],
+/// Writes the tile's lanes that fall in `out`'s block: lane `2i + j` of `sums[r][t]` is
+/// (row `row0 + 2 r + i`, token `2 (q0 + t) + j`). A token's rows are contiguous in the
+/// output, so lanes `j` and `2 + j` of consecutive row pairs (`uzp1`/`uzp2`) make one run.
+///
+/// # Safety
+/// The CPU must have NEON.
+#[inline(always)]
+unsafe fn store<const R: usize, const T: usize>(
+    sums: &[[float32x4_t; T]; R],
     row0: usize,
-    p0: usize,
     q0: usize,
     act: &Pairs,
     w_scale: Option<f32>,
     out: &mut OutTile,
 ) {
+    const { assert!(R <= 4) };
     let (rows, tokens) = (out.rows(), out.tokens());
-    for r in 0..R {
-        for t in 0..T {
-            for lane in 0..4 {
-                let (row, token) = (row0 + 2 * (p0 + r) + lane / 2, 2 * (q0 + t) + lane % 2);
-                if rows.contains(&row) && tokens.contains(&token) {
-                    let s = sums[r][t][lane];
+    // Rows of the tile in `out` (the panel's last pairs may lie past its rows).
+    let n = (2 * R).min(rows.end.saturating_sub(row0));
+    for t in 0..T {
+        for j in 0..2 {
+            let token = 2 * (q0 + t) + j;
+            if n == 0 || !tokens.contains(&token) {
+                continue;
+            }
+            let a_scale = act.scales[token];
+            let mut run = [0f32; 8];
+            for r in (0..R).step_by(2) {
+                // SAFETY: register-only NEON (the caller has it) and a 16-byte store at
+                // `2 r <= 2 (R - 1) <= 4` in the 8 floats of `run`.
+                unsafe {
+                    let (x, y) = (sums[r][t], sums[(r + 1).min(R - 1)][t]);
+                    let v = if j == 0 { vuzp1q_f32(x, y) } else { vuzp2q_f32(x, y) };
                     // BitNet in the reference's order: `a_scale * (d * dot)`.
                     let v = match w_scale {
-                        Some(d) => act.scales[token] * (d * s),
-                        None => act.scales[token] * s,
+                        Some(d) => vmulq_n_f32(vmulq_n_f32(v, d), a_scale),
+                        None => vmulq_n_f32(v, a_scale),
                     };
-                    out.set(token, row, v);
+                    vst1q_f32(run.as_mut_ptr().add(2 * r), v);
                 }
+            }
+            // A constant length for whole tiles: two 16-byte stores, not a `memcpy` call.
+            if n == 2 * R {
+                out.set_run(token, row0, &run[..2 * R]);
+            } else {
+                out.set_run(token, row0, &run[..n]);
             }
         }
     }
@@ -380,11 +447,11 @@ unsafe fn pairs_by<const T: usize>(
     // SAFETY: the tiles' pairs lie in the panel and `act`; the caller vouches for the rest.
     unsafe {
         while p + RP <= npairs {
-            store(&smmla_tile::<RP, T>(panel, p, act, q0), row0, p, q0, act, w_scale, out);
+            store(&smmla_tile::<RP, T>(panel, p, act, q0), row0 + 2 * p, q0, act, w_scale, out);
             p += RP;
         }
         while p < npairs {
-            store(&smmla_tile::<1, T>(panel, p, act, q0), row0, p, q0, act, w_scale, out);
+            store(&smmla_tile::<1, T>(panel, p, act, q0), row0 + 2 * p, q0, act, w_scale, out);
             p += 1;
         }
     }
@@ -404,14 +471,17 @@ unsafe fn gemm<U: Unpack>(w: &MatRef, act: &Pairs, out: &mut OutTile) {
     let blocks = U::blocks(w.cols);
     let stride = act.stride;
     let w_scale = (w.format == Format::BitnetB158).then(|| bitnet::scale(w.bytes));
+    // Taken out for the call and put back after it (a panic in between only loses the
+    // buffers). The work stays outside the closure: closures are compiled without the
+    // caller's target features.
+    let mut s = SCRATCH.with(Cell::take);
     let mut panel = Panel {
-        codes: vec![0; PANEL * stride],
-        scales: vec![0.0; PAIRS * blocks * 4],
+        codes: sized(&mut s.codes, PANEL * stride),
+        scales: sized(&mut s.scales, PAIRS * blocks * 4),
         stride,
         block_vecs: stride / blocks / 16,
         blocks,
     };
-    let (mut scratch, mut d) = (vec![0i8; 2 * stride], vec![0f32; 2 * blocks]);
     // Token pairs covering the block (pairs are aligned to even tokens of the whole output).
     let (q_start, q_end) = (tokens.start / 2, tokens.end.div_ceil(2));
     let mut row0 = rows.start;
@@ -419,7 +489,7 @@ unsafe fn gemm<U: Unpack>(w: &MatRef, act: &Pairs, out: &mut OutTile) {
         let end = (row0 + PANEL).min(rows.end);
         // SAFETY: the caller vouches for the features; every pair index below is in range.
         unsafe {
-            panel.fill::<U>(w, row0..end, &mut scratch, &mut d);
+            panel.fill::<U>(w, row0..end);
             let npairs = (end - row0).div_ceil(2);
             let mut q = q_start;
             while q + TP <= q_end {
@@ -433,6 +503,7 @@ unsafe fn gemm<U: Unpack>(w: &MatRef, act: &Pairs, out: &mut OutTile) {
         }
         row0 = end;
     }
+    SCRATCH.with(|c| c.set(s));
 }
 
 impl Prep<'_> {
