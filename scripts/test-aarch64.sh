@@ -3,7 +3,7 @@
 # cmake/aarch64-linux-gnu.cmake) for aarch64 under qemu-user, once per CPU model:
 # QEMU_CPU=max (i8mm and dotprod), cortex-a76 (dotprod, no i8mm) and cortex-a53 (plain
 # NEON), so that every aarch64 kernel path and the runtime feature detection are exercised
-# on an x86 host, and the kernel the dispatcher picks for m = 1 and m = 8 is asserted.
+# on an x86 host, and the kernel the dispatcher picks for m = 1, 8 and 128 is asserted.
 #
 # Usage: scripts/test-aarch64.sh [extra cargo test args...]
 # Env: TERN_AARCH64_TARGET_DIR (default target/aarch64), TERN_QEMU_CPUS (default
@@ -19,18 +19,23 @@ cargo test --target "$TRIPLE" --lib --tests --no-run -q "$@"
 
 cpus="${TERN_QEMU_CPUS:-max cortex-a76 cortex-a53}"
 for cpu in $cpus; do
-    # The kernels the test must find best for m = 1 and m = 8; for CPUs not listed here it
-    # only checks that the choice agrees with the detected features.
+    # The kernels the test must find best for m = 1, 8 and 128 (the dotprod GEMM serves
+    # from 10 to 14 tokens on, by format); for CPUs not listed here it only checks that the
+    # choice agrees with the detected features.
     case "$cpu" in
-        max | neoverse-v1) expect=bitnet_gemv/neon-dotprod batch=bitnet_gemm/neon-i8mm ;;
-        cortex-a76 | neoverse-n1) expect=bitnet_gemv/neon-dotprod batch=bitnet_gemv/neon-dotprod ;;
-        cortex-a35 | cortex-a53 | cortex-a57 | cortex-a72) expect=bitnet_gemv/neon batch=bitnet_gemv/neon ;;
-        *) expect='' batch='' ;;
+        max | neoverse-v1)
+            expect=bitnet_gemv/neon-dotprod batch=bitnet_gemm/neon-i8mm large=bitnet_gemm/neon-i8mm ;;
+        cortex-a76 | neoverse-n1)
+            expect=bitnet_gemv/neon-dotprod batch=bitnet_gemv/neon-dotprod large=bitnet_gemm/neon-dotprod ;;
+        cortex-a35 | cortex-a53 | cortex-a57 | cortex-a72)
+            expect=bitnet_gemv/neon batch=bitnet_gemv/neon large=bitnet_gemv/neon ;;
+        *) expect='' batch='' large='' ;;
     esac
-    echo "test-aarch64: QEMU_CPU=$cpu${expect:+ (expecting $expect for m = 1, $batch for m = 8)}"
+    echo "test-aarch64: QEMU_CPU=$cpu${expect:+ (expecting $expect for m = 1, $batch for m = 8, $large for m = 128)}"
     log="$(mktemp)"
     # A hung emulator must not hang CI.
     if ! QEMU_CPU="$cpu" TERN_EXPECT_KERNEL="$expect" TERN_EXPECT_BATCH_KERNEL="$batch" \
+        TERN_EXPECT_LARGE_BATCH_KERNEL="$large" \
         timeout "${TERN_AARCH64_TIMEOUT:-1800}" \
         cargo test --target "$TRIPLE" --lib --tests -q "$@" >"$log" 2>&1; then
         cat "$log" >&2

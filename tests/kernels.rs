@@ -447,10 +447,12 @@ fn requantizer_is_bit_identical_to_the_definition() {
 /// The best ternary kernel the dispatcher picks on this CPU for one token, a small batch and
 /// a large one (GEMM kernels serve from their `min_tokens` on), proven by the
 /// KERNEL_SELECTED event. Under qemu, `scripts/test-aarch64.sh` sets TERN_EXPECT_KERNEL
-/// (m = 1) and TERN_EXPECT_BATCH_KERNEL (m = 8) from QEMU_CPU.
+/// (m = 1), TERN_EXPECT_BATCH_KERNEL (m = 8) and TERN_EXPECT_LARGE_BATCH_KERNEL (m = 128)
+/// from QEMU_CPU.
 #[test]
 fn the_dispatcher_picks_the_best_kernel_for_this_cpu() {
-    for (m, var) in [(1, Some("TERN_EXPECT_KERNEL")), (8, Some("TERN_EXPECT_BATCH_KERNEL")), (128, None)] {
+    let sizes = [(1, "TERN_EXPECT_KERNEL"), (8, "TERN_EXPECT_BATCH_KERNEL"), (128, "TERN_EXPECT_LARGE_BATCH_KERNEL")];
+    for (m, var) in sizes.map(|(m, var)| (m, Some(var))) {
         for format in TERNARY {
             let preferred = candidates(format).into_iter().find(|k| k.min_tokens() <= m);
             let expected = preferred.map_or(REFERENCE, |k| k.name());

@@ -280,8 +280,14 @@ impl Packed {
             let dst = &mut codes[t0 * k16..(t0 + tn) * k16];
             for i in 0..tn {
                 let row: &[u8] = bytemuck::cast_slice(act.row(t0 + i));
-                for (g, part) in row.chunks(GROUP).enumerate() {
-                    dst[(g * tn + i) * GROUP..][..part.len()].copy_from_slice(part);
+                // Whole groups as fixed 16-byte copies (a `memcpy` call each otherwise).
+                let mut groups = row.chunks_exact(GROUP);
+                for (g, part) in groups.by_ref().enumerate() {
+                    dst[(g * tn + i) * GROUP..][..GROUP].copy_from_slice(part);
+                }
+                let tail = groups.remainder();
+                if !tail.is_empty() {
+                    dst[(k / GROUP * tn + i) * GROUP..][..tail.len()].copy_from_slice(tail);
                 }
             }
         }

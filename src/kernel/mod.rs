@@ -12,7 +12,7 @@
 //! bounds.
 
 pub(crate) mod arch;
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(crate) mod gemm;
 pub(crate) mod prep;
 pub(crate) mod reference;
@@ -179,9 +179,9 @@ impl<'a> OutTile<'a> {
     }
 
     /// Writes `values` to the outputs of `token` at rows `row..row + values.len()`, which are
-    /// contiguous in the output: one bounds check for a run of rows. (Used by the panel GEMM.)
+    /// contiguous in the output: one bounds check for a run of rows. (Used by the GEMMs.)
     #[inline(always)]
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
     pub(crate) fn set_run(&mut self, token: usize, row: usize, values: &[f32]) {
         let inside = self.rows.start <= row && row + values.len() <= self.rows.end;
         assert!(self.tokens.contains(&token) && inside, "outputs ({token}, {row}..+{}) outside the view", values.len());
@@ -236,7 +236,7 @@ pub(crate) enum Prep<'a> {
     ))]
     Tile(tile::Prepared),
     /// Packed in token blocks for the panel GEMM (see [`gemm::Packed`]).
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     Gemm(gemm::Packed),
     /// Interleaved in token pairs for `smmla` (see [`arch::aarch64::i8mm`]).
     #[cfg(target_arch = "aarch64")]
@@ -266,7 +266,7 @@ impl Prep<'_> {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 impl Prep<'_> {
     /// The activations of a panel GEMM.
     pub(crate) fn packed(&self) -> &gemm::Packed {

@@ -538,17 +538,25 @@ fn cpu() {
     assert!(available(), "bitnet_gemm/neon-i8mm needs {FEATURES}");
 }
 
-/// The registry entries, preferred from two tokens on (one token has no pair to share a
-/// weight load with, and runs the dotprod GEMV).
+/// The registry entries. Preferred from the token count on which the kernel executes fewer
+/// instructions than the dotprod GEMV (qemu, 256 x 2048: counts, not timings, as there is
+/// no ARM hardware here; docs/arm-instruction-counts.md): TQ1_0 from 2 (the GEMV's full
+/// 4-token tile is 11% cheaper at m = 4 only), TQ2_0 from 6, BITNET_B1_58 from 7. Below
+/// that, unpacking a panel costs more than the GEMV's per-token-tile unpack saves.
 pub(super) fn kernels() -> [Kernel; 3] {
-    fn entry(weight: Format, prepare: crate::kernel::PrepareFn, run: crate::kernel::KernelFn) -> Kernel {
+    fn entry(
+        weight: Format,
+        min_tokens: usize,
+        prepare: crate::kernel::PrepareFn,
+        run: crate::kernel::KernelFn,
+    ) -> Kernel {
         Kernel {
             name: c"bitnet_gemm/neon-i8mm",
             weight,
             act: Format::I8Absmax,
             requires: FEATURES,
             available,
-            min_tokens: 2,
+            min_tokens,
             geometry: Geometry { rows: PANEL, tokens: 2 * TP },
             prepare,
             run,
@@ -557,6 +565,7 @@ pub(super) fn kernels() -> [Kernel; 3] {
     [
         entry(
             Format::Tq1_0,
+            2,
             |a| Prep::Pairs(Pairs::new(&Tq1::prepare(a))),
             |w, a, out| {
                 cpu();
@@ -566,6 +575,7 @@ pub(super) fn kernels() -> [Kernel; 3] {
         ),
         entry(
             Format::Tq2_0,
+            6,
             |a| Prep::Pairs(Pairs::new(&Tq2::prepare(a))),
             |w, a, out| {
                 cpu();
@@ -575,6 +585,7 @@ pub(super) fn kernels() -> [Kernel; 3] {
         ),
         entry(
             Format::BitnetB158,
+            7,
             |a| Prep::Pairs(Pairs::new(&BitNet::prepare(a))),
             |w, a, out| {
                 cpu();

@@ -13,9 +13,11 @@ mod simd;
 
 use crate::kernel::{Kernel, RequantRowFn};
 
-/// Best first: i8mm (from two tokens on), dotprod, then plain NEON.
+/// Best first: i8mm (from two tokens on), the dotprod GEMM (past its `min_tokens`), the
+/// dotprod GEMV, then plain NEON.
 pub(crate) fn kernels() -> Vec<Kernel> {
-    i8mm::kernels().into_iter().chain(dotprod::kernels()).chain(neon::kernels()).collect()
+    let dotprod = dotprod::gemm_kernels().into_iter().chain(dotprod::kernels());
+    i8mm::kernels().into_iter().chain(dotprod).chain(neon::kernels()).collect()
 }
 
 pub(crate) fn requant_row() -> Option<RequantRowFn> {
