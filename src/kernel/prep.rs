@@ -13,17 +13,29 @@
 /// product of its own elements: small, and exactly zero when its products are. Registers up
 /// to 64 bytes wide (AVX-512).
 pub fn lane_sums(region: &[i8], sums: &mut [i32], lane: fn(usize) -> usize) {
-    // Column sums first, lanes last: the element-wise adds vectorize, a quad at a time not.
+    // Column sums first, lanes last: the element-wise adds vectorize, a quad at a time not;
+    // on NEON only with the width a constant (else LLVM keeps 16 scalar sums).
     let mut columns = [0i32; 64];
-    let columns = &mut columns[..4 * sums.len()];
+    let width = 4 * sums.len();
+    match width {
+        16 => column_sums(region, &mut columns[..16]),
+        32 => column_sums(region, &mut columns[..32]),
+        64 => column_sums(region, &mut columns[..64]),
+        _ => column_sums(region, &mut columns[..width]),
+    }
+    sums.fill(0);
+    for (b, column) in columns[..width].iter().enumerate() {
+        sums[lane(b)] += column;
+    }
+}
+
+/// Sums of `region`'s bytes per column of `columns.len()` into `columns`.
+#[inline(always)]
+fn column_sums(region: &[i8], columns: &mut [i32]) {
     for v in region.chunks_exact(columns.len()) {
         for (sum, &c) in columns.iter_mut().zip(v) {
             *sum += c as i32;
         }
-    }
-    sums.fill(0);
-    for (b, column) in columns.iter().enumerate() {
-        sums[lane(b)] += column;
     }
 }
 
@@ -71,7 +83,7 @@ impl Placement {
             Placement::Runs(ref runs) => {
                 for &(e, s, len) in runs.iter().take_while(|&&(e, _, _)| e < codes.len()) {
                     let len = len.min(codes.len() - e);
-                    out[s..s + len].copy_from_slice(&codes[e..e + len]);
+                    copy_run(&mut out[s..s + len], &codes[e..e + len]);
                 }
             }
             Placement::Planes4 { lanes } => {
@@ -86,6 +98,29 @@ impl Placement {
                 }
             }
         }
+    }
+}
+
+/// `dst.copy_from_slice(src)` for the short runs of a placement (4 to 32 bytes in TQ
+/// blocks): two overlapping fixed-size copies, where `copy_from_slice` calls `memcpy`,
+/// whose call costs more than such a copy.
+#[inline(always)]
+fn copy_run(dst: &mut [i8], src: &[i8]) {
+    /// The first and the last `W` bytes, for `W <= len <= 2 W`.
+    #[inline(always)]
+    fn ends<const W: usize>(dst: &mut [i8], src: &[i8]) {
+        let n = src.len();
+        let (Ok(first), Ok(last)) = (<[i8; W]>::try_from(&src[..W]), <[i8; W]>::try_from(&src[n - W..])) else {
+            unreachable!("runs given to `ends` are at least W long")
+        };
+        dst[..W].copy_from_slice(&first);
+        dst[n - W..].copy_from_slice(&last);
+    }
+    match src.len() {
+        16..=32 => ends::<16>(dst, src),
+        8..16 => ends::<8>(dst, src),
+        4..8 => ends::<4>(dst, src),
+        _ => dst.copy_from_slice(src),
     }
 }
 
@@ -113,6 +148,17 @@ mod tests {
         // (-3 - 2 + 1 + 2) + (5 + 6 + 9 + 10) and (-1 + 0 + 3 + 4) + (7 + 8 + 11 + 12).
         lane_sums(&codes, &mut sums, |b| (b / 2) % 2);
         assert_eq!(sums, [28, 44]);
+    }
+
+    #[test]
+    fn runs_of_every_length_are_copied_exactly() {
+        let src: Vec<i8> = (0..40).map(|i| i as i8 - 20).collect();
+        for len in 0..=40 {
+            let mut dst = vec![99i8; len + 2];
+            copy_run(&mut dst[1..len + 1], &src[..len]);
+            assert_eq!(&dst[1..len + 1], &src[..len], "len {len}");
+            assert_eq!((dst[0], dst[len + 1]), (99, 99), "len {len}: wrote outside the run");
+        }
     }
 
     /// Element by element: what each placement must write.
