@@ -188,60 +188,52 @@ fn run_case(
 /// Table 1: ggml time / tern time per (shape, m, threads) and tern weight, with tern's and
 /// ggml's GMAC/s. Table 2: 2-thread speedup (1-thread time / 2-thread time), same run.
 fn print_tables(cases: &[Case]) {
+    let tern_labels = || TERN.iter().map(|(label, _)| label.to_string());
+    let ggml_labels = || GGML.iter().map(|label| label.to_string());
+    let shape = |case: &Case| format!("{}x{}", case.n, case.k);
     println!("ggml time / tern time, same matrix (BITNET and TQ2_0 unif against ggml TQ2_0 of the BitNet matrix);");
     println!("GMAC/s = m x n x k / time. Medians of interleaved rounds; every implementation of a (shape, m) in the same rounds.");
-    let mut head = format!("  {:<11} {:>4} {:>3} |", "n x k", "m", "thr");
-    for (label, _) in TERN {
-        head += &format!(" {label:>10}");
-    }
-    head += " | tern GMAC/s:";
-    for (label, _) in TERN {
-        head += &format!(" {label:>10}");
-    }
-    head += " | ggml GMAC/s:";
-    for label in GGML {
-        head += &format!(" {label:>12}");
-    }
-    println!("{head}");
+    println!(
+        "  {:<11} {:>4} {:>3} |{} | tern GMAC/s:{} | ggml GMAC/s:{}",
+        "n x k",
+        "m",
+        "thr",
+        cells(tern_labels(), 10),
+        cells(tern_labels(), 10),
+        cells(ggml_labels(), 12)
+    );
     for case in cases {
         let macs = (case.m * case.n * case.k) as f64;
         for (ti, threads) in THREADS.iter().enumerate() {
             let (g, t) = (&case.ggml[ti], &case.tern[ti]);
-            let mut line = format!("  {:<11} {:>4} {:>3} |", format!("{}x{}", case.n, case.k), case.m, threads);
-            for (i, (_, peer)) in TERN.iter().enumerate() {
-                line += &format!(" {:>9.2}x", g[*peer] / t[i]);
-            }
-            line += " |             ";
-            for secs in t {
-                line += &format!(" {:>10.1}", macs / secs / 1e9);
-            }
-            line += " |             ";
-            for secs in g {
-                line += &format!(" {:>12.1}", macs / secs / 1e9);
-            }
-            println!("{line}");
+            let gmacs = |secs: &f64| format!("{:.1}", macs / secs / 1e9);
+            println!(
+                "  {:<11} {:>4} {threads:>3} |{} |             {} |             {}",
+                shape(case),
+                case.m,
+                cells(TERN.iter().zip(t).map(|((_, peer), t)| format!("{:.2}x", g[*peer] / t)), 10),
+                cells(t.iter().map(gmacs), 10),
+                cells(g.iter().map(gmacs), 12)
+            );
         }
     }
     println!("\n2-thread speedup (1-thread time / 2-thread time), same rounds:");
-    let mut head = format!("  {:<11} {:>4} | tern:", "n x k", "m");
-    for (label, _) in TERN {
-        head += &format!(" {label:>10}");
-    }
-    head += " | ggml:";
-    for label in GGML {
-        head += &format!(" {label:>12}");
-    }
-    println!("{head}");
+    println!("  {:<11} {:>4} | tern:{} | ggml:{}", "n x k", "m", cells(tern_labels(), 10), cells(ggml_labels(), 12));
+    let speedups =
+        |one: &[f64], two: &[f64]| one.iter().zip(two).map(|(a, b)| format!("{:.2}x", a / b)).collect::<Vec<_>>();
     for case in cases {
-        let mut line = format!("  {:<11} {:>4} |      ", format!("{}x{}", case.n, case.k), case.m);
-        for (one, two) in case.tern[0].iter().zip(&case.tern[1]) {
-            line += &format!(" {:>9.2}x", one / two);
-        }
-        line += " |      ";
-        for (one, two) in case.ggml[0].iter().zip(&case.ggml[1]) {
-            line += &format!(" {:>11.2}x", one / two);
-        }
-        println!("{line}");
+        println!(
+            "  {:<11} {:>4} |      {} |      {}",
+            shape(case),
+            case.m,
+            cells(speedups(&case.tern[0], &case.tern[1]), 10),
+            cells(speedups(&case.ggml[0], &case.ggml[1]), 12)
+        );
     }
     println!();
+}
+
+/// Table cells: each right-aligned to `width`, a space before each.
+fn cells(items: impl IntoIterator<Item = String>, width: usize) -> String {
+    items.into_iter().map(|item| format!(" {item:>width$}")).collect()
 }

@@ -17,7 +17,6 @@ mod gemv;
 mod ggml;
 mod timing;
 
-use std::time::Duration;
 use tern::kernel::registry;
 use tern::Format;
 use timing::Budget;
@@ -50,22 +49,11 @@ fn main() {
     print_kernels();
     let mut failures = 0;
     if gemv {
-        let budget = if quick {
-            Budget { per_impl: Duration::from_millis(200), rounds: 7 }
-        } else {
-            Budget { per_impl: Duration::from_millis(1000), rounds: 15 }
-        };
-        println!("mode: {}; timings are medians of {} interleaved rounds\n", mode(quick), budget.rounds);
-        failures += gemv::run(quick, &budget);
+        let budgets = [Budget::new(200, 7), Budget::new(1000, 15)];
+        failures += run_part(quick, budgets, |budget| gemv::run(quick, budget));
     }
     if batched {
-        let budget = if quick {
-            Budget { per_impl: Duration::from_millis(100), rounds: 5 }
-        } else {
-            Budget { per_impl: Duration::from_millis(500), rounds: 11 }
-        };
-        println!("mode: {}; timings are medians of {} interleaved rounds\n", mode(quick), budget.rounds);
-        failures += batched::run(&budget);
+        failures += run_part(quick, [Budget::new(100, 5), Budget::new(500, 11)], batched::run);
     }
     if failures > 0 {
         println!("{failures} parity check(s) FAILED");
@@ -74,12 +62,11 @@ fn main() {
     println!("all parity checks passed");
 }
 
-fn mode(quick: bool) -> &'static str {
-    if quick {
-        "quick"
-    } else {
-        "full"
-    }
+/// Runs one part with its (quick, full) budget; returns its failed checks.
+fn run_part(quick: bool, [short, long]: [Budget; 2], part: impl FnOnce(&Budget) -> usize) -> usize {
+    let (mode, budget) = if quick { ("quick", short) } else { ("full", long) };
+    println!("mode: {mode}; timings are medians of {} interleaved rounds\n", budget.rounds);
+    part(&budget)
 }
 
 fn print_kernels() {

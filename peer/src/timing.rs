@@ -29,6 +29,12 @@ pub struct Budget {
     pub rounds: usize,
 }
 
+impl Budget {
+    pub fn new(per_impl_ms: u64, rounds: usize) -> Budget {
+        Budget { per_impl: Duration::from_millis(per_impl_ms), rounds }
+    }
+}
+
 /// Median seconds per call of each implementation.
 pub fn measure(budget: &Budget, impls: &mut [&mut dyn Timed]) -> Vec<f64> {
     let slice = budget.per_impl.as_secs_f64() / budget.rounds as f64;
