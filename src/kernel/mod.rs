@@ -12,6 +12,8 @@
 //! bounds.
 
 pub(crate) mod arch;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod gemm;
 pub(crate) mod prep;
 pub(crate) mod reference;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
@@ -177,7 +179,7 @@ impl<'a> OutTile<'a> {
     }
 
     /// Writes `values` to the outputs of `token` at rows `row..row + values.len()`, which are
-    /// contiguous in the output: one bounds check for a run of rows. (Used by the x86 GEMM.)
+    /// contiguous in the output: one bounds check for a run of rows. (Used by the panel GEMM.)
     #[inline(always)]
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) fn set_run(&mut self, token: usize, row: usize, values: &[f32]) {
@@ -233,6 +235,9 @@ pub(crate) enum Prep<'a> {
         all(target_arch = "wasm32", target_feature = "simd128")
     ))]
     Tile(tile::Prepared),
+    /// Packed in token blocks for the panel GEMM (see [`gemm::Packed`]).
+    #[cfg(target_arch = "x86_64")]
+    Gemm(gemm::Packed),
     /// Interleaved in token pairs for `smmla` (see [`arch::aarch64::i8mm`]).
     #[cfg(target_arch = "aarch64")]
     Pairs(arch::aarch64::i8mm::Pairs),
@@ -256,6 +261,17 @@ impl Prep<'_> {
         match self {
             Prep::Tile(p) => p,
             #[allow(unreachable_patterns)]
+            _ => unreachable!("Kernel::run_prepared checks that a kernel gets its own preparation"),
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Prep<'_> {
+    /// The activations of a panel GEMM.
+    pub(crate) fn packed(&self) -> &gemm::Packed {
+        match self {
+            Prep::Gemm(p) => p,
             _ => unreachable!("Kernel::run_prepared checks that a kernel gets its own preparation"),
         }
     }

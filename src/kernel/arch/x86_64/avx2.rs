@@ -197,12 +197,12 @@ impl Simd for Avx2 {
 
 /// The GEMM's operations: 8 rows per vector; `vpmaddubsw` pair sums accumulate in int16
 /// for `P_QUADS` quads, then `vpmaddwd` by ones widens them into int32.
-impl super::gemm::GemmSimd for Avx2 {
+impl crate::kernel::gemm::GemmSimd for Avx2 {
     const LANES: usize = 8;
     type Q = __m256i;
     /// A pair sum is at most `2 * 3 * 128 = 768` in magnitude (codes <= 3, activations
-    /// >= -128): 32 of them stay below 2^15.
-    const Q_QUADS: usize = 32;
+    /// >= -128): 32 of them (8 groups of four quads) stay below 2^15.
+    const Q_GROUPS: usize = 8;
 
     #[inline(always)]
     unsafe fn splat32(x: i32) -> __m256i {
@@ -286,12 +286,20 @@ impl super::gemm::GemmSimd for Avx2 {
         unsafe { _mm256_setzero_si256() }
     }
 
+    /// The address: `q_dot` broadcasts from memory.
+    type A = *const u8;
+
+    #[inline(always)]
+    unsafe fn a_load(p: *const u8) -> *const u8 {
+        p
+    }
+
     /// `vpmaddubsw` (u8 codes x broadcast i8 activations, pair sums in int16), added.
     #[inline(always)]
-    unsafe fn q_dot(p: __m256i, w: __m256i, a: *const u8) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features; 4 readable bytes at `a`).
+    unsafe fn q_dot<const L: i32>(p: __m256i, w: __m256i, a: *const u8) -> __m256i {
+        // SAFETY: the trait's contract (this ISA's features; 16 readable bytes at `a`).
         unsafe {
-            let a = _mm256_set1_epi32(std::ptr::read_unaligned(a as *const i32));
+            let a = _mm256_set1_epi32(std::ptr::read_unaligned(a.add(4 * L as usize) as *const i32));
             _mm256_add_epi16(p, _mm256_maddubs_epi16(w, a))
         }
     }
@@ -343,4 +351,4 @@ crate::kernel::tile::isa_kernels!(Avx2, c"bitnet_gemv/avx2", "avx2,fma,f16c", 2,
 // broadcast and a product fit the 16 ymm registers; 2 x 6, 3 x 4 and 4 x 3 spill and measured
 // 10-50% slower (Zen 4, 2560x2560, m = 128). Thresholds measured against the AVX2 GEMV on
 // the same core: about 8 tokens for every format.
-super::gemm::gemm_kernels!(Avx2, c"bitnet_gemm/avx2", "avx2,fma,f16c", rv = 2, t = 4, min_tokens = [8, 8, 8]);
+crate::kernel::gemm::gemm_kernels!(Avx2, c"bitnet_gemm/avx2", "avx2,fma,f16c", rv = 2, t = 4, min_tokens = [8, 8, 8]);

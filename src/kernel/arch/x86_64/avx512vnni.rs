@@ -178,7 +178,7 @@ impl Simd for Avx512 {
     }
 }
 
-impl super::gemm::GemmSimd for Avx512 {
+impl crate::kernel::gemm::GemmSimd for Avx512 {
     const LANES: usize = 16;
 
     #[inline(always)]
@@ -265,18 +265,29 @@ impl super::gemm::GemmSimd for Avx512 {
 
     type Q = __m512i;
     /// `vpdpbusd` accumulates int32 directly: no folding.
-    const Q_QUADS: usize = usize::MAX;
+    const Q_GROUPS: usize = usize::MAX;
 
     #[inline(always)]
     unsafe fn q_start(acc: __m512i) -> __m512i {
         acc
     }
 
+    /// The address: `q_dot` broadcasts from memory.
+    type A = *const u8;
+
+    #[inline(always)]
+    unsafe fn a_load(p: *const u8) -> *const u8 {
+        p
+    }
+
     /// One `vpdpbusd` with a broadcast of the four activation bytes.
     #[inline(always)]
-    unsafe fn q_dot(p: __m512i, w: __m512i, a: *const u8) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; 4 readable bytes at `a`).
-        unsafe { _mm512_dpbusd_epi32(p, w, _mm512_set1_epi32(std::ptr::read_unaligned(a as *const i32))) }
+    unsafe fn q_dot<const L: i32>(p: __m512i, w: __m512i, a: *const u8) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; 16 readable bytes at `a`).
+        unsafe {
+            let quad = std::ptr::read_unaligned(a.add(4 * L as usize) as *const i32);
+            _mm512_dpbusd_epi32(p, w, _mm512_set1_epi32(quad))
+        }
     }
 
     #[inline(always)]
@@ -320,7 +331,7 @@ crate::kernel::tile::isa_kernels!(Avx512, c"bitnet_gemv/avx512vnni", "avx512f,av
 // overtakes the GEMV at 4 tokens for TQ1_0 (whose GEMV extracts digits per token tile),
 // at about 24 for TQ2_0 and BITNET_B1_58 (the panel unpack costs about what 8 tokens of
 // GEMV do).
-super::gemm::gemm_kernels!(
+crate::kernel::gemm::gemm_kernels!(
     Avx512,
     c"bitnet_gemm/avx512vnni",
     "avx512f,avx512bw,avx512vnni,f16c,fma",

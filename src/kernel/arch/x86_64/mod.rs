@@ -3,7 +3,6 @@
 
 mod avx2;
 mod avx512vnni;
-mod gemm;
 mod requant;
 
 use crate::kernel::Kernel;

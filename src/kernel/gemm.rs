@@ -1,12 +1,16 @@
 //! The batched path (`bitnet_gemm/<isa>`): a register-blocked int8 GEMM over weights
 //! unpacked once per row panel. An ISA supplies its vector operations through
-//! [`GemmSimd`]; the panel packing, the activation packing and the loops are shared.
+//! [`GemmSimd`]; the panel packing, the activation packing and the loops are shared by
+//! every ISA that has a 4-byte dot product with one operand broadcast (x86 `vpdpbusd` and
+//! `vpmaddubsw`).
 //!
 //! Layouts. A panel of `P = RV * LANES` weight rows is unpacked into biased codes
 //! `[k/4][P][4]` (u8 in {0, 1, 2}; a corrupt 3 stays 3 and counts as +2): one vector holds
 //! four consecutive codes of `LANES` rows, so one dot-product instruction with a broadcast
-//! 4-byte activation operand feeds `LANES` rows. The activations of a block of `T` tokens
-//! are interleaved into `[k/4][T][4]`, so the micro-kernel walks one pointer.
+//! 4-byte activation operand feeds `LANES` rows. The activations are packed once per call
+//! ([`Packed`], in `Kernel::prepare`, so every task of a split call shares them) in blocks
+//! of `T` tokens, `[k/16][T][16]`: one 16-byte load gives four quads of one token, which
+//! an ISA can broadcast from memory (x86) or from a register lane (ARM `sdot` by element).
 //!
 //! Arithmetic. `sum a*t = sum a*code - sum a`: every accumulator starts from `-sum a` of
 //! its token (per 256-element block for TQ1_0/TQ2_0, per row otherwise), broadcast to every
@@ -16,12 +20,12 @@
 //! tensor whose block scales are all equal (`MatRef::uniform_scale`). int32 along a row
 //! holds `|sum| <= 3 * 128 * k` for k up to about 5.5 million.
 //!
-//! Cost (AMD EPYC Zen 4, one thread, m = 128, 2560x2560 and 6912x2560): 80-84% of the
-//! same-run `vpdpbusd zmm` peak for every format with AVX-512 VNNI; the panel unpack is
-//! about 0.1 cycle per weight, which sets the `min_tokens` thresholds.
+//! Cost (AMD EPYC Zen 4, one thread, m = 128, 2560x2560): 87-90% of the same-run
+//! `vpdpbusd zmm` peak for every format with AVX-512 VNNI; the panel unpack is about 0.1
+//! cycle per weight, which sets the `min_tokens` thresholds.
 //!
-//! Every buffer is per thread and reused ([`SCRATCH`]): no allocation per call once a
-//! thread has seen its largest shape.
+//! The panel buffers are per thread and reused ([`SCRATCH`]): no allocation per call once
+//! a thread has seen its largest shape.
 
 // Tiles index several per-row and per-token arrays in lockstep.
 #![allow(clippy::needless_range_loop)]
@@ -30,6 +34,7 @@ use crate::format::{bitnet, tq1_0, tq2_0, Format};
 use crate::kernel::tile::Simd;
 use crate::kernel::{MatRef, OutTile};
 use std::cell::Cell;
+use std::ops::Range;
 
 /// Vector operations of one ISA for the GEMM, on top of its [`Simd`] (whose `V` holds
 /// `LANES` int32 lanes or `4 * LANES` bytes, and `F` as many f32 lanes).
@@ -37,7 +42,7 @@ use std::cell::Cell;
 /// # Safety
 /// Every method needs the CPU features of its ISA; pointer arguments must be valid for
 /// the bytes the method names.
-pub(super) trait GemmSimd: Simd {
+pub(crate) trait GemmSimd: Simd {
     /// int32 lanes per vector: the weight rows one vector holds.
     const LANES: usize;
 
@@ -54,15 +59,21 @@ pub(super) trait GemmSimd: Simd {
     unsafe fn min_u8(a: Self::V, b: Self::V) -> Self::V;
     /// A partial accumulator of broadcast products: what the dot-product instruction adds
     /// into (int32 lanes for `vpdpbusd`; int16 pair sums for `vpmaddubsw`, widened every
-    /// [`Self::Q_QUADS`] quads).
+    /// [`Self::Q_GROUPS`] groups of four quads).
     type Q: Copy;
-    /// Quads a partial accumulator takes before it must be folded into int32.
-    const Q_QUADS: usize;
+    /// Groups of four quads a partial accumulator takes before it must be folded into int32.
+    const Q_GROUPS: usize;
     /// Starts a partial accumulator on top of `acc`.
     unsafe fn q_start(acc: Self::V) -> Self::Q;
-    /// `q` plus, per int32 lane, the dot product of the lane's four u8 of `w` with the
-    /// four i8 at `a` (the same for every lane).
-    unsafe fn q_dot(q: Self::Q, w: Self::V, a: *const u8) -> Self::Q;
+    /// Four quads of one token's activations (16 bytes of [`Packed`]), as [`Self::q_dot`]
+    /// takes them: the address itself where the dot product broadcasts from memory, or a
+    /// register.
+    type A: Copy;
+    /// Reads 16 bytes.
+    unsafe fn a_load(p: *const u8) -> Self::A;
+    /// `q` plus, per int32 lane, the dot product of the lane's four u8 of `w` with quad
+    /// `L` (0..4) of `a` (the same for every lane).
+    unsafe fn q_dot<const L: i32>(q: Self::Q, w: Self::V, a: Self::A) -> Self::Q;
     /// Folds `q` into the `acc` it was started on.
     unsafe fn q_end(q: Self::Q, acc: Self::V) -> Self::V;
     /// Reads `LANES` floats.
@@ -97,7 +108,7 @@ const BLOCK_QUADS: usize = QK / 4;
 
 /// A ternary weight format as the panel packer sees it: its code bytes per 256 elements,
 /// and which quads each raw dword of those bytes expands to.
-pub(super) trait Layout {
+pub(crate) trait Layout {
     const FORMAT: Format;
     /// Bytes of one block (codes and scale); BitNet has no blocks and packs 64-byte steps.
     const BLOCK_BYTES: usize;
@@ -113,7 +124,7 @@ pub(super) trait Layout {
     unsafe fn expand<S: GemmSimd>(i: usize, v: S::V) -> ([(usize, S::V); 5], usize);
 }
 
-pub(super) struct Tq2;
+pub(crate) struct Tq2;
 
 impl Layout for Tq2 {
     const FORMAT: Format = Format::Tq2_0;
@@ -140,7 +151,7 @@ impl Layout for Tq2 {
     }
 }
 
-pub(super) struct Tq1;
+pub(crate) struct Tq1;
 
 impl Layout for Tq1 {
     const FORMAT: Format = Format::Tq1_0;
@@ -173,7 +184,7 @@ impl Layout for Tq1 {
     }
 }
 
-pub(super) struct Bitnet;
+pub(crate) struct Bitnet;
 
 impl Layout for Bitnet {
     const FORMAT: Format = Format::BitnetB158;
@@ -215,14 +226,10 @@ unsafe fn spread<S: GemmSimd>(x: S::V) -> S::V {
 /// Per-thread buffers, grown to the largest shape seen and reused.
 #[derive(Default)]
 struct Scratch {
-    /// Unpacked panel `[k/4][P][4]`.
+    /// Unpacked panel `[k16/4][P][4]` (`k16`: k rounded up to 16).
     panel: Vec<u8>,
     /// Block scales of the panel `[blocks][P]` (TQ only).
     scales: Vec<f32>,
-    /// Activations, each token block `[k/4][T][4]`, block of token `t0` at `t0 * k`.
-    act: Vec<u8>,
-    /// Accumulator seeds `-sum a` per (token, block).
-    seeds: Vec<i32>,
 }
 
 thread_local! {
@@ -237,40 +244,56 @@ fn sized<T: Copy + Default>(v: &mut Vec<T>, len: usize) -> &mut [T] {
     &mut v[..len]
 }
 
-/// Packs the activations of `tokens` in blocks of `tb` (the last one shorter), token
-/// `tokens.start + i` at `act[i * k..]`, and their seeds for blocks of `block` elements.
-fn pack_act(a: &MatRef, tokens: std::ops::Range<usize>, tb: usize, block: usize, act: &mut [u8], seeds: &mut [i32]) {
-    let k = a.cols;
-    let codes = &a.bytes[tokens.start * k..tokens.end * k];
-    let (m, blocks) = (tokens.len(), k / block);
-    for t0 in (0..m).step_by(tb) {
-        let tn = tb.min(m - t0);
-        let rows = &codes[t0 * k..(t0 + tn) * k];
-        let dst = &mut act[t0 * k..(t0 + tn) * k];
-        assert!(k.is_multiple_of(4) && rows.len() == tn * k && dst.len() == tn * k, "activation block size");
-        // Quad by quad, so that the writes are sequential; `tn` rows are read at once.
-        for q in 0..k / 4 {
-            for t in 0..tn {
-                // SAFETY: `t * k + 4 q + 4 <= tn * k` and `(q tn + t) 4 + 4 <= tn * k` (sizes
-                // asserted above); unaligned 4-byte accesses.
-                unsafe {
-                    let quad = (rows.as_ptr().add(t * k + 4 * q) as *const u32).read_unaligned();
-                    (dst.as_mut_ptr().add((q * tn + t) * 4) as *mut u32).write_unaligned(quad);
+/// Bytes of activations one `a_load` reads: four quads of one token.
+const GROUP: usize = 16;
+
+/// I8_ABSMAX activations packed for the GEMM of one kernel, once per call: token blocks
+/// of `t` (the last one shorter), the block of token `t0` at `t0 * k16` laid out
+/// `[k16/16][tn][16]` with zeros past `k`, and the accumulator seeds.
+pub(crate) struct Packed {
+    codes: Vec<u8>,
+    /// Columns, and columns rounded up to [`GROUP`].
+    k: usize,
+    k16: usize,
+    /// Tokens, and tokens per block (the kernel's register block).
+    m: usize,
+    t: usize,
+    /// `-sum a` per (token, 256-element block): the seeds of per-block scaling.
+    block_seeds: Vec<i32>,
+    /// `-sum a` per token over the whole row: the seeds of one scale per row.
+    row_seeds: Vec<i32>,
+    /// Activation scale per token.
+    scales: Vec<f32>,
+}
+
+impl Packed {
+    /// Packs `a` (I8_ABSMAX, checked by `Kernel::prepare`) in token blocks of `t`.
+    pub(crate) fn new(a: &MatRef, t: usize) -> Packed {
+        let act = crate::kernel::ActI8::parse(a);
+        let (m, k) = (act.m, act.k);
+        let k16 = k.next_multiple_of(GROUP);
+        let blocks = k.div_ceil(QK);
+        let mut codes = vec![0u8; m * k16];
+        let (mut block_seeds, mut row_seeds) = (vec![0i32; m * blocks], vec![0i32; m]);
+        for t0 in (0..m).step_by(t) {
+            let tn = t.min(m - t0);
+            let dst = &mut codes[t0 * k16..(t0 + tn) * k16];
+            for i in 0..tn {
+                let row: &[u8] = bytemuck::cast_slice(act.row(t0 + i));
+                for (g, part) in row.chunks(GROUP).enumerate() {
+                    dst[(g * tn + i) * GROUP..][..part.len()].copy_from_slice(part);
                 }
             }
         }
-        for (t, row) in rows.chunks_exact(k).enumerate() {
-            for (seed, part) in seeds[(t0 + t) * blocks..][..blocks].iter_mut().zip(row.chunks_exact(block)) {
-                *seed = -part.iter().map(|&c| c as i8 as i32).sum::<i32>();
+        for token in 0..m {
+            let seeds = &mut block_seeds[token * blocks..(token + 1) * blocks];
+            for (seed, part) in seeds.iter_mut().zip(act.row(token).chunks(QK)) {
+                *seed = -part.iter().map(|&c| c as i32).sum::<i32>();
             }
+            row_seeds[token] = seeds.iter().sum();
         }
+        Packed { codes, k, k16, m, t, block_seeds, row_seeds, scales: act.scales }
     }
-}
-
-/// The activation scale of token `t` (the f32 after the `m * k` codes).
-fn act_scale(a: &MatRef, t: usize) -> f32 {
-    let s = &a.bytes[a.rows * a.cols + 4 * t..][..4];
-    f32::from_le_bytes([s[0], s[1], s[2], s[3]])
 }
 
 /// Unpacks weight rows `rows` (at most `p` of them) into `panel` (`[k/4][p][4]`, rows past
@@ -282,7 +305,7 @@ fn act_scale(a: &MatRef, t: usize) -> f32 {
 #[inline(always)]
 unsafe fn pack_panel<S: GemmSimd, L: Layout>(
     w: &MatRef,
-    rows: std::ops::Range<usize>,
+    rows: Range<usize>,
     p: usize,
     panel: &mut [u8],
     scales: Option<&mut [f32]>,
@@ -347,96 +370,112 @@ unsafe fn pack_panel<S: GemmSimd, L: Layout>(
     }
 }
 
-/// Adds `quads` quads of the panel at `w` (`w_step` bytes per quad) times the token block at
-/// `a` (`4 T` bytes per quad) to `acc[v][t]`: the inner loop.
+/// Adds quad `L` of every group in `groups` of the panel at `w` (`w_step` bytes per quad)
+/// times the token block at `a` (`16 T` bytes per group) to `acc[v][t]`: the inner loop.
 ///
 /// # Safety
-/// `w` must be valid for `quads * w_step` bytes with `w_step >= 4 * LANES * RV`, `a` for
-/// `quads * 4 * T` bytes; the CPU must have `S`'s features.
+/// `w` must be valid for `4 * groups.end * w_step` bytes with `w_step >= 4 * LANES * RV`,
+/// `a` for `groups.end * 16 * T` bytes; the CPU must have `S`'s features.
 #[inline(always)]
 unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
     w: *const u8,
     w_step: usize,
     a: *const u8,
-    quads: usize,
+    groups: Range<usize>,
     acc: &mut [[S::V; T]; RV],
 ) {
-    // SAFETY: every address is inside the spans the caller guarantees (quad `q < quads`,
-    // vector `v < RV`, token `t < T`); `S`'s features, as the caller guarantees.
+    /// Quad `L` of group `g`: `RV` weight loads, `RV x T` dot products.
+    ///
+    /// # Safety
+    /// As for [`micro`].
+    #[inline(always)]
+    unsafe fn quad<S: GemmSimd, const RV: usize, const T: usize, const L: i32>(
+        p: &mut [[S::Q; T]; RV],
+        wq: *const u8,
+        av: &[S::A; T],
+    ) {
+        // SAFETY: `RV` vectors at `wq` lie in the panel, as the caller guarantees.
+        unsafe {
+            let mut wv = [S::zero(); RV];
+            for v in 0..RV {
+                wv[v] = S::load(wq.add(v * 4 * S::LANES));
+            }
+            for t in 0..T {
+                for v in 0..RV {
+                    p[v][t] = S::q_dot::<L>(p[v][t], wv[v], av[t]);
+                }
+            }
+        }
+    }
+    // SAFETY: every address is inside the spans the caller guarantees (group `g <
+    // groups.end`, quad `4 g + L`, vector `v < RV`, token `t < T`); `S`'s features.
     unsafe {
-        let mut q0 = 0;
-        while q0 < quads {
-            let end = q0 + S::Q_QUADS.min(quads - q0);
+        let mut g0 = groups.start;
+        while g0 < groups.end {
+            let end = g0 + S::Q_GROUPS.min(groups.end - g0);
             let mut p = [[S::q_start(S::zero()); T]; RV];
             for v in 0..RV {
                 for t in 0..T {
                     p[v][t] = S::q_start(acc[v][t]);
                 }
             }
-            for q in q0..end {
-                let wq = w.add(q * w_step);
-                let mut wv = [S::zero(); RV];
-                for v in 0..RV {
-                    wv[v] = S::load(wq.add(v * 4 * S::LANES));
+            for g in g0..end {
+                let ag = a.add(g * GROUP * T);
+                let mut av = [S::a_load(ag); T];
+                for t in 1..T {
+                    av[t] = S::a_load(ag.add(GROUP * t));
                 }
-                let aq = a.add(q * 4 * T);
-                for t in 0..T {
-                    for v in 0..RV {
-                        p[v][t] = S::q_dot(p[v][t], wv[v], aq.add(4 * t));
-                    }
-                }
+                let wg = w.add(4 * g * w_step);
+                quad::<S, RV, T, 0>(&mut p, wg, &av);
+                quad::<S, RV, T, 1>(&mut p, wg.add(w_step), &av);
+                quad::<S, RV, T, 2>(&mut p, wg.add(2 * w_step), &av);
+                quad::<S, RV, T, 3>(&mut p, wg.add(3 * w_step), &av);
             }
             for v in 0..RV {
                 for t in 0..T {
                     acc[v][t] = S::q_end(p[v][t], acc[v][t]);
                 }
             }
-            q0 = end;
+            g0 = end;
         }
     }
 }
 
 /// One call's shared state for the tiles of a panel.
 struct Ctx<'a> {
-    a: &'a MatRef<'a>,
+    act: &'a Packed,
     panel: &'a [u8],
     scales: &'a [f32],
-    /// Packed activations of the call's tokens, the first at 0.
-    act: &'a [u8],
-    seeds: &'a [i32],
-    /// The call's first token.
-    first_token: usize,
-    /// Seeds per token: TQ blocks, or 1.
-    blocks: usize,
     /// Rows per panel.
     p: usize,
     /// Rows of this panel (lane 0 of its first vector is `rows.start`).
-    rows: std::ops::Range<usize>,
+    rows: Range<usize>,
     /// `Some(d)`: one scale for the whole tensor, int32 along the row.
     scale: Option<f32>,
 }
 
 impl Ctx<'_> {
-    /// Runs tokens `t0..t0 + T` (counted from the call's first token) against the panel.
+    /// Runs the packed token block that starts at token `t0` (of `T` tokens) against the
+    /// panel, writing the tokens that lie in `out`'s block.
     ///
     /// # Safety
     /// The CPU must have `S`'s features.
     #[inline(always)]
     unsafe fn tile<S: GemmSimd, const RV: usize, const T: usize>(&self, out: &mut OutTile, t0: usize) {
-        let k = self.a.cols;
-        let quads = k / 4;
+        let Packed { k, k16, m, .. } = *self.act;
+        let groups = k16 / GROUP;
         let w_step = 4 * self.p;
         // Bounds are checked here, once per tile; the inner loop uses raw pointers.
-        assert!(RV * S::LANES == self.p && self.panel.len() >= quads * w_step, "tile outside the panel");
-        let act = &self.act[t0 * k..(t0 + T) * k];
-        let seeds = &self.seeds[t0 * self.blocks..(t0 + T) * self.blocks];
+        assert!(RV * S::LANES == self.p && self.panel.len() >= 4 * groups * w_step, "tile outside the panel");
+        assert!(t0 + T <= m && t0.is_multiple_of(self.act.t) && (T == self.act.t || t0 + T == m), "not a packed block");
+        let act = &self.act.codes[t0 * k16..(t0 + T) * k16];
         let w = self.panel.as_ptr();
-        let first = self.first_token + t0;
         let mut lanes = [0f32; 16];
         match self.scale {
             Some(d) => {
-                // SAFETY: `S`'s features (the caller's promise); the panel holds `quads` quads
-                // of `w_step` bytes and `act` `quads * 4 * T` bytes (checked above).
+                let seeds = &self.act.row_seeds[t0..t0 + T];
+                // SAFETY: `S`'s features (the caller's promise); the panel holds `4 groups`
+                // quads of `w_step` bytes and `act` `groups * 16 * T` bytes (checked above).
                 let acc = unsafe {
                     let mut acc = [[S::zero(); T]; RV];
                     for v in 0..RV {
@@ -444,7 +483,7 @@ impl Ctx<'_> {
                             acc[v][t] = S::splat32(seeds[t]);
                         }
                     }
-                    micro::<S, RV, T>(w, w_step, act.as_ptr(), quads, &mut acc);
+                    micro::<S, RV, T>(w, w_step, act.as_ptr(), 0..groups, &mut acc);
                     acc
                 };
                 let mut dots = [0i32; 16];
@@ -453,30 +492,33 @@ impl Ctx<'_> {
                         // SAFETY: `dots` has room for 16 >= LANES int32; `S`'s features.
                         unsafe { S::store(dots.as_mut_ptr() as *mut u8, acc[v][t]) };
                         // The reference's order: one block, `a_scale * (d * dot)`.
-                        let a_scale = act_scale(self.a, first + t);
+                        let a_scale = self.act.scales[t0 + t];
                         for (l, dot) in dots[..S::LANES].iter().enumerate() {
                             lanes[l] = a_scale * (d * *dot as f32);
                         }
-                        self.write::<S>(out, v, first + t, &lanes);
+                        self.write::<S>(out, v, t0 + t, &lanes);
                     }
                 }
             }
             None => {
-                assert!(self.scales.len() >= self.blocks * self.p, "panel scales too short");
-                assert!(self.blocks * BLOCK_QUADS == quads, "TQ rows are whole blocks");
-                // SAFETY: as above; block `b < blocks` spans quads `64 b..64 (b + 1)` of the
+                let blocks = k / QK;
+                assert!(self.scales.len() >= blocks * self.p, "panel scales too short");
+                assert!(k.is_multiple_of(QK) && k16 == k, "TQ rows are whole blocks");
+                let seeds = &self.act.block_seeds[t0 * blocks..(t0 + T) * blocks];
+                let block_groups = QK / GROUP;
+                // SAFETY: as above; block `b < blocks` spans groups `16 b..16 (b + 1)` of the
                 // panel and of `act`, and `p` scales at `b * p` (asserted).
                 let f = unsafe {
                     let mut f = [[S::fzero(); T]; RV];
-                    for b in 0..self.blocks {
+                    for b in 0..blocks {
                         let mut acc = [[S::zero(); T]; RV];
                         for v in 0..RV {
                             for t in 0..T {
-                                acc[v][t] = S::splat32(seeds[t * self.blocks + b]);
+                                acc[v][t] = S::splat32(seeds[t * blocks + b]);
                             }
                         }
-                        let a = act.as_ptr().add(b * BLOCK_QUADS * 4 * T);
-                        micro::<S, RV, T>(w.add(b * BLOCK_QUADS * w_step), w_step, a, BLOCK_QUADS, &mut acc);
+                        let groups = b * block_groups..(b + 1) * block_groups;
+                        micro::<S, RV, T>(w, w_step, act.as_ptr(), groups, &mut acc);
                         for v in 0..RV {
                             let s = S::fload(self.scales.as_ptr().add(b * self.p + v * S::LANES));
                             for t in 0..T {
@@ -490,43 +532,44 @@ impl Ctx<'_> {
                     for t in 0..T {
                         // SAFETY: `lanes` has room for 16 >= LANES floats; `S`'s features.
                         unsafe { S::fstore(lanes.as_mut_ptr(), f[v][t]) };
-                        let a_scale = act_scale(self.a, first + t);
+                        let a_scale = self.act.scales[t0 + t];
                         for x in &mut lanes[..S::LANES] {
                             *x *= a_scale;
                         }
-                        self.write::<S>(out, v, first + t, &lanes);
+                        self.write::<S>(out, v, t0 + t, &lanes);
                     }
                 }
             }
         }
     }
 
-    /// Writes the lanes of panel vector `v` that are rows of this panel.
+    /// Writes the lanes of panel vector `v` that are rows of this panel, if `token` is in
+    /// `out`'s block (a block not aligned to the packing computes tokens it does not own).
     #[inline(always)]
     fn write<S: GemmSimd>(&self, out: &mut OutTile, v: usize, token: usize, lanes: &[f32; 16]) {
         let first = self.rows.start + v * S::LANES;
         // The panel's last vectors may lie past its rows: padding, nothing to write.
         let n = S::LANES.min(self.rows.end.saturating_sub(first));
-        if n > 0 {
+        if n > 0 && out.tokens().contains(&token) {
             out.set_run(token, first, &lanes[..n]);
         }
     }
 }
 
 /// The GEMM of one weight format over the block of `out`: panels of `RV * LANES` rows,
-/// token blocks of `T` (at most 8).
+/// the packed token blocks of `T` (at most 8) that cover `out`'s tokens.
 ///
 /// # Safety
-/// The CPU must have `S`'s features; operands checked by `Kernel::run_prepared`.
+/// The CPU must have `S`'s features; operands checked by `Kernel::run_prepared`, and `a`
+/// packed with token blocks of `T`.
 #[inline(always)]
-pub(super) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usize>(
+pub(crate) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usize>(
     w: &MatRef,
-    a: &MatRef,
+    a: &Packed,
     out: &mut OutTile,
 ) {
     const { assert!(T >= 1 && T <= 8) };
-    assert!(w.format == L::FORMAT && a.format == Format::I8Absmax && a.cols == w.cols, "operands of another kernel");
-    let k = a.cols;
+    assert!(w.format == L::FORMAT && a.k == w.cols && a.t == T && a.m == out.m(), "operands of another kernel");
     let p = RV * S::LANES;
     // One scale for the tensor: int32 along the whole row (exact for BitNet; for a uniform
     // TQ tensor the per-block path's result up to float rounding, see
@@ -535,27 +578,23 @@ pub(super) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usiz
         Format::BitnetB158 => Some(bitnet::scale(w.bytes)),
         _ => w.uniform_scale,
     };
-    let blocks = if scale.is_some() { 1 } else { k / QK };
     let tokens = out.tokens();
-    let m = tokens.len();
     // Taken out for the call and put back after it (a panic in between only loses the
     // buffers). The work stays outside the closure: closures are compiled without the
     // caller's target features.
     let mut s = SCRATCH.with(Cell::take);
-    let act = sized(&mut s.act, m * k);
-    let seeds = sized(&mut s.seeds, m * blocks);
-    pack_act(a, tokens.clone(), T, k / blocks, act, seeds);
-    let panel = sized(&mut s.panel, k * p);
-    let scales = sized(&mut s.scales, k / QK * p);
+    let panel = sized(&mut s.panel, a.k16 * p);
+    let scales = sized(&mut s.scales, a.k / QK * p);
     let rows = out.rows();
     for r0 in rows.clone().step_by(p) {
         let prows = r0..(r0 + p).min(rows.end);
         // SAFETY: `S`'s features, as the caller guarantees.
         unsafe { pack_panel::<S, L>(w, prows.clone(), p, panel, scale.is_none().then_some(&mut *scales)) };
-        let ctx = Ctx { a, panel, scales, act, seeds, first_token: tokens.start, blocks, p, rows: prows, scale };
-        let mut t0 = 0;
-        while t0 < m {
-            let tn = T.min(m - t0);
+        let ctx = Ctx { act: a, panel, scales, p, rows: prows, scale };
+        // The packed blocks that hold `tokens`.
+        let mut t0 = tokens.start / T * T;
+        while t0 < tokens.end {
+            let tn = T.min(a.m - t0);
             // SAFETY: `S`'s features, as the caller guarantees. Const token counts for the
             // last, shorter block.
             unsafe {
@@ -590,12 +629,13 @@ macro_rules! gemm_kernels {
         min_tokens = [$tq1:literal, $tq2:literal, $bitnet:literal]
     ) => {
         pub(super) fn gemm_kernels() -> [crate::kernel::Kernel; 3] {
-            use super::gemm::{gemm, Bitnet, GemmSimd, Layout, Tq1, Tq2};
+            use crate::kernel::gemm::{gemm, Bitnet, GemmSimd, Layout, Packed, Tq1, Tq2};
             use crate::kernel::{Geometry, Kernel, KernelFn, MatRef, OutTile, Prep};
 
             #[target_feature(enable = $features)]
-            fn run<L: Layout>(w: &MatRef, a: &MatRef, out: &mut OutTile) {
-                // SAFETY: features enabled here; `Kernel::run_prepared` checked the shapes.
+            fn run<L: Layout>(w: &MatRef, a: &Packed, out: &mut OutTile) {
+                // SAFETY: features enabled here; `Kernel::run_prepared` checked the shapes and
+                // that `a` is this entry's own preparation (token blocks of `$t`).
                 unsafe { gemm::<$isa, L, $rv, $t>(w, a, out) }
             }
 
@@ -607,9 +647,10 @@ macro_rules! gemm_kernels {
                     requires: FEATURES,
                     available,
                     min_tokens,
-                    // Row blocks of whole panels, token blocks of whole register blocks.
+                    // Row blocks of whole panels, token blocks of whole register blocks
+                    // (which are the packed blocks).
                     geometry: Geometry { rows: $rv * <$isa as GemmSimd>::LANES, tokens: $t },
-                    prepare: crate::kernel::raw,
+                    prepare: |a| Prep::Gemm(Packed::new(a, $t)),
                     run,
                 }
             }
@@ -617,7 +658,7 @@ macro_rules! gemm_kernels {
             fn checked<L: Layout>(w: &MatRef, a: &Prep, out: &mut OutTile) {
                 assert!(available(), "{:?} needs {FEATURES}", $name);
                 // SAFETY: the CPU has the features (asserted above).
-                unsafe { run::<L>(w, a.raw(), out) }
+                unsafe { run::<L>(w, a.packed(), out) }
             }
 
             [
@@ -628,4 +669,4 @@ macro_rules! gemm_kernels {
         }
     };
 }
-pub(super) use gemm_kernels;
+pub(crate) use gemm_kernels;
