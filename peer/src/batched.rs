@@ -45,6 +45,15 @@ struct GgmlWeight {
     bytes: Aligned,
 }
 
+/// The `n x k` matrices of one shape, both sides: `ggml` in [`GGML`] order, `tern` in
+/// [`TERN`] order.
+struct Weights {
+    n: usize,
+    k: usize,
+    ggml: Vec<GgmlWeight>,
+    tern: Vec<Tensor<'static>>,
+}
+
 /// tern's side of one case: what `tern_matmul` does with an F32 activation.
 struct TernMatmul<'a> {
     dispatcher: &'a Dispatcher,
@@ -86,11 +95,11 @@ pub fn run(budget: &Budget) -> usize {
     let mut failures = 0;
     let mut cases = Vec::new();
     for &(n, k) in &SHAPES {
-        let (ggml_w, tern_w) = weights(n, k, &mut failures);
+        let weights = weights(n, k, &mut failures);
         let mut rng = Rng::for_shape(n, k);
         for &m in &TOKENS {
             let x = rng.fill(m * k);
-            cases.push(run_case(n, k, &x, &ggml_w, &tern_w, &pools, budget, &mut failures));
+            cases.push(run_case(&weights, &x, &pools, budget, &mut failures));
         }
         println!();
     }
@@ -99,7 +108,7 @@ pub fn run(budget: &Budget) -> usize {
 }
 
 /// The matrices of one shape, both sides, with their byte parity checked.
-fn weights(n: usize, k: usize, failures: &mut usize) -> (Vec<GgmlWeight>, Vec<Tensor<'static>>) {
+fn weights(n: usize, k: usize, failures: &mut usize) -> Weights {
     println!("-- {n} x {k} --");
     let mut rng = Rng::for_shape(n, k);
     let random = rng.fill(n * k);
@@ -120,22 +129,19 @@ fn weights(n: usize, k: usize, failures: &mut usize) -> (Vec<GgmlWeight>, Vec<Te
     let mut bytes = vec![0u8; Format::BitnetB158.bytes_for(n, k).expect("weight shape")];
     bitnet_import_trits(&trits, BITNET_SCALE, &mut bytes).expect("import trits");
     let t_bit = Tensor::from_vec(Format::BitnetB158, bytes, n, k).expect("BITNET_B1_58 tensor");
-    (vec![g_tq1, g_tq2, g_bit], vec![t_tq1, t_tq2, t_uni, t_bit])
+    Weights { n, k, ggml: vec![g_tq1, g_tq2, g_bit], tern: vec![t_tq1, t_tq2, t_uni, t_bit] }
 }
 
 /// One (shape, m): builds every implementation for every thread count, checks each tern
 /// output against ggml's on the same matrix, then times them all in the same rounds.
-#[allow(clippy::too_many_arguments)]
 fn run_case(
-    n: usize,
-    k: usize,
+    weights: &Weights,
     x: &[f32],
-    ggml_w: &[GgmlWeight],
-    tern_w: &[Tensor<'static>],
     pools: &[(ThreadPool, Dispatcher)],
     budget: &Budget,
     failures: &mut usize,
 ) -> Case {
+    let (n, k, ggml_w, tern_w) = (weights.n, weights.k, &weights.ggml, &weights.tern);
     let m = x.len() / k;
     let mut ggml_impls: Vec<Vec<MulMat>> = Vec::new();
     let mut tern_impls: Vec<Vec<TernMatmul>> = Vec::new();
