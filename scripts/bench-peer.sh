@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Peer benchmark: ggml's TQ1_0/TQ2_0 kernels next to tern's, same process, one thread.
+# Peer benchmark: ggml's TQ1_0/TQ2_0 kernels next to tern's, same process: m = 1 on one
+# thread (ggml vec_dot vs every tern kernel), and batched (ggml_mul_mat graph on a ggml
+# threadpool vs tern's dispatcher, m = 1..512, 1 and 2 threads). See peer/README.md.
 # Builds llama.cpp's ggml from source through llama-cpp-sys-2 (several minutes the first
 # time; the target dir is reused afterwards), with -C target-cpu=native so that ggml
 # compiles its best kernels (GGML_NATIVE) and tern's runtime-detected kernels run as well.
 #
-# Usage: scripts/bench-peer.sh [--quick]
+# Usage: scripts/bench-peer.sh [--quick] [--gemv | --batched]
+#   --quick    shorter budget
+#   --gemv     only the m = 1 part;  --batched  only the batched part
 # Env:   CARGO_TARGET_DIR (default: peer/target)
 set -euo pipefail
 

@@ -1,81 +1,72 @@
-//! Peer benchmark: ggml's own TQ1_0/TQ2_0 kernels next to tern's, in one process, on one
-//! thread. Checks first that both sides do the same work (byte-identical weights, dot
-//! products that agree up to activation quantization), then times a GEMV per shape.
+//! Peer benchmark: ggml's own TQ1_0/TQ2_0 kernels next to tern's, in one process. Checks
+//! first that both sides do the same work (byte-identical weights, outputs that agree up
+//! to activation quantization), then times them in interleaved rounds:
 //!
-//! Usage: `cargo run --release [-- --quick]` (see scripts/bench-peer.sh).
+//! - `gemv`: m = 1, one thread, ggml's `vec_dot` per row against every tern kernel;
+//! - `batched`: ggml's real `ggml_mul_mat` graph on a persistent threadpool against
+//!   tern's dispatcher (F32 activations on both sides), m up to 512, 1 and 2 threads.
+//!
+//! Usage: `cargo run --release [-- --quick] [--gemv | --batched]` (see scripts/bench-peer.sh).
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+mod batched;
+mod check;
+mod data;
+mod gemv;
 mod ggml;
 mod timing;
 
-use std::time::Duration;
-use tern::kernel::{registry, Kernel, MatRef, OutTile};
-use tern::{Dispatcher, DispatcherOptions, Format};
+use tern::kernel::registry;
+use tern::Format;
 use timing::Budget;
 
-/// Relative L2 tolerance between ggml's dot (Q8_K activation, one scale per 256) and
-/// tern's (I8_ABSMAX, one scale per row), both measured against the exact f64 product of
-/// the dequantized weight and the f32 activation. Rounding an activation to a step s
-/// leaves an error uniform in +-s/2 (standard deviation s/sqrt(12)); with s = max|x|/127
-/// and x uniform in [-1, 1) (rms 1/sqrt(3)), the relative error per element is about
-/// (1/127)/sqrt(12) * sqrt(3) = 0.004, and a random ternary weight carries that relative
-/// error into the output norm unchanged. 1e-2 is 2.5 times that: loose enough for the
-/// two schemes, tight enough to catch a wrong scale, a dropped block or a shuffled row.
-const DOT_TOLERANCE: f64 = 1e-2;
-
-/// tern's SIMD kernels must match the reference kernel up to f32 summation order.
-const KERNEL_TOLERANCE: f64 = 1e-5;
-
-struct Shape {
-    label: &'static str,
-    n: usize,
-    k: usize,
-    formats: &'static [Format],
-}
-
-const ALL: &[Format] = &[Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
+const USAGE: &str = "usage: tern-peer [--quick] [--gemv | --batched]
+  --quick    shorter budget (and the DRAM-resident GEMV shape in TQ2_0 only)
+  --gemv     only the m = 1 part (ggml vec_dot vs every tern kernel, one thread)
+  --batched  only the batched part (ggml_mul_mat graph vs tern's dispatcher, m = 1..512, 1-2 threads)";
 
 fn main() {
-    let quick = std::env::args().skip(1).any(|a| a == "--quick");
-    let budget = if quick {
-        Budget { per_impl: Duration::from_millis(200), rounds: 7 }
-    } else {
-        Budget { per_impl: Duration::from_millis(1000), rounds: 15 }
-    };
-    let shapes = [
-        Shape { label: "square 4096x4096", n: 4096, k: 4096, formats: ALL },
-        Shape { label: "BitNet-2B attn 2560x2560", n: 2560, k: 2560, formats: ALL },
-        Shape { label: "BitNet-2B ffn up 6912x2560", n: 6912, k: 2560, formats: ALL },
-        Shape { label: "BitNet-2B ffn down 2560x6912", n: 2560, k: 6912, formats: ALL },
-        Shape {
-            label: "DRAM-resident 32768x8192",
-            n: 32768,
-            k: 8192,
-            formats: if quick { &[Format::Tq2_0] } else { ALL },
-        },
-    ];
+    let (mut quick, mut gemv, mut batched) = (false, false, false);
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "--gemv" => gemv = true,
+            "--batched" => batched = true,
+            "-h" | "--help" => return println!("{USAGE}"),
+            other => {
+                eprintln!("tern-peer: unknown argument {other:?}\n{USAGE}");
+                std::process::exit(2);
+            }
+        }
+    }
+    if !gemv && !batched {
+        (gemv, batched) = (true, true);
+    }
 
     ggml::init();
-    println!("tern peer benchmark: ggml vs tern, single thread, m = 1 (GEMV)");
-    println!(
-        "mode: {}; timings are medians of {} interleaved rounds",
-        if quick { "quick" } else { "full" },
-        budget.rounds
-    );
+    println!("tern peer benchmark: ggml vs tern");
     print_kernels();
-
-    let probe = timing::ReadProbe::new(256 << 20);
-    println!("read bandwidth (sum of u64 over 256 MiB): {:.1} GB/s", probe.bandwidth(&budget) / 1e9);
-    println!("(DRAM-resident shapes time this probe again in the same rounds as their GEMVs)\n");
-
     let mut failures = 0;
-    for shape in &shapes {
-        failures += run_shape(shape, &budget, &probe);
+    if gemv {
+        let budgets = [Budget::new(200, 7), Budget::new(1000, 15)];
+        failures += run_part(quick, budgets, |budget| gemv::run(quick, budget));
+    }
+    if batched {
+        failures += run_part(quick, [Budget::new(100, 5), Budget::new(500, 11)], batched::run);
     }
     if failures > 0 {
-        println!("{failures} parity check(s) FAILED");
+        println!("{failures} check(s) FAILED");
         std::process::exit(1);
     }
-    println!("all parity checks passed");
+    println!("all checks passed");
+}
+
+/// Runs one part with its (quick, full) budget; returns its failed checks.
+fn run_part(quick: bool, [short, long]: [Budget; 2], part: impl FnOnce(&Budget) -> usize) -> usize {
+    let (mode, budget) = if quick { ("quick", short) } else { ("full", long) };
+    println!("mode: {mode}; timings are medians of {} interleaved rounds\n", budget.rounds);
+    part(&budget)
 }
 
 fn print_kernels() {
@@ -92,265 +83,5 @@ fn or_none(s: &str) -> &str {
         "-"
     } else {
         s
-    }
-}
-
-/// splitmix64: a deterministic stream, so every run quantizes the same weights.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [-1, 1).
-    fn next_f32(&mut self) -> f32 {
-        ((self.next_u64() >> 40) as f32 / (1u64 << 23) as f32) - 1.0
-    }
-
-    fn fill(&mut self, len: usize) -> Vec<f32> {
-        (0..len).map(|_| self.next_f32()).collect()
-    }
-}
-
-/// One timed implementation of a shape's GEMV, with its output for the checks.
-struct Row {
-    format: Format,
-    name: String,
-    secs: f64,
-    bytes: usize,
-    /// Plain read bandwidth (bytes/s) measured in the same rounds, for DRAM-resident shapes.
-    read_bw: Option<f64>,
-}
-
-/// Runs one shape: builds the operands, checks parity, times, prints. Returns the number
-/// of failed checks.
-fn run_shape(shape: &Shape, budget: &Budget, probe: &timing::ReadProbe) -> usize {
-    let (n, k) = (shape.n, shape.k);
-    // Weights larger than the last-level cache stream from DRAM on every call.
-    let dram = n * k > 64 << 20;
-    println!("== {} (n x k = {n} x {k}), m = 1 ==", shape.label);
-    let mut rng = Rng(0x7e57_0000 ^ ((n as u64) << 20) ^ k as u64);
-    let w = rng.fill(n * k);
-    let x = rng.fill(k);
-
-    let mut act = vec![0u8; Format::I8Absmax.bytes_for(1, k).expect("activation shape")];
-    Format::I8Absmax.encode(&x, 1, k, &mut act).expect("encode activation");
-    let act_ref = MatRef::new(Format::I8Absmax, 1, k, &act).expect("activation view");
-
-    // The kernel a default dispatcher picks for one token is the one marked best.
-    let dispatcher = Dispatcher::new(DispatcherOptions::default()).expect("a default dispatcher");
-    let mut failures = 0;
-    let mut rows: Vec<Row> = Vec::new();
-    let mut tq2_best = None;
-    for &format in shape.formats {
-        let mut wt = vec![0u8; format.bytes_for(n, k).expect("weight shape")];
-        format.encode(&w, n, k, &mut wt).expect("encode weight");
-        let w_ref = MatRef::new(format, n, k, &wt).expect("weight view");
-        // Every kernel serving (format, I8_ABSMAX) that this CPU runs, each timed on its own.
-        let kernels: Vec<&'static Kernel> =
-            registry().iter().filter(|kern| kern.weight() == format && kern.act() == Format::I8Absmax).collect();
-        let available: Vec<&'static Kernel> = kernels.iter().copied().filter(|kern| kern.is_available()).collect();
-        let best = dispatcher.plan(format, Format::I8Absmax, 1).expect("a kernel for every ternary format").kernel.name();
-
-        // ggml's side, for the formats ggml has.
-        let peer = format.ggml_type().map(|ty| {
-            let q = ggml::Quant::new(ty, k);
-            let gw = q.quantize(&w, n, k);
-            let qa = q.quantize_act(&x);
-            (q, gw, qa)
-        });
-        if let Some((q, gw, _)) = &peer {
-            failures += check_bytes(format.name(), gw.bytes(), &wt, n, q.row_bytes);
-        }
-
-        // Outputs of one call each, for the dot-product checks.
-        let tern_out = |kern: &'static Kernel| {
-            let mut out = vec![0f32; n];
-            let mut view = OutTile::new(&mut out, 1, n).expect("output view");
-            kern.run(&w_ref, &act_ref, &mut view).expect("operands fit");
-            out
-        };
-        let reference = *kernels
-            .iter()
-            .find(|kern| kern.name() == "bitnet_gemv/reference")
-            .expect("a reference kernel for every ternary format");
-        let ref_out = tern_out(reference);
-        if let Some((q, gw, qa)) = &peer {
-            let mut g_out = vec![0f32; n];
-            q.gemv(gw.bytes(), k, qa.bytes(), &mut g_out);
-            failures += check_dots(format, &wt, n, k, &x, &g_out, &ref_out);
-        }
-        // The reference is the definition, so only the other kernels are checked against it.
-        let mut wrong = Vec::new();
-        for kern in available.iter().filter(|kern| kern.name() != reference.name()) {
-            let diff = rel_l2(&tern_out(kern), &ref_out, &ref_out);
-            let ok = diff <= KERNEL_TOLERANCE;
-            if !ok {
-                failures += 1;
-                wrong.push(kern.name());
-            }
-            println!(
-                "  check {:<13} {:<26} vs reference: rel L2 {diff:.1e} (tol {KERNEL_TOLERANCE:.0e}) {}",
-                format.name(),
-                kern.name(),
-                verdict(ok)
-            );
-        }
-
-        // Timing: ggml first (it is the baseline), then every available tern kernel. Each
-        // closure owns its output buffer.
-        let mut impls: Vec<(String, bool, Box<dyn FnMut() + '_>)> = Vec::new();
-        if let Some((q, gw, qa)) = &peer {
-            let mut out = vec![0f32; n];
-            impls.push(("ggml vec_dot".into(), false, Box::new(move || q.gemv(gw.bytes(), k, qa.bytes(), &mut out))));
-        }
-        for kern in &available {
-            let is_best = kern.name() == best;
-            let label = match (is_best, wrong.contains(&kern.name())) {
-                (_, true) => format!("{} (WRONG)", kern.name()),
-                (true, false) => format!("{} (best)", kern.name()),
-                (false, false) => kern.name().into(),
-            };
-            let (kern, mut out) = (*kern, vec![0f32; n]);
-            impls.push((
-                label,
-                is_best,
-                Box::new(move || {
-                    let mut view = OutTile::new(&mut out, 1, n).expect("output view");
-                    kern.run(&w_ref, &act_ref, &mut view).expect("operands fit");
-                }),
-            ));
-        }
-        let mut read = || probe.run();
-        let mut secs = {
-            let mut fns: Vec<&mut dyn FnMut()> =
-                impls.iter_mut().map(|(_, _, f)| f.as_mut() as &mut dyn FnMut()).collect();
-            if dram {
-                fns.push(&mut read);
-            }
-            timing::measure(budget, &mut fns)
-        };
-        let read_bw = dram.then(|| probe.bytes() as f64 / secs.pop().expect("probe timing"));
-        for ((name, is_best, _), secs) in impls.iter().zip(secs) {
-            if format == Format::Tq2_0 && *is_best {
-                tq2_best = Some(secs);
-            }
-            rows.push(Row { format, name: name.clone(), secs, bytes: wt.len(), read_bw });
-        }
-        for kern in kernels.iter().filter(|kern| !kern.is_available()) {
-            println!("  skip  {:<13} {:<26} not available on this CPU", format.name(), kern.name());
-        }
-    }
-    print_table(&rows, tq2_best, dram);
-    println!();
-    failures
-}
-
-/// Byte parity of a whole weight matrix; reports the first mismatching row and byte.
-fn check_bytes(name: &str, ggml: &[u8], tern: &[u8], n: usize, row_bytes: usize) -> usize {
-    let mismatches = ggml.iter().zip(tern).filter(|(a, b)| a != b).count() + ggml.len().abs_diff(tern.len());
-    if mismatches == 0 {
-        println!("  check {name:<13} bytes: ggml_quantize_chunk == tern encode ({} bytes, {n} rows) PASS", ggml.len());
-        return 0;
-    }
-    let first = ggml.iter().zip(tern).position(|(a, b)| a != b).unwrap_or(ggml.len().min(tern.len()));
-    println!(
-        "  check {name:<13} bytes: {mismatches} mismatching bytes of {}; first at row {} byte {} (ggml {:#04x}, tern {:#04x}) FAIL",
-        ggml.len(),
-        first / row_bytes,
-        first % row_bytes,
-        ggml.get(first).copied().unwrap_or(0),
-        tern.get(first).copied().unwrap_or(0),
-    );
-    1
-}
-
-/// ggml's vec_dot and tern's reference GEMV against the exact product of the dequantized
-/// weight (tern decode) and the f32 activation, and against each other.
-fn check_dots(format: Format, wt: &[u8], n: usize, k: usize, x: &[f32], ggml: &[f32], tern: &[f32]) -> usize {
-    let mut row = vec![0f32; k];
-    let exact: Vec<f32> = (0..n)
-        .map(|r| {
-            // Decoding a row at a time keeps the 1 GiB DRAM-shape weight out of f32.
-            let bytes_per_row = wt.len() / n;
-            format.decode(&wt[r * bytes_per_row..][..bytes_per_row], 1, k, &mut row).expect("decode row");
-            row.iter().zip(x).map(|(&w, &x)| w as f64 * x as f64).sum::<f64>() as f32
-        })
-        .collect();
-    let g = rel_l2(ggml, &exact, &exact);
-    let t = rel_l2(tern, &exact, &exact);
-    let gt = rel_l2(ggml, tern, &exact);
-    let ok = g <= DOT_TOLERANCE && t <= DOT_TOLERANCE && gt <= DOT_TOLERANCE;
-    println!(
-        "  check {:<13} dots: rel L2 vs exact: ggml(Q8_K) {g:.1e}, tern(I8_ABSMAX) {t:.1e}; ggml vs tern {gt:.1e} (tol {DOT_TOLERANCE:.0e}) {}",
-        format.name(),
-        verdict(ok)
-    );
-    usize::from(!ok)
-}
-
-/// `||a - b|| / ||norm||` in f64.
-fn rel_l2(a: &[f32], b: &[f32], norm: &[f32]) -> f64 {
-    let d: f64 = a.iter().zip(b).map(|(&a, &b)| (a as f64 - b as f64).powi(2)).sum();
-    let z: f64 = norm.iter().map(|&v| (v as f64).powi(2)).sum();
-    (d / z.max(f64::MIN_POSITIVE)).sqrt()
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok {
-        "PASS"
-    } else {
-        "FAIL"
-    }
-}
-
-/// The timing table. `tern/ggml` compares with ggml on the same format (TQ2_0 for
-/// BITNET_B1_58, the same 2 bits per weight); `vs tern TQ2_0` compares BITNET_B1_58 with
-/// tern's best TQ2_0 kernel.
-fn print_table(rows: &[Row], tq2_best: Option<f64>, dram: bool) {
-    let ggml_ms = |f: Format| {
-        let f = if f == Format::BitnetB158 { Format::Tq2_0 } else { f };
-        rows.iter().find(|r| r.format == f && r.name == "ggml vec_dot").map(|r| r.secs)
-    };
-    println!(
-        "  {:<13} {:<33} {:>9} {:>8} {:>9} {:>9} {:>10}{}",
-        "format",
-        "implementation",
-        "ms",
-        "GB/s",
-        "tern/ggml",
-        "ggml/tern",
-        "vs tern TQ2",
-        if dram { "  % of read GB/s" } else { "" }
-    );
-    for r in rows {
-        let gbs = r.bytes as f64 / r.secs / 1e9;
-        let (t_over_g, g_over_t) = match ggml_ms(r.format) {
-            Some(g) => (format!("{:.2}", r.secs / g), format!("{:.2}", g / r.secs)),
-            None => ("-".into(), "-".into()),
-        };
-        let vs_tq2 = match (r.format, tq2_best) {
-            (Format::BitnetB158, Some(t)) => format!("{:.2}", r.secs / t),
-            _ => "-".into(),
-        };
-        let pct = match r.read_bw {
-            Some(bw) => format!("  {:>9.0}% of {:.1}", 100.0 * gbs * 1e9 / bw, bw / 1e9),
-            None => String::new(),
-        };
-        println!(
-            "  {:<13} {:<33} {:>9.3} {:>8.1} {:>9} {:>9} {:>10}{pct}",
-            r.format.name(),
-            r.name,
-            r.secs * 1e3,
-            gbs,
-            t_over_g,
-            g_over_t,
-            vs_tq2
-        );
     }
 }

@@ -8,24 +8,46 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+/// One timed implementation: `call` is what the clock measures; `settle` runs after each
+/// batch of calls, outside the clock, to leave the machine as it found it (ggml's
+/// threadpool workers would otherwise keep polling a core while the next implementation
+/// runs). Closures are implementations with nothing to settle.
+pub trait Timed {
+    fn call(&mut self);
+    fn settle(&mut self) {}
+}
+
+impl<F: FnMut()> Timed for F {
+    fn call(&mut self) {
+        self()
+    }
+}
+
 pub struct Budget {
     /// Wall time to spend on each implementation, over all rounds.
     pub per_impl: Duration,
     pub rounds: usize,
 }
 
-/// Median seconds per call of each closure.
-pub fn measure(budget: &Budget, impls: &mut [&mut dyn FnMut()]) -> Vec<f64> {
+impl Budget {
+    pub fn new(per_impl_ms: u64, rounds: usize) -> Budget {
+        Budget { per_impl: Duration::from_millis(per_impl_ms), rounds }
+    }
+}
+
+/// Median seconds per call of each implementation.
+pub fn measure(budget: &Budget, impls: &mut [&mut dyn Timed]) -> Vec<f64> {
     let slice = budget.per_impl.as_secs_f64() / budget.rounds as f64;
     let batches: Vec<usize> = impls
         .iter_mut()
         .map(|f| {
             // The first call warms caches, page tables and lazily built tables; the
             // second sizes the batch.
-            f();
+            f.call();
             let t = Instant::now();
-            f();
+            f.call();
             let once = t.elapsed().as_secs_f64().max(1e-9);
+            f.settle();
             ((slice / once) as usize).clamp(1, 100_000)
         })
         .collect();
@@ -34,9 +56,10 @@ pub fn measure(budget: &Budget, impls: &mut [&mut dyn FnMut()]) -> Vec<f64> {
         for ((f, &batch), s) in impls.iter_mut().zip(&batches).zip(&mut samples) {
             let t = Instant::now();
             for _ in 0..batch {
-                f();
+                f.call();
             }
             s.push(t.elapsed().as_secs_f64() / batch as f64);
+            f.settle();
         }
     }
     samples.into_iter().map(median).collect()
