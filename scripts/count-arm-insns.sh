@@ -18,7 +18,7 @@ probe="$(cargo test --release --target "$TRIPLE" --test kernels --no-run 2>&1 |
 [ -x "$probe" ] || { echo "count-arm-insns: no test executable for tests/kernels.rs" >&2; exit 1; }
 items=()
 for format in TQ1_0 TQ2_0 BITNET_B1_58; do
-    for kernel in bitnet_gemm/neon-i8mm bitnet_gemv/neon-dotprod bitnet_gemv/neon; do
+    for kernel in bitnet_gemm/neon-i8mm bitnet_gemm/neon-dotprod bitnet_gemv/neon-dotprod bitnet_gemv/neon; do
         items+=("$format:$kernel")
     done
 done
@@ -33,16 +33,30 @@ before='| TQ1_0 | bitnet_gemv/neon-dotprod | 441 | 211 | 170 |
 | BITNET_B1_58 | bitnet_gemv/neon-dotprod | 328 | 245 | 224 |
 | BITNET_B1_58 | bitnet_gemv/neon | 377 | 374 | 312 |'
 
-# Now against the baseline's path of the same name (i8mm against the dotprod baseline).
+# Counts at small m from which the GEMMs' min_tokens were chosen (issue 14; see the
+# section "Where the GEMMs take over" below): TERN_COUNT_M="2 3 4 5 6 7 8 10 12 14 16".
+thresholds='| format | kernel | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 10 | 12 | 14 | 16 |
+|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+| TQ1_0 | bitnet_gemm/neon-i8mm | 423 | 336 | 254 | 236 | 198 | 162 | 143 | 131 | 123 | 118 | 100 |
+| TQ1_0 | bitnet_gemm/neon-dotprod | 892 | 622 | 486 | 407 | 361 | 320 | 290 | 249 | 225 | 204 | 192 |
+| TQ1_0 | bitnet_gemv/neon-dotprod | 431 | 430 | 224 | 265 | 292 | 311 | 223 | 264 | 223 | 252 | 223 |
+| TQ2_0 | bitnet_gemm/neon-i8mm | 344 | 284 | 215 | 205 | 172 | 141 | 124 | 117 | 111 | 108 | 92 |
+| TQ2_0 | bitnet_gemm/neon-dotprod | 589 | 420 | 334 | 285 | 259 | 233 | 214 | 188 | 174 | 161 | 155 |
+| TQ2_0 | bitnet_gemv/neon-dotprod | 279 | 279 | 159 | 183 | 198 | 210 | 159 | 182 | 159 | 175 | 158 |
+| BITNET_B1_58 | bitnet_gemm/neon-i8mm | 397 | 314 | 237 | 219 | 184 | 151 | 133 | 122 | 115 | 109 | 93 |
+| BITNET_B1_58 | bitnet_gemm/neon-dotprod | 567 | 404 | 321 | 272 | 247 | 223 | 205 | 179 | 166 | 153 | 146 |
+| BITNET_B1_58 | bitnet_gemv/neon-dotprod | 156 | 199 | 155 | 181 | 155 | 173 | 155 | 154 | 154 | 154 | 154 |'
+
+# Now against the baseline's path of the same name (the GEMMs against the dotprod baseline).
 ratios="$(printf '%s\n---\n%s\n' "$before" "$counts" | awk -F'|' '
     /^---/ { after = 1; next }
     {
         for (i = 2; i <= 6; i++) gsub(/ /, "", $i)
-        base = $3; sub("bitnet_gemm/neon-i8mm", "bitnet_gemv/neon-dotprod", base)
+        base = $3; sub("bitnet_gemm/neon-(i8mm|dotprod)", "bitnet_gemv/neon-dotprod", base)
         if (!after) { m1[$2 " " $3] = $4; m128[$2 " " $3] = $6; next }
         key = $2 " " base
-        # i8mm is not chosen for one token.
-        one = $3 ~ /i8mm/ ? "-" : sprintf("%.2f", $4 / m1[key])
+        # A GEMM is not chosen for one token.
+        one = $3 ~ /gemm/ ? "-" : sprintf("%.2f", $4 / m1[key])
         printf "| %s | %s | %s | %.2f |\n", $2, $3, one, $6 / m128[key]
     }')"
 
@@ -86,8 +100,20 @@ dependence-free \`sdot\` does 16 MACs (62.5 instructions per 1,000 MACs at best)
 |---|---|---:|---:|---:|
 $counts
 
-\`bitnet_gemm/neon-i8mm\` serves from two tokens on (\`min_tokens\` = 2); its m = 1
-column is what it would cost, not what the dispatcher runs.
+\`bitnet_gemm/neon-i8mm\` serves from 5 / 6 / 7 tokens (TQ1_0 / TQ2_0 / BITNET_B1_58),
+\`bitnet_gemm/neon-dotprod\` (CPUs with dotprod but not i8mm) from 14; their m = 1 column
+is what they would cost, not what the dispatcher runs.
+
+## Where the GEMMs take over (\`min_tokens\`)
+
+The same count at small m (\`TERN_COUNT_M="2 3 4 5 6 7 8 10 12 14 16"\` for
+\`count-arm-insns.py\`), made when the thresholds were set and not regenerated here (it
+takes three times as long as this script). Each GEMM is preferred from the token count
+from which it executes fewer instructions than the dotprod GEMV at every m counted. There
+is no ARM hardware to time them, so the thresholds rest on instruction counts; the GEMV's
+count varies with m mod 4, its token tile.
+
+$thresholds
 
 ## Before issue 14 (the row-loop kernels)
 
@@ -98,7 +124,7 @@ onto the tile skeleton, when they ran m > 1 as one row against all tokens:
 |---|---|---:|---:|---:|
 $before
 
-## Against the baseline (after / before, same path; i8mm against dotprod)
+## Against the baseline (after / before, same path; the GEMMs against dotprod)
 
 Issue 14's targets: at m = 128, i8mm <= 0.33 and batched dotprod <= 0.5 of the dotprod
 baseline; m = 1 no worse (<= 1.00).
@@ -107,10 +133,21 @@ baseline; m = 1 no worse (<= 1.00).
 |---|---|---:|---:|
 $ratios
 
-At m = 1 the fixed per-call cost of the shared activation preparation weighs on this small
-weight (256 rows): per call at k = 2048, \`Placement::runs\` about 6,500 instructions and
-\`Prepared::new\` about 8,400, against about 137,000 for the TQ2_0 dotprod kernel itself,
-whose own count (262 per 1,000 MACs) is below the baseline's whole call (282).
+What limits the GEMMs at m = 128 (TQ2_0, counted per function and per basic block with
+the same qemu log when this was written, per 1,000 MACs):
+- \`neon-i8mm\` (about 64): the inner loop, 32 \`smmla\` + 8 \`ldp\` + 5 loop
+  instructions per 1,024 MACs (44 in whole tiles, 41 of the call's MACs' share); the end of
+  every 256-element block (16 accumulators converted and multiplied by the row scales into
+  float sums that do not fit beside them in the 32 registers, so they are spilled, and the
+  accumulators zeroed), about 8; the activations' placement (\`Placement::scatter\`) and
+  pair interleave, about 6; the panel unpack, about 3. \`smmla\` alone is 31.3. BITNET_B1_58
+  (one scale) has no block ends. The TQ target (56) is missed by about 8.
+- \`neon-dotprod\` GEMM (about 99): the inner loop, 80 \`sdot\` + 14 other instructions per
+  1,280 MACs (73 in whole tiles); the block ends as above, about 10; the shared
+  \`pack_panel\`, about 7 (about one instruction per weight: a bounds test and address
+  arithmetic around every 16-byte store); the activation packing and output, about 5.
+  \`sdot\` alone is 62.5, so the 0.5 target (85) leaves 22.5 for everything else; TQ misses
+  it by about 14-19, BITNET_B1_58 meets it.
 
 ## ggml (\`ggml_vec_dot_tq1_0_q8_K\`, \`ggml_vec_dot_tq2_0_q8_K\`, NEON)
 

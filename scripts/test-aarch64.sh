@@ -19,9 +19,9 @@ cargo test --target "$TRIPLE" --lib --tests --no-run -q "$@"
 
 cpus="${TERN_QEMU_CPUS:-max cortex-a76 cortex-a53}"
 for cpu in $cpus; do
-    # The kernels the test must find best for m = 1, 8 and 128 (the dotprod GEMM serves
-    # from 10 to 14 tokens on, by format); for CPUs not listed here it only checks that the
-    # choice agrees with the detected features.
+    # The kernels the test must find best for m = 1, 8 and 128 (i8mm serves from 5 to 7
+    # tokens on, by format, the dotprod GEMM from 14); for CPUs not listed here it only
+    # checks that the choice agrees with the detected features.
     case "$cpu" in
         max | neoverse-v1)
             expect=bitnet_gemv/neon-dotprod batch=bitnet_gemm/neon-i8mm large=bitnet_gemm/neon-i8mm ;;

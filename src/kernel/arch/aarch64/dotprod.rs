@@ -195,14 +195,14 @@ crate::kernel::tile::isa_kernels!(Neon<Sdot>, c"bitnet_gemv/neon-dotprod", "neon
 
 // 4 x 5 register blocks: 20 accumulators, 4 weight and 5 activation registers of NEON's 32
 // (4 x 4 executes 1-2 more instructions per 1,000 MACs at m = 128). Preferred from the
-// token count on which it executes fewer instructions than the dotprod GEMV at every m
-// counted (qemu, 256 x 2048; no ARM hardware here, so counts, not timings): TQ1_0 from
-// 10, TQ2_0 from 14, BITNET_B1_58 from 12 (docs/arm-instruction-counts.md).
+// token count from which it executes fewer instructions than the dotprod GEMV at every m
+// counted (qemu, 256 x 2048; no ARM hardware here, so counts, not timings): 14 for every
+// format (docs/arm-instruction-counts.md).
 crate::kernel::gemm::gemm_kernels!(
     Neon<Sdot>,
     c"bitnet_gemm/neon-dotprod",
     "neon,dotprod",
     rv = 4,
     t = 5,
-    min_tokens = [10, 14, 12]
+    min_tokens = [14, 14, 14]
 );

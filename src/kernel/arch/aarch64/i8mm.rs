@@ -538,11 +538,11 @@ fn cpu() {
     assert!(available(), "bitnet_gemm/neon-i8mm needs {FEATURES}");
 }
 
-/// The registry entries. Preferred from the token count on which the kernel executes fewer
-/// instructions than the dotprod GEMV (qemu, 256 x 2048: counts, not timings, as there is
-/// no ARM hardware here; docs/arm-instruction-counts.md): TQ1_0 from 2 (the GEMV's full
-/// 4-token tile is 11% cheaper at m = 4 only), TQ2_0 from 6, BITNET_B1_58 from 7. Below
-/// that, unpacking a panel costs more than the GEMV's per-token-tile unpack saves.
+/// The registry entries. Preferred from the token count from which the kernel executes
+/// fewer instructions than the dotprod GEMV at every m counted (qemu, 256 x 2048: counts,
+/// not timings, as there is no ARM hardware here; docs/arm-instruction-counts.md): TQ1_0
+/// from 5, TQ2_0 from 6, BITNET_B1_58 from 7. Below that, unpacking a panel costs more
+/// than the GEMV's per-token-tile unpack saves.
 pub(super) fn kernels() -> [Kernel; 3] {
     fn entry(
         weight: Format,
@@ -565,7 +565,7 @@ pub(super) fn kernels() -> [Kernel; 3] {
     [
         entry(
             Format::Tq1_0,
-            2,
+            5,
             |a| Prep::Pairs(Pairs::new(&Tq1::prepare(a))),
             |w, a, out| {
                 cpu();
