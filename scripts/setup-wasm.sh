@@ -10,7 +10,12 @@
 rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
 
 tern_wasm_llvm="$(clang -dumpversion 2>/dev/null | cut -d. -f1)"
-TERN_WASM_APT_PACKAGES="clang nodejs npm wasi-libc lld-${tern_wasm_llvm:-14} libclang-rt-${tern_wasm_llvm:-14}-dev-wasm32"
+# Only what is missing: a machine's own node (say, NodeSource's nodejs, which bundles npm)
+# conflicts with Debian's npm package, so asking apt for both would fail.
+TERN_WASM_APT_PACKAGES="wasi-libc lld-${tern_wasm_llvm:-14} libclang-rt-${tern_wasm_llvm:-14}-dev-wasm32"
+command -v clang >/dev/null || TERN_WASM_APT_PACKAGES="clang $TERN_WASM_APT_PACKAGES"
+command -v node >/dev/null || TERN_WASM_APT_PACKAGES="nodejs $TERN_WASM_APT_PACKAGES"
+command -v npm >/dev/null || TERN_WASM_APT_PACKAGES="npm $TERN_WASM_APT_PACKAGES"
 
 tern_wasm_missing() {
     command -v clang >/dev/null || echo clang

@@ -352,6 +352,65 @@ fn all_zero_products_give_exactly_zero() {
     }
 }
 
+/// `bitnet_gemm/amx` loads its tile configuration on every call and releases the tiles
+/// after: a thread's first call is right, and so is a call on a thread whose tiles were
+/// configured otherwise before (an engine's own AMX code); the dispatcher's pool runs it on
+/// two threads with results bit-identical to one thread's. Skipped, visibly, without AMX.
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn amx_configures_its_tiles_on_every_thread_and_call() {
+    match tern::kernel::amx_status() {
+        Some(Ok(())) => {}
+        other => return eprintln!("note: skipping the AMX thread test: {other:?} (None: this CPU has no AMX-INT8)"),
+    }
+    let mut rng = Rng(0x5EED_1234_ABCD_00A3);
+    let (n, k, m) = (200, 512, 70);
+    let wbytes = weights(&mut rng, Format::Tq2_0, n, k);
+    let abytes = activations(&mut rng, m, k);
+    let amx = kernel("bitnet_gemm/amx", Format::Tq2_0);
+    let product = || {
+        let w = MatRef::new(Format::Tq2_0, n, k, &wbytes).unwrap();
+        let a = MatRef::new(Format::I8Absmax, m, k, &abytes).unwrap();
+        run(amx, &w, &a, 0..n, 0..m)
+    };
+    check_block(Format::Tq2_0, &wbytes, &abytes, n, k, 0..n, 0..m);
+    let here = product();
+    std::thread::scope(|s| {
+        assert_eq!(s.spawn(product).join().unwrap(), here, "a thread's first call");
+        let reconfigured = s.spawn(|| {
+            /// Palette 1 with tile 0 of 4 rows x 16 bytes only.
+            #[repr(C, align(64))]
+            struct Small([u8; 64]);
+            let mut cfg = Small([0; 64]);
+            (cfg.0[0], cfg.0[16], cfg.0[48]) = (1, 16, 4);
+            // SAFETY: AMX is usable (amx_status above); LDTILECFG reads the 64 bytes of
+            // `cfg`, a valid configuration, and TILEZERO writes only tile 0.
+            unsafe { std::arch::asm!("ldtilecfg [{}]", "tilezero tmm0", in(reg) &cfg.0, out("tmm0") _) };
+            product()
+        });
+        assert_eq!(reconfigured.join().unwrap(), here, "a thread whose tiles were configured otherwise");
+    });
+    let on = |threads: usize| {
+        let options = tern::DispatcherOptions {
+            n_threads: threads,
+            kernel: Some("bitnet_gemm/amx".into()),
+            ignore_env: true,
+            ..Default::default()
+        };
+        let sink = std::sync::Arc::new(tern::RecordingSink::default());
+        let mut dispatcher = tern::Dispatcher::new(options).unwrap();
+        dispatcher.set_sink(Some(sink.clone()));
+        let w = tern::Tensor::wrap(Format::Tq2_0, &wbytes, n, k).unwrap();
+        let a = tern::Tensor::wrap(Format::I8Absmax, &abytes, m, k).unwrap();
+        let mut out = vec![0.0; m * n];
+        dispatcher.matmul(&a, &w, None, &mut out).unwrap();
+        assert_eq!(sink.events().last().unwrap().name(), "bitnet_gemm/amx");
+        out
+    };
+    assert_eq!(on(2), on(1), "two pool threads against one");
+    assert_eq!(on(1), here);
+}
+
 /// `Kernel::run` is the only way into a kernel, and it checks the operands together: a
 /// weight and an activation of different widths, an output of the wrong shape, or operands
 /// of formats the kernel does not serve are refused, and the output stays as it was. (Before

@@ -54,6 +54,7 @@ pub fn cpu_features() -> Vec<(&'static str, bool)> {
             ("avx512f", std::arch::is_x86_feature_detected!("avx512f")),
             ("avx512bw", std::arch::is_x86_feature_detected!("avx512bw")),
             ("avx512vnni", std::arch::is_x86_feature_detected!("avx512vnni")),
+            ("amx-int8", tern::kernel::amx_status().is_some()),
         ]
     }
     #[cfg(target_arch = "aarch64")]
@@ -80,7 +81,11 @@ pub fn cpu_line() -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    format!("CPU ({}): {list}", std::env::consts::ARCH)
+    let amx = match tern::kernel::amx_status() {
+        Some(Err(why)) => format!("\n  AMX-INT8 is there, but bitnet_gemm/amx cannot run: {why}"),
+        _ => String::new(),
+    };
+    format!("CPU ({}): {list}{amx}", std::env::consts::ARCH)
 }
 
 /// The ternary kernels this CPU runs for `weight`, best first (the reference is last).

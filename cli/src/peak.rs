@@ -30,10 +30,12 @@ pub fn measure() -> Vec<Peak> {
     arch::measure()
 }
 
-/// The peak a kernel's figures are compared with: `vpdpbusd zmm` for AVX-512 VNNI kernels,
-/// `vpmaddubsw ymm` for AVX2 ones.
+/// The peak a kernel's figures are compared with: `tdpbusd` for AMX kernels, `vpdpbusd zmm`
+/// for AVX-512 VNNI kernels, `vpmaddubsw ymm` for AVX2 ones.
 pub fn for_kernel<'a>(peaks: &'a [Peak], kernel: &str) -> Option<&'a Peak> {
-    let want = if kernel.ends_with("/avx512vnni") {
+    let want = if kernel.ends_with("/amx") {
+        "tdpbusd (AMX)"
+    } else if kernel.ends_with("/avx512vnni") {
         "vpdpbusd zmm"
     } else if kernel.ends_with("/avx2") {
         "vpmaddubsw ymm"
@@ -114,8 +116,75 @@ mod arch {
     /// Instructions per loop iteration.
     const PER_ITER: u64 = 14;
 
+    /// `ldtilecfg`'s operand: palette 1, tiles 0-7 of 16 rows x 64 bytes.
+    #[repr(C, align(64))]
+    struct TileConfig([u8; 64]);
+
+    static TILES: TileConfig = {
+        let mut c = [0u8; 64];
+        c[0] = 1;
+        let mut t = 0;
+        while t < 8 {
+            c[16 + 2 * t] = 64;
+            c[48 + t] = 16;
+            t += 1;
+        }
+        TileConfig(c)
+    };
+
+    /// Tile instructions per loop iteration of [`amx`], and multiply-adds per instruction.
+    const AMX_PER_ITER: u64 = 6;
+    const AMX_MACS: u64 = 16 * 16 * 64;
+
+    /// `tdpbusd` into six independent C tiles (enough to cover its latency) from one A and
+    /// one B tile loaded once from non-zero bytes.
+    ///
+    /// # Safety
+    /// AMX must be usable: `tern::kernel::amx_status()` returned `Some(Ok(()))`.
+    unsafe fn amx(iters: u64) {
+        let src = [0x5au8; 1024];
+        // SAFETY: AMX is usable (the caller's promise); LDTILECFG reads the 64-byte
+        // configuration, the two tile loads read 16 rows of 64 bytes of `src`, and the
+        // tiles are released before the block ends.
+        unsafe {
+            std::arch::asm!(
+                "ldtilecfg [{cfg}]",
+                "tileloadd tmm6, [{src} + {row}*1]",
+                "tileloadd tmm7, [{src} + {row}*1]",
+                "tilezero tmm0",
+                "tilezero tmm1",
+                "tilezero tmm2",
+                "tilezero tmm3",
+                "tilezero tmm4",
+                "tilezero tmm5",
+                "2:",
+                "tdpbusd tmm0, tmm6, tmm7",
+                "tdpbusd tmm1, tmm6, tmm7",
+                "tdpbusd tmm2, tmm6, tmm7",
+                "tdpbusd tmm3, tmm6, tmm7",
+                "tdpbusd tmm4, tmm6, tmm7",
+                "tdpbusd tmm5, tmm6, tmm7",
+                "dec {n}",
+                "jnz 2b",
+                "tilerelease",
+                cfg = in(reg) &TILES,
+                src = in(reg) src.as_ptr(),
+                row = in(reg) 64usize,
+                n = inout(reg) iters => _,
+                out("tmm0") _, out("tmm1") _, out("tmm2") _, out("tmm3") _,
+                out("tmm4") _, out("tmm5") _, out("tmm6") _, out("tmm7") _,
+                options(nostack, readonly),
+            )
+        }
+    }
+
     pub fn measure() -> Vec<Peak> {
         let mut peaks = Vec::new();
+        if tern::kernel::amx_status() == Some(Ok(())) {
+            // A tenth of the iterations: each instruction is 256 times a vpdpbusd zmm's work.
+            // SAFETY: AMX is usable (checked just above).
+            peaks.push(best("tdpbusd (AMX)", AMX_PER_ITER * AMX_MACS / 10, |n| unsafe { amx(n / 10) }));
+        }
         let avx512 = is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni");
         if avx512 {
             // SAFETY: the CPU has the features (checked just above).

@@ -102,7 +102,7 @@ unsafe fn load_first<S: Simd>(p: *const u8, len: usize) -> S::V {
 }
 
 /// Elements per TQ block, and per packing step of every format.
-const QK: usize = 256;
+pub(crate) const QK: usize = 256;
 /// Four-element groups ("quads") per block.
 const BLOCK_QUADS: usize = QK / 4;
 
@@ -223,21 +223,63 @@ unsafe fn spread<S: GemmSimd>(x: S::V) -> S::V {
     }
 }
 
-/// Per-thread buffers, grown to the largest shape seen and reused.
+/// One cache line: the unit of the GEMMs' buffers, so that every 64-byte vector or tile
+/// row they load starts a line (a load that splits two lines costs about twice as much,
+/// and AMX tile loads several times).
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub(crate) struct Line([u8; 64]);
+
+// SAFETY: 64 bytes, no padding (size = alignment = 64); every bit pattern is valid,
+// all-zero included.
+unsafe impl bytemuck::Zeroable for Line {}
+// SAFETY: as above; `Line` is `Copy` and `'static`.
+unsafe impl bytemuck::Pod for Line {}
+
+/// The first `len` elements of `v`'s lines, as `T`, growing `v` if needed (the contents are
+/// whatever the last call left, or zeros).
+pub(crate) fn aligned<T: bytemuck::Pod>(v: &mut Vec<Line>, len: usize) -> &mut [T] {
+    let lines = (len * size_of::<T>()).div_ceil(size_of::<Line>());
+    if v.len() < lines {
+        v.resize(lines, bytemuck::Zeroable::zeroed());
+    }
+    &mut bytemuck::cast_slice_mut(&mut v[..lines])[..len]
+}
+
+/// Per-thread buffers of the panel GEMMs, grown to the largest shape seen and reused.
 #[derive(Default)]
-struct Scratch {
-    /// Unpacked panel `[k16/4][P][4]` (`k16`: k rounded up to 16).
-    panel: Vec<u8>,
+pub(crate) struct Scratch {
+    /// Unpacked panel `[kg/4][P][4]` (`kg`: k rounded up to the activations' group).
+    pub(crate) panel: Vec<Line>,
     /// Block scales of the panel `[blocks][P]` (TQ only).
-    scales: Vec<f32>,
+    pub(crate) scales: Vec<f32>,
+    /// Integer results stored from tile registers (AMX).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) ints: Vec<Line>,
+    /// Float sums of those results over the blocks of a row (AMX).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) sums: Vec<Line>,
 }
 
 thread_local! {
     static SCRATCH: Cell<Scratch> = Cell::new(Scratch::default());
 }
 
+impl Scratch {
+    /// This thread's buffers, taken out for a call and given back with [`Scratch::put`] (a
+    /// panic in between only loses them). Not a closure over the buffers: closures are
+    /// compiled without the caller's target features.
+    pub(crate) fn take() -> Scratch {
+        SCRATCH.with(Cell::take)
+    }
+
+    pub(crate) fn put(self) {
+        SCRATCH.with(|c| c.set(self))
+    }
+}
+
 /// Resizes `v` to `len` (growing only: the contents are rewritten by every call).
-fn sized<T: Copy + Default>(v: &mut Vec<T>, len: usize) -> &mut [T] {
+pub(crate) fn sized<T: Copy + Default>(v: &mut Vec<T>, len: usize) -> &mut [T] {
     if v.len() < len {
         v.resize(len, T::default());
     }
@@ -247,47 +289,66 @@ fn sized<T: Copy + Default>(v: &mut Vec<T>, len: usize) -> &mut [T] {
 /// Bytes of activations one `a_load` reads: four quads of one token.
 const GROUP: usize = 16;
 
-/// I8_ABSMAX activations packed for the GEMM of one kernel, once per call: token blocks
-/// of `t` (the last one shorter), the block of token `t0` at `t0 * k16` laid out
-/// `[k16/16][tn][16]` with zeros past `k`, and the accumulator seeds.
+/// I8_ABSMAX activations packed for a GEMM, once per call: token blocks of `t` (the last
+/// one shorter, or zero-padded to `t` tokens), the block of token `t0` at `t0 * kg` laid
+/// out `[kg/G][t][G]` (`G`-byte groups, `kg`: k rounded up to `G`, zeros past `k`), and
+/// the accumulator seeds.
 pub(crate) struct Packed {
-    codes: Vec<u8>,
-    /// Columns, and columns rounded up to [`GROUP`].
-    k: usize,
-    k16: usize,
+    pub(in crate::kernel) codes: Vec<Line>,
+    /// Columns, and columns rounded up to the group.
+    pub(in crate::kernel) k: usize,
+    pub(in crate::kernel) kg: usize,
+    /// Bytes of one token per group.
+    pub(in crate::kernel) group: usize,
     /// Tokens, and tokens per block (the kernel's register block).
-    m: usize,
-    t: usize,
+    pub(in crate::kernel) m: usize,
+    pub(in crate::kernel) t: usize,
+    /// Whether the last block is padded to `t` tokens.
+    pub(in crate::kernel) padded: bool,
     /// `-sum a` per (token, 256-element block): the seeds of per-block scaling.
-    block_seeds: Vec<i32>,
+    pub(in crate::kernel) block_seeds: Vec<i32>,
     /// `-sum a` per token over the whole row: the seeds of one scale per row.
-    row_seeds: Vec<i32>,
+    pub(in crate::kernel) row_seeds: Vec<i32>,
     /// Activation scale per token.
-    scales: Vec<f32>,
+    pub(in crate::kernel) scales: Vec<f32>,
 }
 
 impl Packed {
-    /// Packs `a` (I8_ABSMAX, checked by `Kernel::prepare`) in token blocks of `t`.
+    /// Packs `a` (I8_ABSMAX, checked by `Kernel::prepare`) in token blocks of `t` and
+    /// groups of four quads: the layout of [`gemm`].
     pub(crate) fn new(a: &MatRef, t: usize) -> Packed {
+        Packed::with::<GROUP>(a, t, false)
+    }
+
+    /// Packs `a` in token blocks of exactly `t` (zero tokens past `m`) and groups of `G`
+    /// bytes: each group of a block is a `t x G` row-major matrix (AMX's A tiles).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) fn padded<const G: usize>(a: &MatRef, t: usize) -> Packed {
+        Packed::with::<G>(a, t, true)
+    }
+
+    fn with<const G: usize>(a: &MatRef, t: usize, padded: bool) -> Packed {
         let act = crate::kernel::ActI8::parse(a);
         let (m, k) = (act.m, act.k);
-        let k16 = k.next_multiple_of(GROUP);
+        let kg = k.next_multiple_of(G);
         let blocks = k.div_ceil(QK);
-        let mut codes = vec![0u8; m * k16];
+        let tokens = if padded { m.next_multiple_of(t) } else { m };
+        let mut lines = Vec::new();
+        let codes: &mut [u8] = aligned(&mut lines, tokens * kg);
         let (mut block_seeds, mut row_seeds) = (vec![0i32; m * blocks], vec![0i32; m]);
         for t0 in (0..m).step_by(t) {
-            let tn = t.min(m - t0);
-            let dst = &mut codes[t0 * k16..(t0 + tn) * k16];
-            for i in 0..tn {
+            let tn = if padded { t } else { t.min(m - t0) };
+            let dst = &mut codes[t0 * kg..(t0 + tn) * kg];
+            for i in 0..t.min(m - t0) {
                 let row: &[u8] = bytemuck::cast_slice(act.row(t0 + i));
-                // Whole groups as fixed 16-byte copies (a `memcpy` call each otherwise).
-                let mut groups = row.chunks_exact(GROUP);
+                // Whole groups as fixed-size copies (a `memcpy` call each otherwise).
+                let mut groups = row.chunks_exact(G);
                 for (g, part) in groups.by_ref().enumerate() {
-                    dst[(g * tn + i) * GROUP..][..GROUP].copy_from_slice(part);
+                    dst[(g * tn + i) * G..][..G].copy_from_slice(part);
                 }
                 let tail = groups.remainder();
                 if !tail.is_empty() {
-                    dst[(k / GROUP * tn + i) * GROUP..][..tail.len()].copy_from_slice(tail);
+                    dst[(k / G * tn + i) * G..][..tail.len()].copy_from_slice(tail);
                 }
             }
         }
@@ -298,7 +359,13 @@ impl Packed {
             }
             row_seeds[token] = seeds.iter().sum();
         }
-        Packed { codes, k, k16, m, t, block_seeds, row_seeds, scales: act.scales }
+        Packed { codes: lines, k, kg, group: G, m, t, padded, block_seeds, row_seeds, scales: act.scales }
+    }
+
+    /// The packed codes (whole blocks of `t` tokens when padded), from a cache-line boundary.
+    pub(in crate::kernel) fn codes(&self) -> &[u8] {
+        let tokens = if self.padded { self.m.next_multiple_of(self.t) } else { self.m };
+        &bytemuck::cast_slice(&self.codes)[..tokens * self.kg]
     }
 }
 
@@ -309,7 +376,7 @@ impl Packed {
 /// # Safety
 /// The CPU must have `S`'s features.
 #[inline(always)]
-unsafe fn pack_panel<S: GemmSimd, L: Layout>(
+pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
     w: &MatRef,
     rows: Range<usize>,
     p: usize,
@@ -468,13 +535,13 @@ impl Ctx<'_> {
     /// The CPU must have `S`'s features.
     #[inline(always)]
     unsafe fn tile<S: GemmSimd, const RV: usize, const T: usize>(&self, out: &mut OutTile, t0: usize) {
-        let Packed { k, k16, m, .. } = *self.act;
-        let groups = k16 / GROUP;
+        let Packed { k, kg, m, .. } = *self.act;
+        let groups = kg / GROUP;
         let w_step = 4 * self.p;
         // Bounds are checked here, once per tile; the inner loop uses raw pointers.
         assert!(RV * S::LANES == self.p && self.panel.len() >= 4 * groups * w_step, "tile outside the panel");
         assert!(t0 + T <= m && t0.is_multiple_of(self.act.t) && (T == self.act.t || t0 + T == m), "not a packed block");
-        let act = &self.act.codes[t0 * k16..(t0 + T) * k16];
+        let act = &self.act.codes()[t0 * kg..(t0 + T) * kg];
         let w = self.panel.as_ptr();
         let mut lanes = [0f32; 16];
         match self.scale {
@@ -509,7 +576,7 @@ impl Ctx<'_> {
             None => {
                 let blocks = k / QK;
                 assert!(self.scales.len() >= blocks * self.p, "panel scales too short");
-                assert!(k.is_multiple_of(QK) && k16 == k, "TQ rows are whole blocks");
+                assert!(k.is_multiple_of(QK) && kg == k, "TQ rows are whole blocks");
                 let seeds = &self.act.block_seeds[t0 * blocks..(t0 + T) * blocks];
                 let block_groups = QK / GROUP;
                 // SAFETY: as above; block `b < blocks` spans groups `16 b..16 (b + 1)` of the
@@ -576,6 +643,7 @@ pub(crate) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usiz
 ) {
     const { assert!(T >= 1 && T <= 8) };
     assert!(w.format == L::FORMAT && a.k == w.cols && a.t == T && a.m == out.m(), "operands of another kernel");
+    assert!(a.group == GROUP && !a.padded, "activations packed for another kernel");
     let p = RV * S::LANES;
     // One scale for the tensor: int32 along the whole row (exact for BitNet; for a uniform
     // TQ tensor the per-block path's result up to float rounding, see
@@ -585,11 +653,8 @@ pub(crate) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usiz
         _ => w.uniform_scale,
     };
     let tokens = out.tokens();
-    // Taken out for the call and put back after it (a panic in between only loses the
-    // buffers). The work stays outside the closure: closures are compiled without the
-    // caller's target features.
-    let mut s = SCRATCH.with(Cell::take);
-    let panel = sized(&mut s.panel, a.k16 * p);
+    let mut s = Scratch::take();
+    let panel = aligned(&mut s.panel, a.kg * p);
     let scales = sized(&mut s.scales, a.k / QK * p);
     let rows = out.rows();
     for r0 in rows.clone().step_by(p) {
@@ -618,7 +683,7 @@ pub(crate) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usiz
             t0 += tn;
         }
     }
-    SCRATCH.with(|c| c.set(s));
+    s.put();
 }
 
 /// The registry entries `bitnet_gemm/<isa>` for TQ1_0, TQ2_0 and BITNET_B1_58: entry points

@@ -463,6 +463,17 @@ pub(crate) fn exists(name: &str) -> bool {
     registry().iter().any(|k| k.name() == name)
 }
 
+/// AMX-INT8 on this machine: `None` when the CPU has none (or is not x86_64); `Some(Ok(()))`
+/// when `bitnet_gemm/amx` can run; `Some(Err(why))` when the CPU has AMX-INT8 but tern
+/// cannot use it (say, the OS refused tile data). On Linux the first call asks the OS for
+/// tile data for this process (`arch_prctl`); every AMX kernel call goes through it.
+pub fn amx_status() -> Option<Result<(), &'static str>> {
+    #[cfg(target_arch = "x86_64")]
+    return arch::x86_64::amx_status();
+    #[cfg(not(target_arch = "x86_64"))]
+    None
+}
+
 /// Quantizes one activation row to I8_ABSMAX codes and returns its scale, bit-identical to
 /// `format::i8_absmax::encode_row` (the definition).
 pub(crate) type RequantRowFn = fn(&[f32], &mut [i8]) -> f32;

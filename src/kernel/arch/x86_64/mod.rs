@@ -1,6 +1,7 @@
 //! x86_64 kernels, chosen at run time: AVX-512 VNNI, then AVX2. Each ISA supplies vector
 //! operations ([`crate::kernel::tile::Simd`]); the loops are the shared skeleton's.
 
+mod amx;
 mod avx2;
 mod avx512vnni;
 mod requant;
@@ -21,11 +22,17 @@ unsafe fn f16c(p: *const u8) -> f32 {
     }
 }
 
-/// Best first: AVX-512 VNNI, then AVX2; within an ISA the GEMM first, preferred from its
-/// `min_tokens` on.
+/// Best first: AMX (for batches), AVX-512 VNNI, then AVX2; within an ISA the GEMM first,
+/// each GEMM preferred from its `min_tokens` on.
 pub(crate) fn kernels() -> Vec<Kernel> {
     let avx512 = avx512vnni::gemm_kernels().into_iter().chain(avx512vnni::kernels());
-    avx512.chain(avx2::gemm_kernels()).chain(avx2::kernels()).collect()
+    let avx2 = avx2::gemm_kernels().into_iter().chain(avx2::kernels());
+    amx::kernels().into_iter().chain(avx512).chain(avx2).collect()
+}
+
+/// See [`crate::kernel::amx_status`].
+pub(crate) fn amx_status() -> Option<Result<(), &'static str>> {
+    amx::status()
 }
 
 /// The AVX2 requantizer when this CPU has AVX2 (the division, not the width, bounds it).

@@ -1,0 +1,547 @@
+//! AMX-INT8 (Intel Xeon, Sapphire Rapids and later): `bitnet_gemm/amx`, the panel GEMM on
+//! tile registers. One `tdpbsud` multiplies a 16 x 64 tile of signed activations by a
+//! 64 x 16 tile of unsigned weight codes into 16 x 16 int32: 16,384 multiply-adds.
+//!
+//! The weights are unpacked once per 32-row panel by the shared panel packer
+//! ([`pack_panel`], with the AVX-512 vectors): its `[k/4][32][4]` layout is AMX's
+//! VNNI-packed B operand as it is, so two B tiles are 16 rows of 64 bytes at a stride of
+//! 128. The activations are packed once per call ([`Packed::padded`]) in blocks of 16
+//! tokens by 64-byte groups: each A tile is 1 KiB of contiguous memory, and tokens past
+//! `m` are zero. A block of 2 x 2 C tiles (32 tokens x 32 rows) takes 2 A and 2 B loads
+//! per four `tdpbsud`; TQ1_0/TQ2_0 store their C tiles every 256-element block and apply
+//! the block scales with AVX-512 (convert + FMA, as `bitnet_gemm/avx512vnni` does), while
+//! BITNET_B1_58 and uniform-scale TQ keep int32 in the tiles along the whole row. Codes
+//! stay biased (`sum a*t = sum a*code - sum a`, the same seeds as the other GEMMs), so a
+//! corrupt code 3 counts +2 here too, and every result is bit-identical to
+//! `bitnet_gemm/avx512vnni`'s.
+//!
+//! Tile state: Linux hands tile data to a process only after
+//! `arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)`, requested once, on first use
+//! ([`status`]); without it the kernel is unavailable, never a SIGILL. Each kernel run loads
+//! the tile configuration on its thread and releases the tiles when it returns ([`Tiles`]),
+//! so no thread keeps tile state it does not use, and a thread that configured its tiles
+//! for something else is configured again. Tile registers hold nothing between `asm!`
+//! blocks: each block starts from zeroed C tiles and ends by storing them; only the
+//! configuration persists, and no code between the blocks touches it.
+//!
+//! Rust's AMX intrinsics are unstable, so the tile instructions are `asm!`.
+
+use super::avx512vnni::Avx512;
+use crate::format::{bitnet, Format};
+use crate::kernel::gemm::{aligned, pack_panel, sized, Bitnet, Layout, Packed, Scratch, Tq1, Tq2, QK};
+use crate::kernel::{Geometry, Kernel, KernelFn, MatRef, OutTile, Prep};
+use std::arch::x86_64::*;
+use std::marker::PhantomData;
+use std::sync::OnceLock;
+
+/// What `available` needs, for humans.
+const FEATURES: &str = "amx-tile, amx-int8, avx512f, avx512bw, avx512vnni, f16c, fma, and the OS's tile permission";
+
+/// Rows (weights) and columns (bytes) of every tile this kernel configures.
+const TILE_ROWS: usize = 16;
+const TILE_BYTES: usize = 64;
+/// Pairs of B tiles (32 weight rows) per panel: a taller panel writes longer runs of each
+/// token's outputs.
+const ROW_PAIRS: usize = 4;
+/// Weight rows per panel.
+const PANEL: usize = ROW_PAIRS * 2 * TILE_ROWS;
+/// Bytes of one A tile: 16 tokens x 64 activation bytes.
+const A_TILE: usize = TILE_ROWS * TILE_BYTES;
+/// Bytes of the panel per 64-element step: 16 quads of `PANEL` rows x 4 codes.
+const B_STEP: usize = TILE_BYTES / 4 * PANEL * 4;
+/// int32 of one stored C tile.
+const C_TILE: usize = TILE_ROWS * TILE_ROWS;
+/// 64-element steps per 256-element block.
+const BLOCK_STEPS: usize = QK / TILE_BYTES;
+
+/// Whether this kernel can run here: the CPU has AMX-INT8 and AVX-512, the OS manages tile
+/// state, and it granted this process tile data. `None` when the CPU has no AMX-INT8;
+/// `Some(Err(why))` when it has but tern cannot use it. The permission is requested on the
+/// first call.
+pub(crate) fn status() -> Option<Result<(), &'static str>> {
+    static STATUS: OnceLock<Option<Result<(), &'static str>>> = OnceLock::new();
+    *STATUS.get_or_init(|| {
+        if !cpu_has_amx_int8() {
+            return None;
+        }
+        Some(if !super::avx512vnni::available() {
+            Err("AMX-INT8 without AVX-512 VNNI, which the kernel's panel unpack and scaling use")
+        } else if !os_manages_tiles() {
+            Err("the OS does not manage AMX tile state (XCR0 bits 17-18 clear: Linux 5.16 or later is needed)")
+        } else {
+            request_tile_data()
+        })
+    })
+}
+
+fn available() -> bool {
+    matches!(status(), Some(Ok(())))
+}
+
+/// CPUID leaf 7: EDX bit 24 is AMX-TILE, bit 25 AMX-INT8.
+fn cpu_has_amx_int8() -> bool {
+    // Leaf 7 is read only if leaf 0 lists it.
+    let edx = (__cpuid(0).eax >= 7).then(|| __cpuid_count(7, 0).edx);
+    edx.is_some_and(|edx| edx & (3 << 24) == 3 << 24)
+}
+
+/// Whether the OS saves and restores tile state: OSXSAVE, then XCR0's XTILECFG and
+/// XTILEDATA bits.
+fn os_manages_tiles() -> bool {
+    /// # Safety
+    /// The CPU must have XSAVE with OSXSAVE set (XGETBV is enabled).
+    #[target_feature(enable = "xsave")]
+    unsafe fn xcr0() -> u64 {
+        // SAFETY: XGETBV is enabled, as the caller guarantees.
+        unsafe { _xgetbv(0) }
+    }
+    let osxsave = __cpuid(1).ecx & (1 << 27) != 0;
+    // SAFETY: OSXSAVE set means XGETBV is enabled (checked first).
+    osxsave && unsafe { xcr0() } & (3 << 17) == 3 << 17
+}
+
+#[cfg(target_os = "linux")]
+fn request_tile_data() -> Result<(), &'static str> {
+    const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
+    const XFEATURE_XTILEDATA: libc::c_long = 18;
+    // SAFETY: this arch_prctl request only adds tile data to the state the kernel lets this
+    // process use; it reads and writes no memory of ours.
+    let r = unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err("the OS refused AMX tile data to this process (arch_prctl ARCH_REQ_XCOMP_PERM failed)")
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn request_tile_data() -> Result<(), &'static str> {
+    Err("tern requests AMX tile data from Linux only (arch_prctl); this OS is not supported yet")
+}
+
+/// The `ldtilecfg` operand: palette 1, tiles 0-7 all 16 rows x 64 bytes.
+#[repr(C, align(64))]
+struct TileConfig {
+    palette: u8,
+    start_row: u8,
+    reserved: [u8; 14],
+    colsb: [u16; 16],
+    rows: [u8; 16],
+}
+
+static CONFIG: TileConfig = {
+    let (mut colsb, mut rows) = ([0u16; 16], [0u8; 16]);
+    let mut i = 0;
+    while i < 8 {
+        colsb[i] = TILE_BYTES as u16;
+        rows[i] = TILE_ROWS as u8;
+        i += 1;
+    }
+    TileConfig { palette: 1, start_row: 0, reserved: [0; 14], colsb, rows }
+};
+
+/// The tile configuration, loaded on this thread for as long as the value lives; dropping
+/// it releases the tiles. Not `Send`: the configuration belongs to the thread.
+struct Tiles(PhantomData<*const ()>);
+
+impl Tiles {
+    /// # Safety
+    /// [`status`] must have returned `Some(Ok(()))` (the CPU has AMX and the OS granted
+    /// tile data).
+    unsafe fn configure() -> Tiles {
+        // SAFETY: AMX is usable (the caller's promise); LDTILECFG reads the 64 bytes of
+        // `CONFIG`, a valid palette-1 configuration.
+        unsafe { std::arch::asm!("ldtilecfg [{}]", in(reg) &CONFIG, options(nostack, readonly)) };
+        Tiles(PhantomData)
+    }
+}
+
+impl Drop for Tiles {
+    fn drop(&mut self) {
+        // SAFETY: a `Tiles` exists only where AMX is usable (see `configure`); TILERELEASE
+        // returns the tiles to their initial state and touches no memory.
+        unsafe { std::arch::asm!("tilerelease", options(nostack, nomem)) };
+    }
+}
+
+/// `c[i][j] += A_i . B_j` (or `=`, when `!accumulate`) over `steps` 64-element steps, for
+/// `TT` A tiles (16-token blocks at `a[i]`, 1 KiB per step) and two B tiles of the panel
+/// at `b` (`B_STEP` bytes per step, 16 rows of 64 bytes at a stride of `4 * PANEL`, then
+/// the next 16 weight rows 64 bytes on); `c` holds `TT x 2` C tiles of 16 x 16 int32,
+/// tile `2 i + j` at `c + 256 (2 i + j)`.
+///
+/// # Safety
+/// `tiles` proves the configuration is loaded on this thread. `steps >= 1`; `a[i]` must be
+/// readable for `steps * 1024` bytes, `b` for `steps * B_STEP`, `c` readable and writable
+/// for `TT * 2 * 256` int32.
+#[inline(always)]
+unsafe fn dot_tiles<const TT: usize>(
+    _tiles: &Tiles,
+    a: [*const u8; 2],
+    b: *const u8,
+    steps: usize,
+    c: *mut i32,
+    accumulate: bool,
+) {
+    assert!(steps >= 1 && (TT == 1 || TT == 2));
+    if TT == 2 {
+        // SAFETY: the caller's promises: every tile load reads 16 rows of 64 bytes inside
+        // the spans named above (A rows 64 bytes apart, B rows 128, C rows 64), the stores
+        // write the four C tiles at `c`; the configuration is loaded.
+        unsafe {
+            std::arch::asm!(
+                "test {acc}, {acc}",
+                "jz 3f",
+                "tileloadd tmm0, [{c} + {row}*1]",
+                "tileloadd tmm1, [{c} + {row}*1 + 1024]",
+                "tileloadd tmm2, [{c} + {row}*1 + 2048]",
+                "tileloadd tmm3, [{c} + {row}*1 + 3072]",
+                "jmp 2f",
+                "3:",
+                "tilezero tmm0",
+                "tilezero tmm1",
+                "tilezero tmm2",
+                "tilezero tmm3",
+                "2:",
+                "tileloadd tmm4, [{a0} + {row}*1]",
+                "tileloadd tmm5, [{a1} + {row}*1]",
+                "tileloadd tmm6, [{b} + {brow}*1]",
+                "tileloadd tmm7, [{b} + {brow}*1 + 64]",
+                "tdpbsud tmm0, tmm4, tmm6",
+                "tdpbsud tmm1, tmm4, tmm7",
+                "tdpbsud tmm2, tmm5, tmm6",
+                "tdpbsud tmm3, tmm5, tmm7",
+                "add {a0}, {astep}",
+                "add {a1}, {astep}",
+                "add {b}, {bstep}",
+                "dec {n}",
+                "jnz 2b",
+                "tilestored [{c} + {row}*1], tmm0",
+                "tilestored [{c} + {row}*1 + 1024], tmm1",
+                "tilestored [{c} + {row}*1 + 2048], tmm2",
+                "tilestored [{c} + {row}*1 + 3072], tmm3",
+                a0 = inout(reg) a[0] => _,
+                a1 = inout(reg) a[1] => _,
+                b = inout(reg) b => _,
+                n = inout(reg) steps => _,
+                c = in(reg) c,
+                acc = in(reg) accumulate as usize,
+                row = in(reg) TILE_BYTES,
+                brow = in(reg) 4 * PANEL,
+                astep = const A_TILE,
+                bstep = const B_STEP,
+                out("tmm0") _, out("tmm1") _, out("tmm2") _, out("tmm3") _,
+                out("tmm4") _, out("tmm5") _, out("tmm6") _, out("tmm7") _,
+                options(nostack),
+            )
+        }
+    } else {
+        // SAFETY: as above, for one A tile and two C tiles.
+        unsafe {
+            std::arch::asm!(
+                "test {acc}, {acc}",
+                "jz 3f",
+                "tileloadd tmm0, [{c} + {row}*1]",
+                "tileloadd tmm1, [{c} + {row}*1 + 1024]",
+                "jmp 2f",
+                "3:",
+                "tilezero tmm0",
+                "tilezero tmm1",
+                "2:",
+                "tileloadd tmm4, [{a0} + {row}*1]",
+                "tileloadd tmm6, [{b} + {brow}*1]",
+                "tileloadd tmm7, [{b} + {brow}*1 + 64]",
+                "tdpbsud tmm0, tmm4, tmm6",
+                "tdpbsud tmm1, tmm4, tmm7",
+                "add {a0}, {astep}",
+                "add {b}, {bstep}",
+                "dec {n}",
+                "jnz 2b",
+                "tilestored [{c} + {row}*1], tmm0",
+                "tilestored [{c} + {row}*1 + 1024], tmm1",
+                a0 = inout(reg) a[0] => _,
+                b = inout(reg) b => _,
+                n = inout(reg) steps => _,
+                c = in(reg) c,
+                acc = in(reg) accumulate as usize,
+                row = in(reg) TILE_BYTES,
+                brow = in(reg) 4 * PANEL,
+                astep = const A_TILE,
+                bstep = const B_STEP,
+                out("tmm0") _, out("tmm1") _, out("tmm4") _, out("tmm6") _, out("tmm7") _,
+                options(nostack),
+            )
+        }
+    }
+}
+
+/// One or two packed 16-token blocks from `t0`: the A tiles of one C block.
+#[derive(Clone, Copy)]
+struct TokenTiles {
+    t0: usize,
+    pair: bool,
+}
+
+/// One call's view of a panel: the activations, the unpacked rows and their scales.
+struct Panel<'a> {
+    act: &'a Packed,
+    codes: &'a [u8],
+    scales: &'a [f32],
+    /// The weight rows of this panel (at most [`PANEL`]; the rest is zero padding).
+    rows: std::ops::Range<usize>,
+}
+
+impl Panel<'_> {
+    /// The C tiles of `tt` (2 x 2, or 1 x 2) and row pair `rp` of the panel over `steps`
+    /// steps from `step`, into `c` (added to what `c` holds if `accumulate`).
+    ///
+    /// # Safety
+    /// As for [`dot_tiles`], which this checks the spans for.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn dot(
+        &self,
+        tiles: &Tiles,
+        tt: TokenTiles,
+        rp: usize,
+        step: usize,
+        steps: usize,
+        c: &mut [i32],
+        accumulate: bool,
+    ) {
+        let kg = self.act.kg;
+        let second = if tt.pair { tt.t0 + TILE_ROWS } else { tt.t0 };
+        assert!(
+            (second + TILE_ROWS) * kg <= self.act.codes().len() && (step + steps) * TILE_BYTES <= kg,
+            "A tiles out of range"
+        );
+        assert!(rp < ROW_PAIRS && (step + steps) * B_STEP <= self.codes.len(), "B tiles out of range");
+        assert!(c.len() >= 4 * C_TILE, "C tiles out of range");
+        let codes = self.act.codes();
+        let a = |t: usize| codes[t * kg + step * A_TILE..].as_ptr();
+        let (a, b, c) =
+            ([a(tt.t0), a(second)], self.codes[step * B_STEP + rp * 2 * TILE_BYTES..].as_ptr(), c.as_mut_ptr());
+        // SAFETY: the spans asserted above; `tiles` is this thread's configuration.
+        unsafe {
+            if tt.pair {
+                dot_tiles::<2>(tiles, a, b, steps, c, accumulate)
+            } else {
+                dot_tiles::<1>(tiles, a, b, steps, c, accumulate)
+            }
+        }
+    }
+
+    /// Each token of `tt` that is a token of the call (not padding), with its C tile row:
+    /// `(token, index of row 0 of its C tiles)`; C tile `2 i + j` row `r` for token
+    /// `t0 + 16 i + r` and weight rows `16 j..16 j + 16` is at `at + 256 j`.
+    fn tokens(&self, tt: TokenTiles) -> impl Iterator<Item = (usize, usize)> {
+        let end = (tt.t0 + if tt.pair { 2 } else { 1 } * TILE_ROWS).min(self.act.m);
+        (tt.t0..end).map(move |t| {
+            let (i, r) = ((t - tt.t0) / TILE_ROWS, (t - tt.t0) % TILE_ROWS);
+            (t, 2 * i * C_TILE + r * TILE_ROWS)
+        })
+    }
+
+    /// Writes `lanes` (rows `16 j ..16 j + 16` of the panel) for `token` if `out` owns it.
+    #[inline(always)]
+    fn write(&self, out: &mut OutTile, token: usize, j: usize, lanes: &[f32; 16]) {
+        let first = self.rows.start + j * TILE_ROWS;
+        let n = TILE_ROWS.min(self.rows.end.saturating_sub(first));
+        if n > 0 && out.tokens().contains(&token) {
+            // A whole run as a fixed-size copy (a `memcpy` call otherwise).
+            if n == TILE_ROWS {
+                out.set_run(token, first, lanes);
+            } else {
+                out.set_run(token, first, &lanes[..n]);
+            }
+        }
+    }
+
+    /// One scale for the tensor: int32 along the whole row (in the tiles, and in `c`
+    /// between chunks of the row), then `a_scale * (d * dot)` per output, the order of the
+    /// reference.
+    ///
+    /// # Safety
+    /// As for [`dot_tiles`]; the CPU must have AVX-512F.
+    #[inline(always)]
+    unsafe fn uniform(&self, tiles: &Tiles, out: &mut OutTile, blocks: &[TokenTiles], d: f32, c: &mut [i32]) {
+        let steps = self.act.kg / TILE_BYTES;
+        for chunk in (0..steps).step_by(CHUNK_STEPS) {
+            let n = CHUNK_STEPS.min(steps - chunk);
+            for (tt, c) in blocks.iter().zip(c.chunks_exact_mut(ROW_PAIRS * 4 * C_TILE)) {
+                for (rp, c) in c.chunks_exact_mut(4 * C_TILE).enumerate() {
+                    // SAFETY: the caller's promises.
+                    unsafe { self.dot(tiles, *tt, rp, chunk, n, c, chunk > 0) };
+                }
+            }
+        }
+        let mut lanes = [0f32; 16];
+        for (tt, c) in blocks.iter().zip(c.chunks_exact(ROW_PAIRS * 4 * C_TILE)) {
+            for (token, at) in self.tokens(*tt) {
+                let (seed, a_scale) = (self.act.row_seeds[token], self.act.scales[token]);
+                for (rp, c) in c.chunks_exact(4 * C_TILE).enumerate() {
+                    for j in 0..2 {
+                        let row = &c[at + j * C_TILE..][..TILE_ROWS];
+                        // SAFETY: 16 int32 at `row` and 16 floats at `lanes`; AVX-512F (the
+                        // caller's).
+                        unsafe {
+                            let dot =
+                                _mm512_add_epi32(_mm512_loadu_si512(row.as_ptr().cast()), _mm512_set1_epi32(seed));
+                            let x = _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(dot));
+                            _mm512_storeu_ps(lanes.as_mut_ptr(), _mm512_mul_ps(_mm512_set1_ps(a_scale), x));
+                        }
+                        self.write(out, token, 2 * rp + j, &lanes);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Block scales: the C tiles stored every 256-element block, each converted and
+    /// multiplied by the rows' block scales into float sums (`sums`), which end scaled by
+    /// the token's activation scale.
+    ///
+    /// # Safety
+    /// As for [`dot_tiles`]; the CPU must have AVX-512F and FMA.
+    #[inline(always)]
+    unsafe fn per_block(
+        &self,
+        tiles: &Tiles,
+        out: &mut OutTile,
+        blocks: &[TokenTiles],
+        c: &mut [i32],
+        sums: &mut [f32],
+    ) {
+        let n_blocks = self.act.k / QK;
+        assert!(self.act.k == self.act.kg && self.scales.len() >= n_blocks * PANEL, "TQ rows are whole blocks");
+        sums.fill(0.0);
+        let per_blocks = ROW_PAIRS * 4 * C_TILE;
+        for b in 0..n_blocks {
+            for ((tt, c), sums) in
+                blocks.iter().zip(c.chunks_exact_mut(per_blocks)).zip(sums.chunks_exact_mut(per_blocks))
+            {
+                for (rp, (c, sums)) in c.chunks_exact_mut(4 * C_TILE).zip(sums.chunks_exact_mut(4 * C_TILE)).enumerate()
+                {
+                    // SAFETY: the caller's promises.
+                    unsafe { self.dot(tiles, *tt, rp, b * BLOCK_STEPS, BLOCK_STEPS, c, false) };
+                    for (token, at) in self.tokens(*tt) {
+                        let seed = self.act.block_seeds[token * n_blocks + b];
+                        for j in 0..2 {
+                            let at = at + j * C_TILE;
+                            let (row, sum) = (&c[at..][..TILE_ROWS], &mut sums[at..][..TILE_ROWS]);
+                            let scales = &self.scales[b * PANEL + (2 * rp + j) * TILE_ROWS..][..TILE_ROWS];
+                            // SAFETY: 16 elements at each pointer; AVX-512F and FMA (the caller's).
+                            unsafe {
+                                let dot =
+                                    _mm512_add_epi32(_mm512_loadu_si512(row.as_ptr().cast()), _mm512_set1_epi32(seed));
+                                let s = _mm512_loadu_ps(scales.as_ptr());
+                                let f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), s, _mm512_loadu_ps(sum.as_ptr()));
+                                _mm512_storeu_ps(sum.as_mut_ptr(), f);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut lanes = [0f32; 16];
+        for (tt, sums) in blocks.iter().zip(sums.chunks_exact(per_blocks)) {
+            for (token, at) in self.tokens(*tt) {
+                let a_scale = self.act.scales[token];
+                for (rp, sums) in sums.chunks_exact(4 * C_TILE).enumerate() {
+                    for j in 0..2 {
+                        for (x, s) in lanes.iter_mut().zip(&sums[at + j * C_TILE..][..TILE_ROWS]) {
+                            *x = s * a_scale;
+                        }
+                        self.write(out, token, 2 * rp + j, &lanes);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// 64-element steps per chunk of a row on the one-scale path: each chunk of the panel
+/// (32 rows x 512 codes, 16 KiB) stays in L1 while every token block of the call runs on
+/// it; the C tiles go to memory and back between chunks.
+const CHUNK_STEPS: usize = 8;
+
+/// The AMX GEMM of one weight format over the block of `out`.
+///
+/// # Safety
+/// [`status`] must be `Some(Ok(()))`; operands checked by `Kernel::run_prepared`, `a`
+/// this kernel's preparation.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c,fma")]
+unsafe fn gemm<L: Layout>(w: &MatRef, a: &Packed, out: &mut OutTile) {
+    assert!(w.format == L::FORMAT && a.k == w.cols && a.m == out.m(), "operands of another kernel");
+    assert!(a.group == TILE_BYTES && a.t == TILE_ROWS && a.padded, "activations packed for another kernel");
+    let scale = match L::FORMAT {
+        Format::BitnetB158 => Some(bitnet::scale(w.bytes)),
+        _ => w.uniform_scale,
+    };
+    let (rows, tokens) = (out.rows(), out.tokens());
+    // The packed 16-token blocks that hold `tokens`, in pairs, then a last single one.
+    let first = tokens.start / TILE_ROWS * TILE_ROWS;
+    let blocks: Vec<TokenTiles> = (first..tokens.end)
+        .step_by(2 * TILE_ROWS)
+        .map(|t0| TokenTiles { t0, pair: t0 + TILE_ROWS < tokens.end })
+        .collect();
+    let mut s = Scratch::take();
+    let codes = aligned(&mut s.panel, a.kg * PANEL);
+    let scales = sized(&mut s.scales, a.k / QK * PANEL);
+    let c = aligned(&mut s.ints, blocks.len() * ROW_PAIRS * 4 * C_TILE);
+    let sums = aligned(&mut s.sums, blocks.len() * ROW_PAIRS * 4 * C_TILE);
+    // SAFETY: AMX is usable (the caller's promise).
+    let tiles = unsafe { Tiles::configure() };
+    for r0 in rows.clone().step_by(PANEL) {
+        let prows = r0..(r0 + PANEL).min(rows.end);
+        // SAFETY: AVX-512 (this function's features). Quads past k/4 keep whatever the
+        // buffer held: they meet only the zero activations past k.
+        unsafe { pack_panel::<Avx512, L>(w, prows.clone(), PANEL, codes, scale.is_none().then_some(&mut *scales)) };
+        let panel = Panel { act: a, codes, scales, rows: prows };
+        // SAFETY: AMX (the caller's promise) with this thread's configuration; the
+        // features of this function; `Panel::dot` checks every span.
+        unsafe {
+            match scale {
+                Some(d) => panel.uniform(&tiles, out, &blocks, d, c),
+                None => panel.per_block(&tiles, out, &blocks, c, sums),
+            }
+        }
+    }
+    drop(tiles);
+    s.put();
+}
+
+fn checked<L: Layout>(w: &MatRef, a: &Prep, out: &mut OutTile) {
+    assert!(available(), "bitnet_gemm/amx needs {FEATURES}");
+    // SAFETY: AMX is usable (asserted above); `Kernel::run_prepared` checked the operands
+    // and that `a` is this entry's own preparation.
+    unsafe { gemm::<L>(w, a.packed(), out) }
+}
+
+fn entry(weight: Format, min_tokens: usize, run: KernelFn) -> Kernel {
+    Kernel {
+        name: c"bitnet_gemm/amx",
+        weight,
+        act: Format::I8Absmax,
+        requires: FEATURES,
+        available,
+        min_tokens,
+        // Whole panels and whole pairs of A tiles.
+        geometry: Geometry { rows: PANEL, tokens: 2 * TILE_ROWS },
+        prepare: |a| Prep::Gemm(Packed::padded::<TILE_BYTES>(a, TILE_ROWS)),
+        run,
+    }
+}
+
+/// `bitnet_gemm/amx` for TQ1_0, TQ2_0 and BITNET_B1_58, preferred from 8, 16 and 16
+/// tokens: from there on it beat both the AVX-512 VNNI GEMV and GEMM at every m measured
+/// (Intel Xeon, Sapphire Rapids class, 2560x2560, one thread, thread CPU time, the three
+/// kernels interleaved in one process); TQ1_0's GEMV, which extracts base-3 digits per
+/// token tile, is the slowest, so the crossing comes first.
+pub(super) fn kernels() -> [Kernel; 3] {
+    [
+        entry(Format::Tq1_0, 8, checked::<Tq1>),
+        entry(Format::Tq2_0, 16, checked::<Tq2>),
+        entry(Format::BitnetB158, 16, checked::<Bitnet>),
+    ]
+}
