@@ -24,7 +24,8 @@ pub struct Args {
     /// Threads per call (the dispatcher's pool, counting the caller)
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     threads: u32,
-    /// Only this kernel (e.g. bitnet_gemv/reference); default: every kernel this CPU runs
+    /// Only these kernels, comma-separated (e.g. bitnet_gemm/amx,bitnet_gemm/avx512vnni);
+    /// default: every kernel this CPU runs. With --model: the one kernel to force
     #[arg(long)]
     kernel: Option<String>,
     /// Timed runs per kernel; default: as many as fit half a second (at least 5)
@@ -125,7 +126,8 @@ pub fn run(args: Args) -> Result<(), String> {
     }
     let Shape { n, k } = args.shape;
     let (m, threads) = (args.tokens(), args.threads as usize);
-    if let Some(name) = &args.kernel {
+    let wanted: Option<Vec<&str>> = args.kernel.as_deref().map(|list| list.split(',').map(str::trim).collect());
+    for name in wanted.iter().flatten() {
         check_kernel_name(name)?;
     }
     for (what, rows, cols) in [("weight", n, k), ("activation", m, k), ("output", m, n)] {
@@ -154,7 +156,7 @@ pub fn run(args: Args) -> Result<(), String> {
                 .into_iter()
                 .rev()
                 .map(|k| k.name())
-                .filter(|name| args.kernel.as_deref().map_or(true, |want| want == *name));
+                .filter(|name| wanted.as_ref().map_or(true, |want| want.contains(name)));
             (f, names.collect::<Vec<_>>())
         })
         .filter(|(_, names)| !names.is_empty())
