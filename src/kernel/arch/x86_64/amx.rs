@@ -51,6 +51,8 @@ const A_TILE: usize = TILE_ROWS * TILE_BYTES;
 const B_STEP: usize = TILE_BYTES / 4 * PANEL * 4;
 /// int32 of one stored C tile.
 const C_TILE: usize = TILE_ROWS * TILE_ROWS;
+/// int32 of the C tiles of one token block: 2 x 2 per row pair.
+const BLOCK_INTS: usize = ROW_PAIRS * 4 * C_TILE;
 /// 64-element steps per 256-element block.
 const BLOCK_STEPS: usize = QK / TILE_BYTES;
 
@@ -359,7 +361,8 @@ impl Panel<'_> {
 
     /// One scale for the tensor: int32 along the whole row (in the tiles, and in `c`
     /// between chunks of the row), then `a_scale * (d * dot)` per output, the order of the
-    /// reference.
+    /// reference. Each token block's outputs are made while the tiles work on the next
+    /// block (the out-of-order core overlaps the two).
     ///
     /// # Safety
     /// As for [`dot_tiles`]; the CPU must have AVX-512F.
@@ -367,39 +370,52 @@ impl Panel<'_> {
     unsafe fn uniform(&self, tiles: &Tiles, out: &mut OutTile, blocks: &[TokenTiles], d: f32, c: &mut [i32]) {
         let steps = self.act.kg / TILE_BYTES;
         for chunk in (0..steps).step_by(CHUNK_STEPS) {
-            let n = CHUNK_STEPS.min(steps - chunk);
-            for (tt, c) in blocks.iter().zip(c.chunks_exact_mut(ROW_PAIRS * 4 * C_TILE)) {
-                for (rp, c) in c.chunks_exact_mut(4 * C_TILE).enumerate() {
+            let (n, last) = (CHUNK_STEPS.min(steps - chunk), chunk + CHUNK_STEPS >= steps);
+            for (bi, &tt) in blocks.iter().enumerate() {
+                for rp in 0..ROW_PAIRS {
+                    let c = &mut c[(bi * ROW_PAIRS + rp) * 4 * C_TILE..][..4 * C_TILE];
                     // SAFETY: the caller's promises.
-                    unsafe { self.dot(tiles, *tt, rp, chunk, n, c, chunk > 0) };
+                    unsafe { self.dot(tiles, tt, rp, chunk, n, c, chunk > 0) };
+                }
+                if last && bi > 0 {
+                    // SAFETY: AVX-512F (the caller's promise).
+                    unsafe { self.finish_uniform(out, blocks[bi - 1], &c[(bi - 1) * BLOCK_INTS..][..BLOCK_INTS], d) };
                 }
             }
         }
+        let bi = blocks.len() - 1;
+        // SAFETY: AVX-512F (the caller's promise).
+        unsafe { self.finish_uniform(out, blocks[bi], &c[bi * BLOCK_INTS..][..BLOCK_INTS], d) };
+    }
+
+    /// The outputs of token block `tt` from its C tiles `c` (all row pairs), one scale `d`.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F.
+    #[inline(always)]
+    unsafe fn finish_uniform(&self, out: &mut OutTile, tt: TokenTiles, c: &[i32], d: f32) {
         let mut lanes = [0f32; 16];
-        for (tt, c) in blocks.iter().zip(c.chunks_exact(ROW_PAIRS * 4 * C_TILE)) {
-            for (token, at) in self.tokens(*tt) {
-                let (seed, a_scale) = (self.act.row_seeds[token], self.act.scales[token]);
-                for (rp, c) in c.chunks_exact(4 * C_TILE).enumerate() {
-                    for j in 0..2 {
-                        let row = &c[at + j * C_TILE..][..TILE_ROWS];
-                        // SAFETY: 16 int32 at `row` and 16 floats at `lanes`; AVX-512F (the
-                        // caller's).
-                        unsafe {
-                            let dot =
-                                _mm512_add_epi32(_mm512_loadu_si512(row.as_ptr().cast()), _mm512_set1_epi32(seed));
-                            let x = _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(dot));
-                            _mm512_storeu_ps(lanes.as_mut_ptr(), _mm512_mul_ps(_mm512_set1_ps(a_scale), x));
-                        }
-                        self.write(out, token, 2 * rp + j, &lanes);
+        for (token, at) in self.tokens(tt) {
+            let (seed, a_scale) = (self.act.row_seeds[token], self.act.scales[token]);
+            for (rp, c) in c.chunks_exact(4 * C_TILE).enumerate() {
+                for j in 0..2 {
+                    let row = &c[at + j * C_TILE..][..TILE_ROWS];
+                    // SAFETY: 16 int32 at `row` and 16 floats at `lanes`; AVX-512F (the
+                    // caller's).
+                    unsafe {
+                        let dot = _mm512_add_epi32(_mm512_loadu_si512(row.as_ptr().cast()), _mm512_set1_epi32(seed));
+                        let x = _mm512_mul_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(dot));
+                        _mm512_storeu_ps(lanes.as_mut_ptr(), _mm512_mul_ps(_mm512_set1_ps(a_scale), x));
                     }
+                    self.write(out, token, 2 * rp + j, &lanes);
                 }
             }
         }
     }
 
     /// Block scales: the C tiles stored every 256-element block, each converted and
-    /// multiplied by the rows' block scales into float sums (`sums`), which end scaled by
-    /// the token's activation scale.
+    /// multiplied by the rows' block scales into float sums (`sums`, while the tiles work
+    /// on the next token block), which end scaled by the token's activation scale.
     ///
     /// # Safety
     /// As for [`dot_tiles`]; the CPU must have AVX-512F and FMA.
@@ -415,36 +431,27 @@ impl Panel<'_> {
         let n_blocks = self.act.k / QK;
         assert!(self.act.k == self.act.kg && self.scales.len() >= n_blocks * PANEL, "TQ rows are whole blocks");
         sums.fill(0.0);
-        let per_blocks = ROW_PAIRS * 4 * C_TILE;
         for b in 0..n_blocks {
-            for ((tt, c), sums) in
-                blocks.iter().zip(c.chunks_exact_mut(per_blocks)).zip(sums.chunks_exact_mut(per_blocks))
-            {
-                for (rp, (c, sums)) in c.chunks_exact_mut(4 * C_TILE).zip(sums.chunks_exact_mut(4 * C_TILE)).enumerate()
-                {
+            for (bi, &tt) in blocks.iter().enumerate() {
+                for rp in 0..ROW_PAIRS {
+                    let c = &mut c[(bi * ROW_PAIRS + rp) * 4 * C_TILE..][..4 * C_TILE];
                     // SAFETY: the caller's promises.
-                    unsafe { self.dot(tiles, *tt, rp, b * BLOCK_STEPS, BLOCK_STEPS, c, false) };
-                    for (token, at) in self.tokens(*tt) {
-                        let seed = self.act.block_seeds[token * n_blocks + b];
-                        for j in 0..2 {
-                            let at = at + j * C_TILE;
-                            let (row, sum) = (&c[at..][..TILE_ROWS], &mut sums[at..][..TILE_ROWS]);
-                            let scales = &self.scales[b * PANEL + (2 * rp + j) * TILE_ROWS..][..TILE_ROWS];
-                            // SAFETY: 16 elements at each pointer; AVX-512F and FMA (the caller's).
-                            unsafe {
-                                let dot =
-                                    _mm512_add_epi32(_mm512_loadu_si512(row.as_ptr().cast()), _mm512_set1_epi32(seed));
-                                let s = _mm512_loadu_ps(scales.as_ptr());
-                                let f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), s, _mm512_loadu_ps(sum.as_ptr()));
-                                _mm512_storeu_ps(sum.as_mut_ptr(), f);
-                            }
-                        }
-                    }
+                    unsafe { self.dot(tiles, tt, rp, b * BLOCK_STEPS, BLOCK_STEPS, c, false) };
+                }
+                if bi > 0 {
+                    let at = (bi - 1) * BLOCK_INTS;
+                    // SAFETY: AVX-512F and FMA (the caller's promise).
+                    unsafe { self.add_block(blocks[bi - 1], b, &c[at..][..BLOCK_INTS], &mut sums[at..][..BLOCK_INTS]) };
                 }
             }
+            let at = (blocks.len() - 1) * BLOCK_INTS;
+            // SAFETY: AVX-512F and FMA (the caller's promise).
+            unsafe {
+                self.add_block(blocks[blocks.len() - 1], b, &c[at..][..BLOCK_INTS], &mut sums[at..][..BLOCK_INTS])
+            };
         }
         let mut lanes = [0f32; 16];
-        for (tt, sums) in blocks.iter().zip(sums.chunks_exact(per_blocks)) {
+        for (tt, sums) in blocks.iter().zip(sums.chunks_exact(BLOCK_INTS)) {
             for (token, at) in self.tokens(*tt) {
                 let a_scale = self.act.scales[token];
                 for (rp, sums) in sums.chunks_exact(4 * C_TILE).enumerate() {
@@ -453,6 +460,33 @@ impl Panel<'_> {
                             *x = s * a_scale;
                         }
                         self.write(out, token, 2 * rp + j, &lanes);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `sums += float(c + seed) * scale` for 256-element block `b` of token block `tt`,
+    /// every row pair: the block's results `c` scaled by the rows' block scales.
+    ///
+    /// # Safety
+    /// The CPU must have AVX-512F and FMA.
+    #[inline(always)]
+    unsafe fn add_block(&self, tt: TokenTiles, b: usize, c: &[i32], sums: &mut [f32]) {
+        let n_blocks = self.act.k / QK;
+        for (token, at) in self.tokens(tt) {
+            let seed = self.act.block_seeds[token * n_blocks + b];
+            for (rp, (c, sums)) in c.chunks_exact(4 * C_TILE).zip(sums.chunks_exact_mut(4 * C_TILE)).enumerate() {
+                for j in 0..2 {
+                    let at = at + j * C_TILE;
+                    let (row, sum) = (&c[at..][..TILE_ROWS], &mut sums[at..][..TILE_ROWS]);
+                    let scales = &self.scales[b * PANEL + (2 * rp + j) * TILE_ROWS..][..TILE_ROWS];
+                    // SAFETY: 16 elements at each pointer; AVX-512F and FMA (the caller's).
+                    unsafe {
+                        let dot = _mm512_add_epi32(_mm512_loadu_si512(row.as_ptr().cast()), _mm512_set1_epi32(seed));
+                        let s = _mm512_loadu_ps(scales.as_ptr());
+                        let f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), s, _mm512_loadu_ps(sum.as_ptr()));
+                        _mm512_storeu_ps(sum.as_mut_ptr(), f);
                     }
                 }
             }
@@ -485,11 +519,14 @@ unsafe fn gemm<L: Layout>(w: &MatRef, a: &Packed, out: &mut OutTile) {
         .step_by(2 * TILE_ROWS)
         .map(|t0| TokenTiles { t0, pair: t0 + TILE_ROWS < tokens.end })
         .collect();
+    if blocks.is_empty() {
+        return; // No tokens in the block of `out`: nothing to write.
+    }
     let mut s = Scratch::take();
     let codes = aligned(&mut s.panel, a.kg * PANEL);
     let scales = sized(&mut s.scales, a.k / QK * PANEL);
-    let c = aligned(&mut s.ints, blocks.len() * ROW_PAIRS * 4 * C_TILE);
-    let sums = aligned(&mut s.sums, blocks.len() * ROW_PAIRS * 4 * C_TILE);
+    let c = aligned(&mut s.ints, blocks.len() * BLOCK_INTS);
+    let sums = aligned(&mut s.sums, blocks.len() * BLOCK_INTS);
     // SAFETY: AMX is usable (the caller's promise).
     let tiles = unsafe { Tiles::configure() };
     for r0 in rows.clone().step_by(PANEL) {
