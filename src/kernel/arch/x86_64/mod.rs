@@ -1,9 +1,12 @@
-//! x86_64 kernels, chosen at run time: AVX-512 VNNI, then AVX2. Each ISA supplies vector
-//! operations ([`crate::kernel::tile::Simd`]); the loops are the shared skeleton's.
+//! x86_64 kernels, chosen at run time: AVX-512 VNNI, then AVX-VNNI, then AVX2. Each ISA
+//! supplies vector operations ([`crate::kernel::tile::Simd`]); the loops are the shared
+//! skeleton's.
 
 mod avx2;
 mod avx512vnni;
+mod avxvnni;
 mod requant;
+mod ymm;
 
 use crate::kernel::Kernel;
 use std::arch::x86_64::*;
@@ -21,11 +24,12 @@ unsafe fn f16c(p: *const u8) -> f32 {
     }
 }
 
-/// Best first: AVX-512 VNNI, then AVX2; within an ISA the GEMM first, preferred from its
-/// `min_tokens` on.
+/// Best first: AVX-512 VNNI, then AVX-VNNI, then AVX2; within an ISA the GEMM first,
+/// preferred from its `min_tokens` on.
 pub(crate) fn kernels() -> Vec<Kernel> {
     let avx512 = avx512vnni::gemm_kernels().into_iter().chain(avx512vnni::kernels());
-    avx512.chain(avx2::gemm_kernels()).chain(avx2::kernels()).collect()
+    let avxvnni = avxvnni::gemm_kernels().into_iter().chain(avxvnni::kernels());
+    avx512.chain(avxvnni).chain(avx2::gemm_kernels()).chain(avx2::kernels()).collect()
 }
 
 /// The AVX2 requantizer when this CPU has AVX2 (the division, not the width, bounds it).
