@@ -388,6 +388,11 @@ unsafe fn pack_panel<S: GemmSimd, L: Layout>(
                     // SAFETY: the block's code bytes `c..c + len` lie in the row at `s`
                     // (`b * BLOCK_BYTES + c + len <= b * BLOCK_BYTES + code_bytes <= row_bytes`).
                     *x = unsafe { load_first::<S>(s.add(b * L::BLOCK_BYTES + c), len) };
+                    // The same bytes of the row `LANES` below, for the next group: a group reads
+                    // its rows as short streams that the hardware prefetcher barely follows
+                    // from L3 (Intel Xeon, m = 128: 2-4% faster at 6912x2560 and 2560x2560).
+                    // SAFETY: a prefetch never faults, whatever the address.
+                    unsafe { S::prefetch_l2(s.wrapping_add(S::LANES * row_bytes + b * L::BLOCK_BYTES + c)) };
                 }
                 // SAFETY: see above; `v` holds `LANES` vectors, `out` the block's quads.
                 unsafe {
