@@ -167,6 +167,27 @@ fn the_reference_comes_last_for_every_ternary_format() {
     }
 }
 
+/// x86_64: AVX-512 VNNI, then AVX-VNNI, then AVX2, each ISA's GEMM before its GEMV (other
+/// kernels may come between them).
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn x86_kernels_come_widest_first() {
+    for format in TERNARY {
+        let want = [
+            "bitnet_gemm/avx512vnni",
+            "bitnet_gemv/avx512vnni",
+            "bitnet_gemm/avxvnni",
+            "bitnet_gemv/avxvnni",
+            "bitnet_gemm/avx2",
+            "bitnet_gemv/avx2",
+            REFERENCE,
+        ];
+        let names: Vec<&str> =
+            registry().iter().filter(|k| k.weight() == format).map(|k| k.name()).filter(|n| want.contains(n)).collect();
+        assert_eq!(names, want, "{}", format.name());
+    }
+}
+
 #[test]
 fn parity_over_shapes_and_token_counts() {
     let mut rng = Rng(0x5EED_1234_ABCD_0001);

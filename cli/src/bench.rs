@@ -293,7 +293,7 @@ fn print_table(args: &Args, rows: &[Row], requant: Timing, threads: usize, peaks
     let clock = if threads == 1 && Clock::ThreadCpu.is_cpu_time() { "thread CPU time" } else { "wall time" };
     outln!("tern bench: weight {n}x{k} (n x k), {} token(s), {threads} thread(s), {clock}", args.tokens());
     for p in peaks {
-        outln!("  peak {:<16}{:>8.1} GMAC/s per thread (best of a dependency-free loop)", p.name, p.macs_per_s / 1e9);
+        outln!("  peak {:<20}{:>8.1} GMAC/s per thread (best of a dependency-free loop)", p.name, p.macs_per_s / 1e9);
     }
     outln!(
         "  {:<14}{:<26}{:>12}{:>12}{:>7}{:>10}{:>10}{:>9}{:>10}{:>13}",

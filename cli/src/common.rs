@@ -54,6 +54,7 @@ pub fn cpu_features() -> Vec<(&'static str, bool)> {
             ("avx512f", std::arch::is_x86_feature_detected!("avx512f")),
             ("avx512bw", std::arch::is_x86_feature_detected!("avx512bw")),
             ("avx512vnni", std::arch::is_x86_feature_detected!("avx512vnni")),
+            ("avxvnni", std::arch::is_x86_feature_detected!("avxvnni")),
             ("amx-int8", tern::kernel::amx_status().is_some()),
         ]
     }

@@ -31,12 +31,15 @@ pub fn measure() -> Vec<Peak> {
 }
 
 /// The peak a kernel's figures are compared with: `tdpbusd` for AMX kernels, `vpdpbusd zmm`
-/// for AVX-512 VNNI kernels, `vpmaddubsw ymm` for AVX2 ones.
+/// for AVX-512 VNNI kernels, the VEX `vpdpbusd ymm` for AVX-VNNI ones, `vpmaddubsw ymm` for
+/// AVX2 ones.
 pub fn for_kernel<'a>(peaks: &'a [Peak], kernel: &str) -> Option<&'a Peak> {
     let want = if kernel.ends_with("/amx") {
         "tdpbusd (AMX)"
     } else if kernel.ends_with("/avx512vnni") {
         "vpdpbusd zmm"
+    } else if kernel.ends_with("/avxvnni") {
+        VEX_YMM
     } else if kernel.ends_with("/avx2") {
         "vpmaddubsw ymm"
     } else {
@@ -45,9 +48,13 @@ pub fn for_kernel<'a>(peaks: &'a [Peak], kernel: &str) -> Option<&'a Peak> {
     peaks.iter().find(|p| p.name == want)
 }
 
+/// AVX-VNNI's VEX-encoded `vpdpbusd` (the AVX-512 VL form, `vpdpbusd ymm`, is another
+/// instruction and may run on other ports).
+const VEX_YMM: &str = "vpdpbusd ymm (vex)";
+
 #[cfg(target_arch = "x86_64")]
 mod arch {
-    use super::{best, Peak};
+    use super::{best, Peak, VEX_YMM};
 
     /// One instruction per destination register per iteration, all independent, fed from two
     /// source registers that never change; enough chains to cover the instruction's latency
@@ -94,6 +101,17 @@ mod arch {
         vnni_ymm,
         "avx512f,avx512vl,avx512vnni",
         "vpdpbusd",
+        "ymm14",
+        "ymm15",
+        [
+            "ymm0", "ymm1", "ymm2", "ymm3", "ymm4", "ymm5", "ymm6", "ymm7", "ymm8", "ymm9", "ymm10", "ymm11", "ymm12",
+            "ymm13"
+        ]
+    );
+    probe!(
+        vnni_vex_ymm,
+        "avxvnni",
+        "{{vex}} vpdpbusd",
         "ymm14",
         "ymm15",
         [
@@ -193,6 +211,10 @@ mod arch {
         if avx512 && is_x86_feature_detected!("avx512vl") {
             // SAFETY: as above, plus AVX-512 VL.
             peaks.push(best("vpdpbusd ymm", PER_ITER * 32, |n| unsafe { vnni_ymm(n) }));
+        }
+        if is_x86_feature_detected!("avxvnni") {
+            // SAFETY: the CPU has AVX-VNNI (checked just above).
+            peaks.push(best(VEX_YMM, PER_ITER * 32, |n| unsafe { vnni_vex_ymm(n) }));
         }
         if is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked just above).

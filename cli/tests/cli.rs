@@ -193,6 +193,11 @@ fn bench_peak_prints_each_kernel_as_a_share_of_its_peak() {
         let avx2 = out.lines().find(|l| l.contains("bitnet_gemm/avx2")).expect("the AVX2 GEMM row");
         assert!(avx2.contains('%'), "{out}");
     }
+    if std::arch::is_x86_feature_detected!("avxvnni") {
+        assert!(out.contains("peak vpdpbusd ymm (vex)"), "{out}");
+        let vnni = out.lines().find(|l| l.contains("bitnet_gemm/avxvnni")).expect("the AVX-VNNI GEMM row");
+        assert!(vnni.contains('%'), "{out}");
+    }
 }
 
 /// One layer of the model's stack, as JSON: the fields tools read.

@@ -20,9 +20,12 @@
 //! tensor whose block scales are all equal (`MatRef::uniform_scale`). int32 along a row
 //! holds `|sum| <= 3 * 128 * k` for k up to about 5.5 million.
 //!
-//! Cost (AMD EPYC Zen 4, one thread, m = 128, 2560x2560): 87-90% of the same-run
-//! `vpdpbusd zmm` peak for every format with AVX-512 VNNI; the panel unpack is about 0.1
-//! cycle per weight, which sets the `min_tokens` thresholds.
+//! Cost (one thread, m = 128, 2560x2560, AVX-512 VNNI): on AMD EPYC Zen 4 (one 512-bit
+//! `vpdpbusd` per cycle) 87-90% of the same-run `vpdpbusd zmm` peak for every format, the
+//! panel unpack about 0.1 cycle per weight, which sets the `min_tokens` thresholds. On an
+//! Intel Xeon (Emerald Rapids, two per cycle) a weight's dot products take half the
+//! cycles, and the unpack about 0.2 cycle per weight, half of it store misses (the panel
+//! lives in L2): 13-16 points of the peak; the tiles alone reach 78-87%.
 //!
 //! The panel buffers are per thread and reused ([`SCRATCH`]): no allocation per call once
 //! a thread has seen its largest shape.
@@ -115,13 +118,38 @@ pub(crate) trait Layout {
     /// Code bytes per block.
     const CODE_BYTES: usize;
     /// Expands the transposed raw dword `i` of a block (dword `i` of every row in the
-    /// group, one per lane) into the codes of the quads it holds: the first `n` entries of
-    /// the returned (quad, codes) array. (An array, not a callback: closures are compiled
-    /// without the caller's target features.)
+    /// group, one per lane) into the codes of the quads it holds, each given to `out`.
     ///
     /// # Safety
-    /// The CPU must have `S`'s features.
-    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V) -> ([(usize, S::V); 5], usize);
+    /// The CPU must have `S`'s features; `out` must be valid for the block's quads.
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads);
+}
+
+/// Where [`Layout::expand`] stores the codes of a block's quads for one group of `LANES`
+/// rows of a panel. (A struct, not a callback: closures are compiled without the caller's
+/// target features.)
+pub(crate) struct Quads {
+    /// Quad 0 of the block, rows of the group.
+    dst: *mut u8,
+    /// Bytes from one quad to the next (`4 p`).
+    step: usize,
+    /// Quads the block has: fewer than 64 only in BitNet's last step.
+    quads: usize,
+}
+
+impl Quads {
+    /// Stores the codes of quad `q` (dropped past the block's quads).
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features; `dst` must be valid for `quads` quads of `step`
+    /// bytes, `4 * S::LANES` of them written each.
+    #[inline(always)]
+    unsafe fn put<S: GemmSimd>(&mut self, q: usize, codes: S::V) {
+        if q < self.quads {
+            // SAFETY: quad `q < quads`, as the caller guarantees.
+            unsafe { S::store(self.dst.add(q * self.step), codes) }
+        }
+    }
 }
 
 pub(crate) struct Tq2;
@@ -134,19 +162,15 @@ impl Layout for Tq2 {
     /// Byte `32 h + j` holds elements `128 h + 32 l + j` at shift `2 l`: the dword at
     /// `32 h + 4 (i % 8)` gives quad `32 h + 8 l + i % 8` for each shift.
     #[inline(always)]
-    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V) -> ([(usize, S::V); 5], usize) {
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
         let q = 32 * (i / 8) + i % 8;
-        // SAFETY: register operations; the caller guarantees `S`'s features.
+        // SAFETY: the caller's contract.
         unsafe {
             let m = S::splat8(3);
-            let out = [
-                (q, S::and(v, m)),
-                (q + 8, S::and(S::srli32::<2>(v), m)),
-                (q + 16, S::and(S::srli32::<4>(v), m)),
-                (q + 24, S::and(S::srli32::<6>(v), m)),
-                (0, v),
-            ];
-            (out, 4)
+            out.put::<S>(q, S::and(v, m));
+            out.put::<S>(q + 8, S::and(S::srli32::<2>(v), m));
+            out.put::<S>(q + 16, S::and(S::srli32::<4>(v), m));
+            out.put::<S>(q + 24, S::and(S::srli32::<6>(v), m));
         }
     }
 }
@@ -160,26 +184,24 @@ impl Layout for Tq1 {
 
     /// Byte `b` of a region holds elements `first + b + n * bytes` as base-3 digit `n`
     /// (see `tq1_0::position`); digit `n` is `((b * 3^n) mod 256) * 3 >> 8`, which is
-    /// `[q >= 86] + [q >= 171]` for `q = (b * 3^n) mod 256`.
+    /// `[q >= 86] + [q >= 171]` for `q = (b * 3^n) mod 256`. The `qh` dword holds four digits.
     #[inline(always)]
-    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V) -> ([(usize, S::V); 5], usize) {
-        // (first quad, quads per digit) of the region holding dword i.
-        let (q0, step) = match i {
-            0..8 => (i, 8),
-            8..12 => (40 + i - 8, 4),
-            _ => (60, 1),
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
+        // (first quad, quads per digit, digits) of the region holding dword i.
+        let (q0, step, digits) = match i {
+            0..8 => (i, 8, 5),
+            8..12 => (40 + i - 8, 4, 5),
+            _ => (60, 1, 4),
         };
-        // SAFETY: register operations; the caller guarantees `S`'s features.
+        // SAFETY: the caller's contract.
         unsafe {
             let (c85, c170, one) = (S::splat8(85), S::splat8(170), S::splat8(1));
-            let mut out = [(0, v); 5];
             let mut q = v;
-            for n in 0..5 {
+            for n in 0..digits {
                 let d = S::add8(S::min_u8(S::subs_u8(q, c85), one), S::min_u8(S::subs_u8(q, c170), one));
-                out[n] = (q0 + n * step, d);
+                out.put::<S>(q0 + n * step, d);
                 q = S::add8(q, S::add8(q, q));
             }
-            (out, 5)
         }
     }
 }
@@ -194,18 +216,14 @@ impl Layout for Bitnet {
     /// Byte `j` holds elements `4 j .. 4 j + 4` at shifts 0, 2, 4, 6: byte `c` of dword `i`
     /// is quad `4 i + c`, spread to one code per byte by `x | x << 6`, then `| << 12`.
     #[inline(always)]
-    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V) -> ([(usize, S::V); 5], usize) {
-        // SAFETY: register operations; the caller guarantees `S`'s features.
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
+        // SAFETY: the caller's contract.
         unsafe {
             let ff = S::splat32(0xFF);
-            let out = [
-                (4 * i, spread::<S>(S::and(v, ff))),
-                (4 * i + 1, spread::<S>(S::and(S::srli32::<8>(v), ff))),
-                (4 * i + 2, spread::<S>(S::and(S::srli32::<16>(v), ff))),
-                (4 * i + 3, spread::<S>(S::srli32::<24>(v))),
-                (0, v),
-            ];
-            (out, 4)
+            out.put::<S>(4 * i, spread::<S>(S::and(v, ff)));
+            out.put::<S>(4 * i + 1, spread::<S>(S::and(S::srli32::<8>(v), ff)));
+            out.put::<S>(4 * i + 2, spread::<S>(S::and(S::srli32::<16>(v), ff)));
+            out.put::<S>(4 * i + 3, spread::<S>(S::srli32::<24>(v)));
         }
     }
 }
@@ -320,42 +338,45 @@ impl Packed {
         Packed::with::<GROUP>(a, t, false)
     }
 
-    /// Packs `a` in token blocks of exactly `t` (zero tokens past `m`) and groups of `G`
-    /// bytes: each group of a block is a `t x G` row-major matrix (AMX's A tiles).
+    /// Packs `a` in token blocks of exactly `t` (tokens past `m` repeat the last one; no
+    /// output reads them) and groups of `G` bytes: each group of a block is a `t x G`
+    /// row-major matrix (AMX's A tiles).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) fn padded<const G: usize>(a: &MatRef, t: usize) -> Packed {
         Packed::with::<G>(a, t, true)
     }
 
     fn with<const G: usize>(a: &MatRef, t: usize, padded: bool) -> Packed {
+        assert!((1..=16).contains(&t), "token blocks of 1 to 16");
         let act = crate::kernel::ActI8::parse(a);
         let (m, k) = (act.m, act.k);
         let kg = k.next_multiple_of(G);
         let blocks = k.div_ceil(QK);
         let tokens = if padded { m.next_multiple_of(t) } else { m };
+        // Zeros past k: fresh lines are zeroed.
         let mut lines = Vec::new();
         let codes: &mut [u8] = aligned(&mut lines, tokens * kg);
         let (mut block_seeds, mut row_seeds) = (vec![0i32; m * blocks], vec![0i32; m]);
         for t0 in (0..m).step_by(t) {
-            let tn = if padded { t } else { t.min(m - t0) };
+            let real = t.min(m - t0);
+            let tn = if padded { t } else { real };
             let dst = &mut codes[t0 * kg..(t0 + tn) * kg];
-            for i in 0..t.min(m - t0) {
-                let row: &[u8] = bytemuck::cast_slice(act.row(t0 + i));
-                // Whole groups as fixed-size copies (a `memcpy` call each otherwise).
-                let mut groups = row.chunks_exact(G);
-                for (g, part) in groups.by_ref().enumerate() {
-                    dst[(g * tn + i) * G..][..G].copy_from_slice(part);
-                }
-                let tail = groups.remainder();
-                if !tail.is_empty() {
-                    dst[(k / G * tn + i) * G..][..tail.len()].copy_from_slice(tail);
+            // In the destination's order, as fixed G-byte copies (a `memcpy` call each otherwise).
+            let rows: [&[u8]; 16] = std::array::from_fn(|i| bytemuck::cast_slice(act.row(t0 + i.min(real - 1))));
+            for (g, out) in dst.chunks_exact_mut(G * tn).enumerate() {
+                for (o, row) in out.chunks_exact_mut(G).zip(&rows) {
+                    match row.get(g * G..(g + 1) * G) {
+                        Some(part) => o.copy_from_slice(part),
+                        // The last group of a row whose length is not a multiple of G.
+                        None => o[..k - g * G].copy_from_slice(&row[g * G..]),
+                    }
                 }
             }
         }
         for token in 0..m {
             let seeds = &mut block_seeds[token * blocks..(token + 1) * blocks];
             for (seed, part) in seeds.iter_mut().zip(act.row(token).chunks(QK)) {
-                *seed = -part.iter().map(|&c| c as i32).sum::<i32>();
+                *seed = -sum_i8(part);
             }
             row_seeds[token] = seeds.iter().sum();
         }
@@ -369,9 +390,26 @@ impl Packed {
     }
 }
 
-/// Unpacks weight rows `rows` (at most `p` of them) into `panel` (`[k/4][p][4]`, rows past
-/// the range padded with code 0, which no output reads) and, if asked (TQ), their block
-/// scales into `scales` (`[blocks][p]`).
+/// The sum of `x`, in 16 lanes that vectorize without target features (this runs in
+/// `Kernel::prepare`): a lane adds at most 16 of each 256 elements, so int16 holds its sums.
+fn sum_i8(x: &[i8]) -> i32 {
+    let mut total = 0;
+    for block in x.chunks(QK) {
+        let mut lanes = [0i16; 16];
+        let mut rows = block.chunks_exact(16);
+        for row in rows.by_ref() {
+            for (l, &c) in lanes.iter_mut().zip(row) {
+                *l += c as i16;
+            }
+        }
+        total += lanes.iter().map(|&l| l as i32).sum::<i32>() + rows.remainder().iter().map(|&c| c as i32).sum::<i32>();
+    }
+    total
+}
+
+/// Unpacks weight rows `rows` (at most `p` of them, at least one) into `panel`
+/// (`[k/4][p][4]`; lanes past the range repeat the last row, which no output reads) and, if
+/// asked (TQ), their block scales into `scales` (`[blocks][p]`, 0 past the range).
 ///
 /// # Safety
 /// The CPU must have `S`'s features.
@@ -389,41 +427,48 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
         Format::BitnetB158 => (quads, quads.div_ceil(BLOCK_QUADS)),
         _ => (k / QK * L::BLOCK_BYTES, k / QK),
     };
-    assert!(rows.end <= w.rows && rows.len() <= p && p.is_multiple_of(S::LANES), "panel rows out of range");
+    assert!(
+        !rows.is_empty() && rows.end <= w.rows && rows.len() <= p && p.is_multiple_of(S::LANES),
+        "panel rows out of range"
+    );
     assert!(panel.len() >= quads * p * 4 && w.bytes.len() >= w.rows * row_bytes, "panel buffer too small");
     let chunk = 4 * S::LANES;
-    // SAFETY: `S`'s features, as the caller guarantees (so for every block below).
-    let mut v = [unsafe { S::zero() }; 16];
-    let v = &mut v[..S::LANES];
+    let base = w.bytes.as_ptr();
     for g in (0..p).step_by(S::LANES) {
+        // Padding lanes load the last row again: every load below is unconditional.
+        let mut src = [base; 16];
+        for (lane, s) in src[..S::LANES].iter_mut().enumerate() {
+            // SAFETY: the row is below `w.rows`, whose `row_bytes` each lie in `w.bytes`
+            // (asserted).
+            *s = unsafe { base.add((rows.start + g + lane).min(rows.end - 1) * row_bytes) };
+        }
         for b in 0..blocks {
             // Code bytes of this block (BitNet's last step may be short).
             let code_bytes = L::CODE_BYTES.min(row_bytes - b * L::BLOCK_BYTES);
-            let block_quads = BLOCK_QUADS.min(quads - b * BLOCK_QUADS);
+            // SAFETY: quad `b * 64 < k / 4` of rows `g..g + LANES` (`g + LANES <= p`) lies in the
+            // panel (`k / 4 * p * 4` bytes, asserted), and so do the block's quads after it.
+            let dst = unsafe { panel.as_mut_ptr().add((b * BLOCK_QUADS * p + g) * 4) };
+            let mut out = Quads { dst, step: 4 * p, quads: BLOCK_QUADS.min(quads - b * BLOCK_QUADS) };
             for c in (0..code_bytes).step_by(chunk) {
                 let len = chunk.min(code_bytes - c);
-                for (lane, x) in v.iter_mut().enumerate() {
-                    let r = rows.start + g + lane;
-                    *x = if r < rows.end {
-                        // SAFETY: `r < w.rows` and the block's code bytes lie in row `r`
-                        // (`c + len <= code_bytes <= row_bytes - b * BLOCK_BYTES`).
-                        unsafe { load_first::<S>(w.bytes.as_ptr().add(r * row_bytes + b * L::BLOCK_BYTES + c), len) }
-                    } else {
-                        // SAFETY: see above.
-                        unsafe { S::zero() }
-                    };
+                // SAFETY: `S`'s features, as the caller guarantees (so for every block below).
+                let mut v = [unsafe { S::zero() }; 16];
+                let v = &mut v[..S::LANES];
+                for (x, s) in v.iter_mut().zip(&src) {
+                    // SAFETY: the block's code bytes `c..c + len` lie in the row at `s`
+                    // (`b * BLOCK_BYTES + c + len <= b * BLOCK_BYTES + code_bytes <= row_bytes`).
+                    *x = unsafe { load_first::<S>(s.add(b * L::BLOCK_BYTES + c), len) };
+                    // The same bytes of the row `LANES` below, for the next group: a group reads
+                    // its rows as short streams that the hardware prefetcher barely follows
+                    // from L3 (Intel Xeon, m = 128: 2-4% faster at 6912x2560 and 2560x2560).
+                    // SAFETY: a prefetch never faults, whatever the address.
+                    unsafe { S::prefetch_l2(s.wrapping_add(S::LANES * row_bytes + b * L::BLOCK_BYTES + c)) };
                 }
-                // SAFETY: see above; `v` holds `LANES` vectors.
-                unsafe { S::transpose(v) };
-                for (i, &x) in v.iter().enumerate().take(len.div_ceil(4)) {
-                    // SAFETY: see above.
-                    let (quads, n) = unsafe { L::expand::<S>(c / 4 + i, x) };
-                    for &(q, codes) in &quads[..n] {
-                        if q < block_quads {
-                            // SAFETY: quad `b * 64 + q < k / 4` and rows `g..g + LANES` (with
-                            // `g + LANES <= p`) lie in the panel (`k / 4 * p * 4` bytes, asserted).
-                            unsafe { S::store(panel.as_mut_ptr().add(((b * BLOCK_QUADS + q) * p + g) * 4), codes) }
-                        }
+                // SAFETY: see above; `v` holds `LANES` vectors, `out` the block's quads.
+                unsafe {
+                    S::transpose(v);
+                    for (i, &x) in v.iter().enumerate().take(len.div_ceil(4)) {
+                        L::expand::<S>(c / 4 + i, x, &mut out);
                     }
                 }
             }
@@ -436,8 +481,8 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
         for (i, r) in rows.enumerate() {
             let row = &w.bytes[r * row_bytes..(r + 1) * row_bytes];
             for (b, block) in row.chunks_exact(L::BLOCK_BYTES).enumerate() {
-                let at = L::BLOCK_BYTES - 2;
-                scales[b * p + i] = half::f16::from_le_bytes([block[at], block[at + 1]]).to_f32();
+                // SAFETY: the scale's 2 bytes end the block; `S`'s features (F16C on x86).
+                scales[b * p + i] = unsafe { S::f16(block.as_ptr().add(L::BLOCK_BYTES - 2)) };
             }
         }
     }
@@ -624,7 +669,12 @@ impl Ctx<'_> {
         // The panel's last vectors may lie past its rows: padding, nothing to write.
         let n = S::LANES.min(self.rows.end.saturating_sub(first));
         if n > 0 && out.tokens().contains(&token) {
-            out.set_run(token, first, &lanes[..n]);
+            if n == S::LANES {
+                // A run of constant length: one vector copy, not a `memcpy` call.
+                out.set_run(token, first, &lanes[..S::LANES]);
+            } else {
+                out.set_run(token, first, &lanes[..n]);
+            }
         }
     }
 }

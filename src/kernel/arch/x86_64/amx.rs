@@ -2,12 +2,13 @@
 //! tile registers. One `tdpbsud` multiplies a 16 x 64 tile of signed activations by a
 //! 64 x 16 tile of unsigned weight codes into 16 x 16 int32: 16,384 multiply-adds.
 //!
-//! The weights are unpacked once per 32-row panel by the shared panel packer
-//! ([`pack_panel`], with the AVX-512 vectors): its `[k/4][32][4]` layout is AMX's
-//! VNNI-packed B operand as it is, so two B tiles are 16 rows of 64 bytes at a stride of
-//! 128. The activations are packed once per call ([`Packed::padded`]) in blocks of 16
-//! tokens by 64-byte groups: each A tile is 1 KiB of contiguous memory, and tokens past
-//! `m` are zero. A block of 2 x 2 C tiles (32 tokens x 32 rows) takes 2 A and 2 B loads
+//! The weights are unpacked once per 128-row panel by the shared panel packer
+//! ([`pack_panel`], with the AVX-512 vectors): its `[k/4][128][4]` layout is AMX's
+//! VNNI-packed B operand as it is, so a B tile is 16 rows of 64 bytes at a stride of 512.
+//! The activations are packed once per call ([`Packed::padded`]) in blocks of 16 tokens by
+//! 64-byte groups: each A tile is 1 KiB of contiguous memory (tokens past `m` repeat the
+//! last one; no output reads them). A block of 2 x 2 C tiles (32 tokens x 32 rows) takes
+//! 2 A and 2 B loads
 //! per four `tdpbsud`; TQ1_0/TQ2_0 store their C tiles every 256-element block and apply
 //! the block scales with AVX-512 (convert + FMA, as `bitnet_gemm/avx512vnni` does), while
 //! BITNET_B1_58 and uniform-scale TQ keep int32 in the tiles along the whole row. Codes

@@ -327,6 +327,13 @@ unsafe fn opaque(mut v: __m512i) -> __m512i {
 
 crate::kernel::tile::isa_kernels!(Avx512, c"bitnet_gemv/avx512vnni", "avx512f,avx512bw,avx512vnni,f16c,fma", 4, 2, 4);
 
+// Register block 3 vectors (48 rows) x 8 tokens: 24 accumulators, 3 weight vectors and a
+// broadcast of the 32 zmm. Against 4 x 6 it reads 8 panel bytes per `vpdpbusd` instead of
+// 10.7 (the panel streams from L2, whose bandwidth an Intel core with two 512-bit
+// `vpdpbusd` ports nearly uses up) for one more load per 24 (Zen 4, one `vpdpbusd` per
+// cycle, leaves loads idle either way), and m = 128 splits into whole blocks: on an Intel
+// Xeon (Emerald Rapids, KVM, one thread, m = 128, 2560x2560 and 6912x2560) 1-6 points of
+// the `vpdpbusd zmm` peak more for every format, measured in one process.
 // Thresholds on an AMD EPYC Zen 4 core, 2560x2560, one thread (thread CPU time): the GEMM
 // overtakes the GEMV at 4 tokens for TQ1_0 (whose GEMV extracts digits per token tile),
 // at about 24 for TQ2_0 and BITNET_B1_58 (the panel unpack costs about what 8 tokens of
@@ -335,7 +342,7 @@ crate::kernel::gemm::gemm_kernels!(
     Avx512,
     c"bitnet_gemm/avx512vnni",
     "avx512f,avx512bw,avx512vnni,f16c,fma",
-    rv = 4,
-    t = 6,
+    rv = 3,
+    t = 8,
     min_tokens = [4, 24, 24]
 );

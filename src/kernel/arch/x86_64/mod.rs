@@ -1,10 +1,13 @@
-//! x86_64 kernels, chosen at run time: AVX-512 VNNI, then AVX2. Each ISA supplies vector
-//! operations ([`crate::kernel::tile::Simd`]); the loops are the shared skeleton's.
+//! x86_64 kernels, chosen at run time: AMX (batches), AVX-512 VNNI, then AVX-VNNI, then AVX2. Each ISA
+//! supplies vector operations ([`crate::kernel::tile::Simd`]); the loops are the shared
+//! skeleton's.
 
 mod amx;
 mod avx2;
 mod avx512vnni;
+mod avxvnni;
 mod requant;
+mod ymm;
 
 use crate::kernel::Kernel;
 use std::arch::x86_64::*;
@@ -22,12 +25,13 @@ unsafe fn f16c(p: *const u8) -> f32 {
     }
 }
 
-/// Best first: AMX (for batches), AVX-512 VNNI, then AVX2; within an ISA the GEMM first,
-/// each GEMM preferred from its `min_tokens` on.
+/// Best first: AMX (for batches), AVX-512 VNNI, then AVX-VNNI, then AVX2; within an ISA
+/// the GEMM first, each GEMM preferred from its `min_tokens` on.
 pub(crate) fn kernels() -> Vec<Kernel> {
     let avx512 = avx512vnni::gemm_kernels().into_iter().chain(avx512vnni::kernels());
+    let avxvnni = avxvnni::gemm_kernels().into_iter().chain(avxvnni::kernels());
     let avx2 = avx2::gemm_kernels().into_iter().chain(avx2::kernels());
-    amx::kernels().into_iter().chain(avx512).chain(avx2).collect()
+    amx::kernels().into_iter().chain(avx512).chain(avxvnni).chain(avx2).collect()
 }
 
 /// See [`crate::kernel::amx_status`].
