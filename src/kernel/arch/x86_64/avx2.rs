@@ -82,8 +82,9 @@ impl Simd for Avx2 {
         unsafe { _mm256_setzero_si256() }
     }
 
-    /// Pairs of products of codes <= 3 and |a| <= 127 are at most 762, so int16 holds the
-    /// sum of a load's four (2-bit) or five (TQ1_0) planes.
+    /// Pairs of products of codes <= 12 and |a| <= 128 are at most 3,072, so `vpmaddubsw`
+    /// never saturates and int16 holds the dots [`Simd::p_dot`] allows between `p_start`
+    /// and `p_end`.
     #[inline(always)]
     unsafe fn p_dot(p: __m256i, u: __m256i, s: __m256i) -> __m256i {
         // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
