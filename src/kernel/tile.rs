@@ -525,10 +525,11 @@ pub(crate) fn prepare_bitnet<S: Simd>(a: &MatRef) -> Prepared {
     Prepared::new(a, S::W, Some(S::lane), &bitnet_layout(S::W, a.cols))
 }
 
-/// [`prepare_tq`] without the lane sums, for kernels that unpack weights to signed trits.
+/// Where [`prepare_tq`] places each element of a TQ block (`L` on `S`), for kernels that
+/// gather the activations themselves.
 #[cfg(target_arch = "aarch64")]
-pub(crate) fn place_tq<S: Simd, L: Tq>(a: &MatRef) -> Prepared {
-    Prepared::new(a, S::W, None, &tq_layout::<S, L>(a.cols))
+pub(crate) fn tq_placement<S: Simd, L: Tq>() -> &'static prep::Placement {
+    tq_runs::<S, L>()
 }
 
 /// [`prepare_bitnet`] without the lane sums.
