@@ -324,40 +324,74 @@ unsafe fn pack_panel<S: GemmSimd, L: Layout>(
     };
     assert!(rows.end <= w.rows && rows.len() <= p && p.is_multiple_of(S::LANES), "panel rows out of range");
     assert!(panel.len() >= quads * p * 4 && w.bytes.len() >= w.rows * row_bytes, "panel buffer too small");
-    let chunk = 4 * S::LANES;
-    // SAFETY: `S`'s features, as the caller guarantees (so for every block below).
-    let mut v = [unsafe { S::zero() }; 16];
-    let v = &mut v[..S::LANES];
+    /// Block `b` of the `live` rows of the group from row `r0` (the rest padded with 0),
+    /// `code_bytes` of it, `block_quads` quads.
+    ///
+    /// # Safety
+    /// As for [`pack_panel`]; rows `r0..r0 + live` lie in `w`, the block's code bytes in
+    /// each row, its quads' `LANES` rows from `g` in the panel.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn block<S: GemmSimd, L: Layout>(
+        w: &MatRef,
+        r0: usize,
+        live: usize,
+        row_bytes: usize,
+        b: usize,
+        (code_bytes, block_quads): (usize, usize),
+        panel: *mut u8,
+        (p, g): (usize, usize),
+    ) {
+        let chunk = 4 * S::LANES;
+        // SAFETY: `S`'s features, as the caller guarantees (so for every block below).
+        let mut v = [unsafe { S::zero() }; 16];
+        let v = &mut v[..S::LANES];
+        for c in (0..code_bytes).step_by(chunk) {
+            let len = chunk.min(code_bytes - c);
+            for (lane, x) in v.iter_mut().enumerate() {
+                *x = if lane < live {
+                    // SAFETY: row `r0 + lane < w.rows` and the block's code bytes lie in it
+                    // (`c + len <= code_bytes`), as the caller guarantees.
+                    unsafe {
+                        load_first::<S>(w.bytes.as_ptr().add((r0 + lane) * row_bytes + b * L::BLOCK_BYTES + c), len)
+                    }
+                } else {
+                    // SAFETY: see above.
+                    unsafe { S::zero() }
+                };
+            }
+            // SAFETY: see above; `v` holds `LANES` vectors.
+            unsafe { S::transpose(v) };
+            for (i, &x) in v.iter().enumerate().take(len.div_ceil(4)) {
+                // SAFETY: see above.
+                let (quads, n) = unsafe { L::expand::<S>(c / 4 + i, x) };
+                for &(q, codes) in &quads[..n] {
+                    if q < block_quads {
+                        // SAFETY: quad `b * 64 + q < k / 4` of rows `g..g + LANES` lies in
+                        // the panel, as the caller guarantees.
+                        unsafe { S::store(panel.add(((b * BLOCK_QUADS + q) * p + g) * 4), codes) }
+                    }
+                }
+            }
+        }
+    }
     for g in (0..p).step_by(S::LANES) {
+        let (r0, live) = (rows.start + g, rows.len().saturating_sub(g).min(S::LANES));
         for b in 0..blocks {
             // Code bytes of this block (BitNet's last step may be short).
             let code_bytes = L::CODE_BYTES.min(row_bytes - b * L::BLOCK_BYTES);
             let block_quads = BLOCK_QUADS.min(quads - b * BLOCK_QUADS);
-            for c in (0..code_bytes).step_by(chunk) {
-                let len = chunk.min(code_bytes - c);
-                for (lane, x) in v.iter_mut().enumerate() {
-                    let r = rows.start + g + lane;
-                    *x = if r < rows.end {
-                        // SAFETY: `r < w.rows` and the block's code bytes lie in row `r`
-                        // (`c + len <= code_bytes <= row_bytes - b * BLOCK_BYTES`).
-                        unsafe { load_first::<S>(w.bytes.as_ptr().add(r * row_bytes + b * L::BLOCK_BYTES + c), len) }
-                    } else {
-                        // SAFETY: see above.
-                        unsafe { S::zero() }
-                    };
-                }
-                // SAFETY: see above; `v` holds `LANES` vectors.
-                unsafe { S::transpose(v) };
-                for (i, &x) in v.iter().enumerate().take(len.div_ceil(4)) {
-                    // SAFETY: see above.
-                    let (quads, n) = unsafe { L::expand::<S>(c / 4 + i, x) };
-                    for &(q, codes) in &quads[..n] {
-                        if q < block_quads {
-                            // SAFETY: quad `b * 64 + q < k / 4` and rows `g..g + LANES` (with
-                            // `g + LANES <= p`) lie in the panel (`k / 4 * p * 4` bytes, asserted).
-                            unsafe { S::store(panel.as_mut_ptr().add(((b * BLOCK_QUADS + q) * p + g) * 4), codes) }
-                        }
-                    }
+            let at = (panel.as_mut_ptr(), (p, g));
+            // SAFETY: rows `r0..r0 + live` are rows of the range (`rows.end <= w.rows`); the
+            // block's bytes lie in each row (`b < blocks`); quads below `k / 4` of rows
+            // `g..g + LANES <= p` lie in the panel (`k / 4 * p * 4` bytes, asserted).
+            unsafe {
+                // Whole blocks of whole row groups (every TQ block, all but BitNet's last) as
+                // constants, so that the loops unroll and the stores lose their checks.
+                if live == S::LANES && code_bytes == L::CODE_BYTES && block_quads == BLOCK_QUADS {
+                    block::<S, L>(w, r0, S::LANES, row_bytes, b, (L::CODE_BYTES, BLOCK_QUADS), at.0, at.1);
+                } else {
+                    block::<S, L>(w, r0, live, row_bytes, b, (code_bytes, block_quads), at.0, at.1);
                 }
             }
         }
