@@ -9,6 +9,9 @@
 //! is 16 consecutive elements (TQ). Signed trits need no activation-sum
 //! correction, and every int32 lane is the exact dot product of one (row, token).
 
+// Tiles index several per-row and per-token arrays in lockstep.
+#![allow(clippy::needless_range_loop)]
+
 use super::neon::Smlal;
 use super::simd::{tq1_digit, tq1_qh, Neon};
 use crate::format::{bitnet, tq1_0, tq2_0, Format};
