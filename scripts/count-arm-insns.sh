@@ -133,21 +133,32 @@ baseline; m = 1 no worse (<= 1.00).
 |---|---|---:|---:|
 $ratios
 
-What limits the GEMMs at m = 128 (TQ2_0, counted per function and per basic block with
-the same qemu log when this was written, per 1,000 MACs):
-- \`neon-i8mm\` (about 64): the inner loop, 32 \`smmla\` + 8 \`ldp\` + 5 loop
-  instructions per 1,024 MACs (44 in whole tiles, 41 of the call's MACs' share); the end of
-  every 256-element block (16 accumulators converted and multiplied by the row scales into
-  float sums that do not fit beside them in the 32 registers, so they are spilled, and the
-  accumulators zeroed), about 8; the activations' placement (\`Placement::scatter\`) and
-  pair interleave, about 6; the panel unpack, about 3. \`smmla\` alone is 31.3. BITNET_B1_58
-  (one scale) has no block ends. The TQ target (56) is missed by about 8.
-- \`neon-dotprod\` GEMM (about 99): the inner loop, 80 \`sdot\` + 14 other instructions per
-  1,280 MACs (73 in whole tiles); the block ends as above, about 10; the shared
-  \`pack_panel\`, about 7 (about one instruction per weight: a bounds test and address
-  arithmetic around every 16-byte store); the activation packing and output, about 5.
-  \`sdot\` alone is 62.5, so the 0.5 target (85) leaves 22.5 for everything else; TQ misses
-  it by about 14-19, BITNET_B1_58 meets it.
+What limits the GEMMs at m = 128 (TQ2_0 unless said; counted per basic block with the same
+qemu log when this was written, per 1,000 MACs):
+- \`neon-i8mm\` (TQ1_0 56, TQ2_0 55, BITNET_B1_58 55: all within 0.33, TQ1_0 with less
+  than one instruction to spare): the inner loop, 64 \`smmla\` + 16 \`ldp\` + 7 other
+  instructions per 2,048 MACs, 42.5 (\`smmla\` alone is 31.3); the end of every 256-element
+  block, about 5.3: 16 accumulators converted, multiplied by the row scales into float sums
+  and zeroed, the sums on the stack because accumulators and sums would fill all 32
+  registers (BITNET_B1_58 has no block ends); the panel unpack 2.7 (TQ1_0 3.9, its digits);
+  the output 2.3 (\`uzp1\`/\`uzp2\`, scaling, one run per token); the activations' gather
+  into token pairs 0.8 (BITNET_B1_58: 5.8 with its plane de-interleave).
+- \`neon-dotprod\` GEMM (TQ1_0 104, TQ2_0 95, BITNET_B1_58 90; the 0.5 target is 85 for
+  TQ, missed by 10-19; BITNET_B1_58 meets it): the inner loop, 80 \`sdot\` + 11 loads + 3
+  loop instructions per 1,280 MACs, 71.7 (\`sdot\` alone is 62.5); the activation packing
+  (\`Packed::new\`: a bounds-checked 16-byte copy per group and token, the per-block seeds,
+  the zeroed buffer), about 7.6; the block ends (20 accumulators, their 20 float sums on the
+  stack), about 5.4; the output about 4.8; \`pack_panel\` 2.4 (TQ1_0 about 9: its generic
+  base-3 expansion takes 7 instructions per digit, NEON's own 4). Without the packing and
+  the panel TQ2_0 would still be at about 85: the rest is the 4 x 5 register block's
+  inner loop and block ends, which are \`micro\` and \`Ctx::tile\`.
+
+At m = 1 the plain NEON GEMV (TQ2_0 337 against 341 before, BITNET_B1_58 323 against 377)
+keeps its int16 partial sums over a TQ2_0 block, or over a 64-byte line of a BitNet row,
+instead of folding them (\`sadalp\`) after every 16-byte load, and prefetches once per line.
+Batch tiles of BITNET_B1_58 fold per load as before (kept across loads, their partial sums
+spilled); the dotprod GEMV's m = 8 and 128 (161 and 160, 154 before this change) are the
+cost of the shared chunk loop, not yet recovered.
 
 ## ggml (\`ggml_vec_dot_tq1_0_q8_K\`, \`ggml_vec_dot_tq2_0_q8_K\`, NEON)
 

@@ -55,6 +55,12 @@ pub enum Placement {
     /// slot, length), in element order. TQ2_0 keeps 32 neighbours together and TQ1_0 32, 16
     /// or 4, so copying runs beats placing bytes one at a time.
     Runs(Vec<(usize, usize, usize)>),
+    /// What `Runs` becomes when every run is whole vectors of [`VECTOR`] elements that start
+    /// at multiples of it, in the elements and in the slots (TQ1_0 and TQ2_0 in 16-byte
+    /// loads): (first element, its slot) of each vector, in element order, and the slots
+    /// they span. A move is one 16-byte load and store, and a kernel can gather a vector
+    /// straight from the row.
+    Vectors { moves: Vec<(usize, usize)>, slots: usize },
     /// Element `4j + s` to slot `s * lanes + j`: the four 2-bit planes of `lanes` packed
     /// bytes (BITNET_B1_58, whose byte `j` holds elements `4j..4j + 4`). Every element
     /// moves alone, so this is a de-interleave, not runs.
@@ -72,7 +78,15 @@ impl Placement {
                 _ => runs.push((e, s, 1)),
             }
         }
-        Placement::Runs(runs)
+        let whole = |&(e, s, len): &(usize, usize, usize)| [e, s, len].iter().all(|x| x.is_multiple_of(VECTOR));
+        if !runs.iter().all(whole) {
+            return Placement::Runs(runs);
+        }
+        let moves =
+            runs.iter().flat_map(|&(e, s, len)| (0..len / VECTOR).map(move |j| (e + VECTOR * j, s + VECTOR * j)));
+        let moves: Vec<(usize, usize)> = moves.collect();
+        let slots = moves.iter().map(|&(_, s)| s + VECTOR).max().unwrap_or(0);
+        Placement::Vectors { moves, slots }
     }
 
     /// Writes every element of `codes` (at most one period; whole groups of four for
@@ -84,6 +98,21 @@ impl Placement {
                 for &(e, s, len) in runs.iter().take_while(|&&(e, _, _)| e < codes.len()) {
                     let len = len.min(codes.len() - e);
                     copy_run(&mut out[s..s + len], &codes[e..e + len]);
+                }
+            }
+            Placement::Vectors { ref moves, slots } => {
+                let fits = |&(e, _): &(usize, usize)| e + VECTOR <= codes.len();
+                // Element order: if the last vector fits, every one does.
+                let whole = if moves.last().is_some_and(fits) { moves.len() } else { moves.partition_point(fits) };
+                assert!(out.len() >= slots, "the slots of a period");
+                for &(e, s) in &moves[..whole] {
+                    // SAFETY: `e + VECTOR <= codes.len()` (`whole`) and `s + VECTOR <= slots <=
+                    // out.len()` (asserted): one fixed-size copy, a load and a store.
+                    unsafe { std::ptr::copy_nonoverlapping(codes.as_ptr().add(e), out.as_mut_ptr().add(s), VECTOR) }
+                }
+                // A partial last period ends inside one vector.
+                if let Some(&(e, s)) = moves.get(whole).filter(|&&(e, _)| e < codes.len()) {
+                    out[s..s + codes.len() - e].copy_from_slice(&codes[e..]);
                 }
             }
             Placement::Planes4 { lanes } => {
@@ -100,6 +129,9 @@ impl Placement {
         }
     }
 }
+
+/// Elements per move of [`Placement::Vectors`]: one 16-byte vector.
+pub const VECTOR: usize = 16;
 
 /// `dst.copy_from_slice(src)` for the short runs of a placement (4 to 32 bytes in TQ
 /// blocks): two overlapping fixed-size copies, where `copy_from_slice` calls `memcpy`,
@@ -183,19 +215,26 @@ mod tests {
 
     #[test]
     fn runs_copy_what_element_by_element_placement_writes() {
-        // TQ2_0 in 64-byte loads: runs of 32; a partial last period is cut short.
-        let slot = |e: usize| {
-            let (b, p) = tq2_0_position(e);
-            unpack_slot(b, p, 64, 4)
-        };
-        let runs = Placement::runs(256, slot);
-        assert!(matches!(&runs, Placement::Runs(r) if r.iter().all(|&(_, _, len)| len == 32)));
-        for n in [256, 200, 33, 1] {
-            let codes: Vec<i8> = (0..n).map(|i| (i % 200 - 100) as i8).collect();
-            let (mut got, mut want) = (vec![0i8; 256], vec![0i8; 256]);
-            runs.scatter(&codes, &mut got);
-            place(&codes, &mut want, slot);
-            assert_eq!(got, want, "{n} elements");
+        // TQ2_0 in 64-byte loads: runs of 32, whole vectors (moved as 16 of them); in 8-byte
+        // loads, runs of 8 and 16, not all whole vectors. A partial last period is cut short.
+        for (lanes, vectors) in [(64, true), (8, false)] {
+            let slot = |e: usize| {
+                let (b, p) = tq2_0_position(e);
+                unpack_slot(b, p, lanes, 4)
+            };
+            let runs = Placement::runs(256, slot);
+            match &runs {
+                Placement::Vectors { moves, slots } => assert!(vectors && moves.len() == 256 / VECTOR && *slots == 256),
+                Placement::Runs(r) => assert!(!vectors && r.iter().any(|&(_, _, len)| !len.is_multiple_of(VECTOR))),
+                Placement::Planes4 { .. } => unreachable!(),
+            }
+            for n in [256, 200, 33, 1] {
+                let codes: Vec<i8> = (0..n).map(|i| (i % 200 - 100) as i8).collect();
+                let (mut got, mut want) = (vec![0i8; 256], vec![0i8; 256]);
+                runs.scatter(&codes, &mut got);
+                place(&codes, &mut want, slot);
+                assert_eq!(got, want, "{lanes}-byte loads, {n} elements");
+            }
         }
     }
 

@@ -53,9 +53,13 @@ pub(crate) trait Simd: 'static {
     /// Shifts right by 4 bits, in lanes of 8 or 16 bits: only the low 4 bits of each
     /// result byte are used (see [`dot_2bit_x4`]), and they are the same either way.
     unsafe fn srl4(x: Self::V) -> Self::V;
-    /// Starts the partial dot products of one weight load on top of `acc`.
+    /// Starts partial dot products on top of `acc`.
     unsafe fn p_start(acc: Self::V) -> Self::P;
-    /// `p += sum of u8 u * i8 s` over groups of adjacent bytes.
+    /// `p += sum of u8 u * i8 s` over groups of adjacent bytes. A partial accumulator takes
+    /// at most 16 dots of codes <= 3 (one TQ block: `256 / W` loads of four planes, or TQ1_0's
+    /// digits) or 8 of codes <= 12 (BitNet's odd planes, 4 chunks) before `p_end`: at two
+    /// products of |a| <= 128 per int16 lane and dot (`smlal`, `vpmaddubsw`), |lane| <=
+    /// 16 * 2 * 3 * 128 or 8 * 2 * 12 * 128 = 24,576 < 2^15.
     unsafe fn p_dot(p: Self::P, u: Self::V, s: Self::V) -> Self::P;
     /// Folds the partial sums back into the int32 accumulator `acc` given to `p_start`.
     unsafe fn p_end(p: Self::P, acc: Self::V) -> Self::V;
@@ -152,17 +156,22 @@ impl Prepared {
         &self.scales
     }
 
-    /// The accumulator seed of `block` for `token`.
+    /// The accumulator seeds of `tokens`, `blocks` vectors of `S::W` bytes per token: bounds
+    /// checked once per tile, for [`Prepared::seed`].
+    fn token_seeds<S: Simd>(&self, tokens: Range<usize>) -> &[i32] {
+        assert!(S::W == 4 * self.lanes, "seeds of another vector width");
+        &self.seeds[tokens.start * self.blocks * self.lanes..tokens.end * self.blocks * self.lanes]
+    }
+
+    /// The seed of `block` for token `t` of `seeds` (from [`Prepared::token_seeds`]).
     ///
     /// # Safety
-    /// The CPU must have `S`'s features.
+    /// `t` is below the tokens of `seeds` and `block` below the blocks of a row; the CPU
+    /// must have `S`'s features.
     #[inline(always)]
-    unsafe fn seed<S: Simd>(&self, token: usize, block: usize) -> S::V {
-        let at = (token * self.blocks + block) * self.lanes;
-        assert!(S::W == 4 * self.lanes && block < self.blocks && at + self.lanes <= self.seeds.len());
-        // SAFETY: `lanes` int32 = `S::W` bytes from `at` lie in `seeds` (asserted); the
-        // caller vouches for the features.
-        unsafe { S::load(self.seeds.as_ptr().add(at) as *const u8) }
+    unsafe fn seed<S: Simd>(&self, seeds: &[i32], t: usize, block: usize) -> S::V {
+        // SAFETY: vector (t, block) lies in `seeds`, as the caller guarantees; its features.
+        unsafe { S::load(seeds.as_ptr().add((t * self.blocks + block) * self.lanes) as *const u8) }
     }
 }
 
@@ -240,22 +249,49 @@ unsafe fn run<C: Tiles, const R1: usize, const RB: usize, const TB: usize>(c: &C
     }
 }
 
-/// Adds the dot products of 2-bit codes (one load `x[r]` per row, `W` bytes, four planes)
-/// with the activations at `a[t]` (`4 W` bytes, one vector per plane) to `acc[r][t]`.
+/// Partial accumulators of `acc` for the weight loads that follow (see [`Simd::p_dot`] for
+/// how many one may take).
 ///
 /// # Safety
-/// The CPU must have `S`'s features; every `a[t]` has `4 W` readable bytes.
+/// The CPU must have `S`'s features.
 #[inline(always)]
-unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(x: [S::V; R], a: [*const i8; T], acc: &mut [[S::V; T]; R]) {
-    // SAFETY: pointer reads stay in the ranges the caller vouches for, with its features.
+unsafe fn p_start<S: Simd, const R: usize, const T: usize>(acc: &[[S::V; T]; R]) -> [[S::P; T]; R] {
+    // SAFETY: register operations; the caller vouches for the features.
     unsafe {
-        let mask3 = S::splat8(3);
         let mut p = [[S::p_start(S::zero()); T]; R];
         for r in 0..R {
             for t in 0..T {
                 p[r][t] = S::p_start(acc[r][t]);
             }
         }
+        p
+    }
+}
+
+/// Folds the partial accumulators `p` back into the `acc` they were started on.
+///
+/// # Safety
+/// The CPU must have `S`'s features.
+#[inline(always)]
+unsafe fn p_end<S: Simd, const R: usize, const T: usize>(p: &[[S::P; T]; R], acc: &mut [[S::V; T]; R]) {
+    for r in 0..R {
+        for t in 0..T {
+            // SAFETY: register operations; the caller vouches for the features.
+            acc[r][t] = unsafe { S::p_end(p[r][t], acc[r][t]) };
+        }
+    }
+}
+
+/// Adds the dot products of 2-bit codes (one load `x[r]` per row, `W` bytes, four planes)
+/// with the activations at `a[t]` (`4 W` bytes, one vector per plane) to `p[r][t]`.
+///
+/// # Safety
+/// The CPU must have `S`'s features; every `a[t]` has `4 W` readable bytes.
+#[inline(always)]
+unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(x: [S::V; R], a: [*const i8; T], p: &mut [[S::P; T]; R]) {
+    // SAFETY: pointer reads stay in the ranges the caller vouches for, with its features.
+    unsafe {
+        let mask3 = S::splat8(3);
         for plane in 0..4 {
             let mut w = [S::zero(); R];
             for r in 0..R {
@@ -266,11 +302,6 @@ unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(x: [S::V; R], a: [*c
                 for r in 0..R {
                     p[r][t] = S::p_dot(p[r][t], w[r], av);
                 }
-            }
-        }
-        for r in 0..R {
-            for t in 0..T {
-                acc[r][t] = S::p_end(p[r][t], acc[r][t]);
             }
         }
     }
@@ -288,21 +319,15 @@ unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(x: [S::V; R], a: [*c
 unsafe fn dot_2bit_x4<S: Simd, const R: usize, const T: usize>(
     x: [S::V; R],
     a: [*const i8; T],
-    lo: &mut [[S::V; T]; R],
-    hi: &mut [[S::V; T]; R],
+    lo: &mut [[S::P; T]; R],
+    hi: &mut [[S::P; T]; R],
 ) {
     // SAFETY: pointer reads stay in the ranges the caller vouches for, with its features.
     unsafe {
         let (m03, m0c) = (S::splat8(0x03), S::splat8(0x0C));
         let mut y = [S::zero(); R];
-        let mut pl = [[S::p_start(S::zero()); T]; R];
-        let mut ph = pl;
         for r in 0..R {
             y[r] = S::srl4(x[r]);
-            for t in 0..T {
-                pl[r][t] = S::p_start(lo[r][t]);
-                ph[r][t] = S::p_start(hi[r][t]);
-            }
         }
         for plane in 0..4 {
             let mut w = [S::zero(); R];
@@ -314,17 +339,11 @@ unsafe fn dot_2bit_x4<S: Simd, const R: usize, const T: usize>(
                 let av = S::load(a[t].add(plane * S::W) as *const u8);
                 for r in 0..R {
                     if plane % 2 == 0 {
-                        pl[r][t] = S::p_dot(pl[r][t], w[r], av);
+                        lo[r][t] = S::p_dot(lo[r][t], w[r], av);
                     } else {
-                        ph[r][t] = S::p_dot(ph[r][t], w[r], av);
+                        hi[r][t] = S::p_dot(hi[r][t], w[r], av);
                     }
                 }
-            }
-        }
-        for r in 0..R {
-            for t in 0..T {
-                lo[r][t] = S::p_end(pl[r][t], lo[r][t]);
-                hi[r][t] = S::p_end(ph[r][t], hi[r][t]);
             }
         }
     }
@@ -349,6 +368,9 @@ const PREFETCH_BYTES: usize = 32 << 10;
 fn prefetch_ahead(tile_bytes: usize) -> usize {
     tile_bytes * (PREFETCH_BYTES / tile_bytes).max(1)
 }
+
+/// Bytes per cache line: a prefetch fetches one.
+const LINE: usize = 64;
 
 /// A TQ format's block layout and how its codes meet the prepared activations.
 pub(crate) trait Tq: 'static {
@@ -393,6 +415,9 @@ impl Tq for Tq2 {
         a: [*const i8; T],
         acc: &mut [[S::V; T]; R],
     ) {
+        // One set of partial accumulators for the block's loads (see `Simd::p_dot`).
+        // SAFETY: the caller vouches for the features.
+        let mut p = unsafe { p_start::<S, R, T>(acc) };
         for c in 0..tq2_0::QS_BYTES / S::W {
             let mut ac = a;
             // SAFETY: load `c` of `QS_BYTES / W` lies in the block's codes, and its four
@@ -406,9 +431,11 @@ impl Tq for Tq2 {
                 for t in 0..T {
                     ac[t] = a[t].add(c * 4 * S::W);
                 }
-                dot_2bit::<S, R, T>(x, ac, acc);
+                dot_2bit::<S, R, T>(x, ac, &mut p);
             }
         }
+        // SAFETY: as above.
+        unsafe { p_end::<S, R, T>(&p, acc) };
     }
 }
 
@@ -498,10 +525,11 @@ pub(crate) fn prepare_bitnet<S: Simd>(a: &MatRef) -> Prepared {
     Prepared::new(a, S::W, Some(S::lane), &bitnet_layout(S::W, a.cols))
 }
 
-/// [`prepare_tq`] without the lane sums, for kernels that unpack weights to signed trits.
+/// Where [`prepare_tq`] places each element of a TQ block (`L` on `S`), for kernels that
+/// gather the activations themselves.
 #[cfg(target_arch = "aarch64")]
-pub(crate) fn place_tq<S: Simd, L: Tq>(a: &MatRef) -> Prepared {
-    Prepared::new(a, S::W, None, &tq_layout::<S, L>(a.cols))
+pub(crate) fn tq_placement<S: Simd, L: Tq>() -> &'static prep::Placement {
+    tq_runs::<S, L>()
 }
 
 /// [`prepare_bitnet`] without the lane sums.
@@ -526,11 +554,19 @@ impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
         let bytes = &self.w[r0 * row_bytes..(r0 + R) * row_bytes];
         let act = &self.act.codes[t0 * self.act.stride..(t0 + T) * self.act.stride];
         assert_eq!(self.act.stride, self.blocks * self.act_block);
-        // A later tile's rows; the block loop fetches the rest of them.
+        assert_eq!(self.act.blocks, self.blocks);
+        let seeds = self.act.token_seeds::<S>(t0..t0 + T);
+        // A later tile's rows, a line past the block's start (one prefetch per block and
+        // row); the block loop fetches the rest of them.
         let ahead = prefetch_ahead(R * row_bytes);
-        // SAFETY: every pointer below stays in `bytes` (R rows of whole blocks) and `act`
-        // (T tokens of `blocks` prepared blocks), sliced with checks above; prefetches
-        // never fault; the caller vouches for the features.
+        let mut ahead_rows = [bytes.as_ptr(); R];
+        for r in 0..R {
+            ahead_rows[r] = bytes.as_ptr().wrapping_add(r * row_bytes + ahead + 64);
+        }
+        // SAFETY: every pointer below stays in `bytes` (R rows of whole blocks), `act` (T
+        // tokens of `blocks` prepared blocks) and `seeds` (T tokens of `blocks` vectors),
+        // sliced with checks above; prefetches never fault; the caller vouches for the
+        // features.
         unsafe {
             let mut f = [[S::fzero(); T]; R];
             for r in 0..R {
@@ -543,16 +579,16 @@ impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
                 for r in 0..R {
                     w[r] = bytes.as_ptr().add(r * row_bytes + b * L::BLOCK_BYTES);
                     if T == 1 {
-                        S::prefetch_l2(w[r].wrapping_add(ahead + 64));
+                        S::prefetch_l2(ahead_rows[r].wrapping_add(b * L::BLOCK_BYTES));
                     }
                 }
                 let mut a = [act.as_ptr(); T];
-                let mut seeds = [S::zero(); T];
+                let mut block_seeds = [S::zero(); T];
                 for t in 0..T {
                     a[t] = act.as_ptr().add(t * self.act.stride + b * self.act_block);
-                    seeds[t] = self.act.seed::<S>(t0 + t, b);
+                    block_seeds[t] = self.act.seed::<S>(seeds, t, b);
                 }
-                let mut acc = [seeds; R];
+                let mut acc = [block_seeds; R];
                 L::block::<S, R, T>(w, a, &mut acc);
                 for r in 0..R {
                     let d = S::f16(w[r].add(L::SCALE_AT));
@@ -608,31 +644,46 @@ impl<S: Simd> Tiles for BitnetCtx<'_, S> {
         let tail = n - full * S::W;
         assert!((full + (tail > 0) as usize) * 4 * S::W <= self.act.stride);
         let ahead = prefetch_ahead(R * n);
-        // SAFETY: loads stay in `bytes` (the tail through `load_partial`) and in `act`
-        // (asserted: each token's prepared stride covers every chunk); prefetches never
-        // fault; the caller vouches for the features.
+        // SAFETY: loads stay in `bytes` (the tail through `load_partial`), in `act`
+        // (asserted: each token's prepared stride covers every chunk) and in `seeds` (T
+        // tokens of one block); prefetches never fault; the caller vouches for the features.
         unsafe {
-            let mut seeds = [S::zero(); T];
+            let seeds = self.act.token_seeds::<S>(t0..t0 + T);
+            let mut row_seeds = [S::zero(); T];
             for t in 0..T {
-                seeds[t] = self.act.seed::<S>(t0 + t, 0);
+                row_seeds[t] = self.act.seed::<S>(seeds, t, 0);
             }
-            let mut lo = [seeds; R];
+            let mut lo = [row_seeds; R];
             let mut hi = [[S::zero(); T]; R];
-            for c in 0..full + (tail > 0) as usize {
-                let mut x = [S::zero(); R];
-                for r in 0..R {
-                    let p = bytes.as_ptr().add(r * n + c * S::W);
-                    if T == 1 {
-                        S::prefetch_l2(p.wrapping_add(ahead));
+            let chunks = full + (tail > 0) as usize;
+            // Single-token tiles take chunks in groups of one cache line per row: one
+            // prefetch per line, one set of partial sums per group (at most 4 chunks, see
+            // `Simd::p_dot`). Batch tiles take one chunk at a time: their accumulators fill
+            // the registers, and partial sums kept across chunks spill (qemu count, 4 x 2
+            // dotprod tiles: 175 per 1,000 MACs against 161).
+            let group = if T == 1 { (LINE / S::W).max(1) } else { 1 };
+            let mut c0 = 0;
+            while c0 < chunks {
+                let c1 = chunks.min(c0 + group);
+                if T == 1 {
+                    for r in 0..R {
+                        S::prefetch_l2(bytes.as_ptr().wrapping_add(r * n + c0 * S::W + ahead));
                     }
-                    // Lanes past the row's end load as code 0 and meet zero activations.
-                    x[r] = if c < full { S::load(p) } else { S::load_partial(p, tail) };
                 }
-                let mut a = [act.as_ptr(); T];
-                for t in 0..T {
-                    a[t] = act.as_ptr().add(t * self.act.stride + c * 4 * S::W);
+                let (mut pl, mut ph) = (p_start::<S, R, T>(&lo), p_start::<S, R, T>(&hi));
+                if c0 + group <= full {
+                    // A whole line of whole chunks: a constant count, unrolled.
+                    for i in 0..group {
+                        self.chunk::<R, T>(bytes, act, c0 + i, (full, tail), (&mut pl, &mut ph));
+                    }
+                } else {
+                    for c in c0..c1 {
+                        self.chunk::<R, T>(bytes, act, c, (full, tail), (&mut pl, &mut ph));
+                    }
                 }
-                dot_2bit_x4::<S, R, T>(x, a, &mut lo, &mut hi);
+                p_end::<S, R, T>(&pl, &mut lo);
+                p_end::<S, R, T>(&ph, &mut hi);
+                c0 = c1;
             }
             for r in 0..R {
                 for t in 0..T {
@@ -642,6 +693,42 @@ impl<S: Simd> Tiles for BitnetCtx<'_, S> {
                     out.set(t0 + t, r0 + r, self.act.scales[t0 + t] * (self.scale * dot));
                 }
             }
+        }
+    }
+}
+
+impl<S: Simd> BitnetCtx<'_, S> {
+    /// Adds chunk `c` (`W` bytes of each row; `full` whole chunks, then `tail` bytes) of
+    /// the tile's rows `bytes` times its activations in `act` to the partial sums `lo`, `hi`.
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features; `bytes` holds `R` rows and `act` `T` tokens' prepared
+    /// codes covering chunk `c < full + (tail > 0)`.
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    unsafe fn chunk<const R: usize, const T: usize>(
+        &self,
+        bytes: &[u8],
+        act: &[i8],
+        c: usize,
+        (full, tail): (usize, usize),
+        (lo, hi): (&mut [[S::P; T]; R], &mut [[S::P; T]; R]),
+    ) {
+        let n = self.row_bytes;
+        // SAFETY: the chunk lies in every row (the tail through `load_partial`) and in every
+        // token's prepared codes, as the caller guarantees; its features.
+        unsafe {
+            let mut x = [S::zero(); R];
+            for r in 0..R {
+                let p = bytes.as_ptr().add(r * n + c * S::W);
+                // Lanes past the row's end load as code 0 and meet zero activations.
+                x[r] = if c < full { S::load(p) } else { S::load_partial(p, tail) };
+            }
+            let mut a = [act.as_ptr(); T];
+            for t in 0..T {
+                a[t] = act.as_ptr().add(t * self.act.stride + c * 4 * S::W);
+            }
+            dot_2bit_x4::<S, R, T>(x, a, lo, hi);
         }
     }
 }

@@ -3,16 +3,21 @@
 //! are unstable, so `smmla` is written with `asm!`.
 //!
 //! Each panel of weight rows is unpacked once, into signed trits in the `smmla` operand
-//! layout, and reused by every token pair; activations are placed as for the NEON tile
-//! kernels ([`tile::Prepared`], the same element order as the unpacked weights) and
-//! interleaved in token pairs once per call. Signed trits need no activation-sum
+//! layout, and reused by every token pair; activations take the NEON tile kernels' order
+//! (their placement, the same element order as the unpacked weights) and are interleaved
+//! in token pairs once per call, gathered straight from the rows where every slot vector
+//! is 16 consecutive elements (TQ). Signed trits need no activation-sum
 //! correction, and every int32 lane is the exact dot product of one (row, token).
+
+// Tiles index several per-row and per-token arrays in lockstep.
+#![allow(clippy::needless_range_loop)]
 
 use super::neon::Smlal;
 use super::simd::{tq1_digit, tq1_qh, Neon};
 use crate::format::{bitnet, tq1_0, tq2_0, Format};
+use crate::kernel::prep::Placement;
 use crate::kernel::tile::{self, Prepared, Simd, Tq1, Tq2};
-use crate::kernel::{Geometry, Kernel, MatRef, OutTile, Prep};
+use crate::kernel::{ActI8, Geometry, Kernel, MatRef, OutTile, Prep};
 use core::arch::aarch64::*;
 use core::arch::asm;
 use std::cell::Cell;
@@ -47,79 +52,113 @@ pub(crate) struct Pairs {
 }
 
 impl Pairs {
-    fn new(p: &Prepared) -> Pairs {
-        let (stride, m) = (p.stride(), p.scales().len());
-        let pairs = m.div_ceil(2);
-        let mut codes = vec![0i8; pairs * 2 * stride];
-        let zeros = vec![0i8; stride];
+    /// Interleaves the rows `token(t)` of `m` tokens (`stride` bytes each) in periods of
+    /// `period.len()` 16-byte vectors: vector `j` of a period is slot vector `period[j]` of
+    /// that period.
+    fn zip<'a>(
+        m: usize,
+        stride: usize,
+        scales: Vec<f32>,
+        token: impl Fn(usize) -> &'a [i8],
+        period: &[usize],
+    ) -> Pairs {
+        let (pairs, n) = (m.div_ceil(2), period.len());
+        let vectors = stride / 16;
+        assert!(n > 0 && vectors.is_multiple_of(n) && period.iter().all(|&j| j < n), "a period's slots are its own");
+        let mut codes = vec![0i8; pairs * vectors * 32];
+        let zeros = vec![0i8; if m % 2 == 1 { stride } else { 0 }];
+        // Where vector `j` of a period goes, from the period's first slot vector.
+        let offsets: Vec<usize> = period.iter().map(|&j| j * pairs * 32).collect();
         for q in 0..pairs {
-            let second = if 2 * q + 1 < m { p.token(2 * q + 1) } else { &zeros };
-            zip_rows(p.token(2 * q), second, &mut codes, 32 * q, 32 * pairs);
+            let (r0, r1) = (token(2 * q), if 2 * q + 1 < m { token(2 * q + 1) } else { &zeros });
+            assert!(r0.len() == stride && r1.len() == stride);
+            for p in 0..vectors / n {
+                let first = (p * n * pairs + q) * 32;
+                for (j, &offset) in offsets.iter().enumerate() {
+                    // SAFETY: vector `p n + j` of both rows (`stride` bytes, asserted), and
+                    // slot vector `p n + period[j] < vectors` of pair `q`, 32 bytes at
+                    // `((p n + period[j]) pairs + q) * 32 <= (vectors pairs - 1) * 32` in
+                    // `codes`; NEON is part of every aarch64 target Rust builds for.
+                    unsafe {
+                        let c = 16 * (p * n + j);
+                        let a = vreinterpretq_u64_s8(vld1q_s8(r0.as_ptr().add(c)));
+                        let b = vreinterpretq_u64_s8(vld1q_s8(r1.as_ptr().add(c)));
+                        let o = codes.as_mut_ptr().add(first + offset);
+                        vst1q_s8(o, vreinterpretq_s8_u64(vzip1q_u64(a, b)));
+                        vst1q_s8(o.add(16), vreinterpretq_s8_u64(vzip2q_u64(a, b)));
+                    }
+                }
+            }
         }
-        Pairs { codes, stride, pairs, scales: p.scales().to_vec() }
+        Pairs { codes, stride, pairs, scales }
     }
-}
 
-/// Interleaves two rows of slot vectors into `smmla` operands: vector `i` of both to the 32
-/// bytes at `first + i * step`, `[r0 0..8, r1 0..8, r0 8..16, r1 8..16]`.
-fn zip_rows(r0: &[i8], r1: &[i8], out: &mut [i8], first: usize, step: usize) {
-    let vectors = r0.len() / 16;
-    assert!(r1.len() == r0.len() && vectors > 0 && first + (vectors - 1) * step + 32 <= out.len() && step >= 32);
-    for i in 0..vectors {
-        // SAFETY: reads 16 bytes at `16 i` of each row and writes 32 at `first + i step`
-        // (asserted); NEON is part of every aarch64 target Rust builds for.
-        unsafe {
-            let (a, b) = (
-                vreinterpretq_u64_s8(vld1q_s8(r0.as_ptr().add(16 * i))),
-                vreinterpretq_u64_s8(vld1q_s8(r1.as_ptr().add(16 * i))),
-            );
-            let o = out.as_mut_ptr().add(first + i * step);
-            vst1q_s8(o, vreinterpretq_s8_u64(vzip1q_u64(a, b)));
-            vst1q_s8(o.add(16), vreinterpretq_s8_u64(vzip2q_u64(a, b)));
+    /// TQ activations, gathered straight from the rows: in NEON's TQ layouts every slot
+    /// vector is 16 consecutive elements ([`Placement::Vectors`]).
+    fn tq(a: &MatRef, placement: &Placement) -> Pairs {
+        let Placement::Vectors { moves, .. } = placement else {
+            unreachable!("NEON's TQ layouts move whole 16-byte vectors")
+        };
+        // The slot vector of each 16 elements of a block.
+        let mut slot = [0usize; 16];
+        assert!(moves.len() == 16, "a TQ block is 16 slot vectors");
+        for &(e, s) in moves {
+            slot[e / 16] = s / 16;
         }
+        let act = ActI8::parse(a);
+        Pairs::zip(act.m, act.k, act.scales.clone(), |t| act.row(t), &slot)
+    }
+
+    /// Activations placed in the unpack order first (BITNET_B1_58's plane de-interleave).
+    fn placed(p: &Prepared) -> Pairs {
+        Pairs::zip(p.scales().len(), p.stride(), p.scales().to_vec(), |t| p.token(t), &[0])
     }
 }
 
 /// Row pairs in a panel.
 const PAIRS: usize = PANEL / 2;
+/// Bytes from one slot vector of a panel to the next: one `smmla` operand pair per row pair.
+/// A constant, so that the unpack's stores take immediate offsets.
+const PANEL_STEP: usize = 32 * PAIRS;
 
-/// Where [`Unpack::row`] writes one weight row of a panel: slot vector `i` as trits in two
-/// 8-byte halves, at `codes + i * step` and 16 bytes after (the row's half of its row
-/// pair's `smmla` operands, see [`Panel`]), and the scale of block `b` to the row's two
-/// lanes at `scales + b * 4 * PAIRS`.
-struct RowSink {
+/// Where [`Unpack::rows`] writes one row pair of a panel: slot vector `i` of both rows as
+/// trits, interleaved in 8-byte halves (the pair's `smmla` operands, see [`Panel`]) at
+/// `codes + i * PANEL_STEP`, and the scales of block `b` to the pair's four lanes at
+/// `scales + b * 4 * PAIRS`.
+struct PairSink {
     codes: *mut i8,
-    step: usize,
     /// Slot vectors per row, and blocks per row: the bounds [`Panel::sink`] checked.
     vectors: usize,
     scales: *mut f32,
     blocks: usize,
 }
 
-impl RowSink {
-    /// Writes slot vector `i` of the row: codes {0, 1, 2, 3} as trits {-1, 0, 1, 2} (a
+impl PairSink {
+    /// Writes slot vector `i` of both rows: codes {0, 1, 2, 3} as trits {-1, 0, 1, 2} (a
     /// corrupt 3 counts as +2, as everywhere).
     ///
     /// # Safety
     /// The CPU must have NEON; `i < self.vectors`.
     #[inline(always)]
-    unsafe fn put(&self, i: usize, codes: uint8x16_t) {
-        // SAFETY: `Panel::sink` checked that both halves of every vector below `vectors`
-        // lie in the panel, and the caller keeps `i` below it; NEON, which the caller has.
+    unsafe fn put(&self, i: usize, codes: [uint8x16_t; 2]) {
+        // SAFETY: `Panel::sink` checked that the 32 bytes of every vector below `vectors` lie
+        // in the panel, and the caller keeps `i` below it; NEON, which the caller has.
         unsafe {
-            let t = vreinterpretq_s8_u8(vsubq_u8(codes, vdupq_n_u8(1)));
-            let o = self.codes.add(i * self.step);
-            vst1_s8(o, vget_low_s8(t));
-            vst1_s8(o.add(16), vget_high_s8(t));
+            let one = vdupq_n_u8(1);
+            let (t0, t1) =
+                (vreinterpretq_u64_u8(vsubq_u8(codes[0], one)), vreinterpretq_u64_u8(vsubq_u8(codes[1], one)));
+            let o = self.codes.add(i * PANEL_STEP);
+            vst1q_s8(o, vreinterpretq_s8_u64(vzip1q_u64(t0, t1)));
+            vst1q_s8(o.add(16), vreinterpretq_s8_u64(vzip2q_u64(t0, t1)));
         }
     }
 
-    /// Writes the scale of block `b < self.blocks` to the row's two lanes.
-    fn scale(&self, b: usize, d: f32) {
+    /// Writes the scales of block `b < self.blocks` to the pair's lanes.
+    fn scale(&self, b: usize, d: [f32; 2]) {
         assert!(b < self.blocks);
-        // SAFETY: `Panel::sink` checked that the two lanes of every block below `blocks` lie
-        // in the panel's scales (asserted `b` above).
-        unsafe { self.scales.add(b * 4 * PAIRS).cast::<[f32; 2]>().write_unaligned([d, d]) }
+        // SAFETY: `Panel::sink` checked that the four lanes of every block below `blocks`
+        // lie in the panel's scales (asserted `b` above).
+        unsafe { self.scales.add(b * 4 * PAIRS).cast::<[f32; 4]>().write_unaligned([d[0], d[0], d[1], d[1]]) }
     }
 }
 
@@ -127,14 +166,14 @@ impl RowSink {
 trait Unpack {
     /// Blocks per row of `k` (one for BITNET_B1_58: one scale per tensor).
     fn blocks(k: usize) -> usize;
-    /// Prepares activations in the order [`Unpack::row`] writes.
-    fn prepare(a: &MatRef) -> Prepared;
-    /// Writes row `row` of `w` as trits (slot vectors in the prepared order) and its block
-    /// scales to `sink`.
+    /// Activations in the order [`Unpack::rows`] writes, interleaved in token pairs.
+    fn pairs(a: &MatRef) -> Pairs;
+    /// Writes rows `rows` of `w` as trits (slot vectors in the prepared order) and their
+    /// block scales to `sink`.
     ///
     /// # Safety
     /// The CPU must have NEON.
-    unsafe fn row(w: &MatRef, row: usize, sink: &RowSink);
+    unsafe fn rows(w: &MatRef, rows: [usize; 2], sink: &PairSink);
 }
 
 impl Unpack for Tq2 {
@@ -142,28 +181,32 @@ impl Unpack for Tq2 {
         k / 256
     }
 
-    fn prepare(a: &MatRef) -> Prepared {
-        tile::place_tq::<Layout, Tq2>(a)
+    fn pairs(a: &MatRef) -> Pairs {
+        Pairs::tq(a, tile::tq_placement::<Layout, Tq2>())
     }
 
     #[inline(always)]
-    unsafe fn row(w: &MatRef, row: usize, sink: &RowSink) {
+    unsafe fn rows(w: &MatRef, rows: [usize; 2], sink: &PairSink) {
+        const BYTES: usize = tq2_0::BLOCK_BYTES;
         let blocks = Self::blocks(w.cols);
-        let bytes = &w.bytes[row * blocks * tq2_0::BLOCK_BYTES..][..blocks * tq2_0::BLOCK_BYTES];
+        let bytes = rows.map(|row| &w.bytes[row * blocks * BYTES..][..blocks * BYTES]);
         assert!(sink.vectors == blocks * 16);
         // SAFETY: register-only NEON, which the caller has.
         let mask3 = unsafe { vdupq_n_u8(3) };
-        for (b, block) in bytes.chunks_exact(tq2_0::BLOCK_BYTES).enumerate() {
-            // SAFETY: four 16-byte loads in the block's 64 code bytes, the scale's 2 bytes in
-            // the block; vectors `16 b..16 b + 16` of the row (asserted); NEON.
+        for b in 0..blocks {
+            let block = [bytes[0][b * BYTES..].as_ptr(), bytes[1][b * BYTES..].as_ptr()];
+            // SAFETY: four 16-byte loads in each block's 64 code bytes, the scales' 2 bytes in
+            // the blocks (whole blocks: the rows were sliced); vectors `16 b..16 b + 16` of
+            // the rows (asserted); NEON.
             unsafe {
                 for c in 0..4 {
-                    let x = vld1q_u8(block.as_ptr().add(16 * c));
+                    let x = [vld1q_u8(block[0].add(16 * c)), vld1q_u8(block[1].add(16 * c))];
                     for plane in 0..4 {
-                        sink.put(16 * b + 4 * c + plane, Layout::plane2(x, plane, mask3));
+                        let codes = [Layout::plane2(x[0], plane, mask3), Layout::plane2(x[1], plane, mask3)];
+                        sink.put(16 * b + 4 * c + plane, codes);
                     }
                 }
-                sink.scale(b, Layout::f16(block.as_ptr().add(tq2_0::QS_BYTES)));
+                sink.scale(b, [Layout::f16(block[0].add(tq2_0::QS_BYTES)), Layout::f16(block[1].add(tq2_0::QS_BYTES))]);
             }
         }
     }
@@ -174,27 +217,31 @@ impl Unpack for Tq1 {
         k / 256
     }
 
-    fn prepare(a: &MatRef) -> Prepared {
-        tile::place_tq::<Layout, Tq1>(a)
+    fn pairs(a: &MatRef) -> Pairs {
+        Pairs::tq(a, tile::tq_placement::<Layout, Tq1>())
     }
 
     #[inline(always)]
-    unsafe fn row(w: &MatRef, row: usize, sink: &RowSink) {
+    unsafe fn rows(w: &MatRef, rows: [usize; 2], sink: &PairSink) {
+        const BYTES: usize = tq1_0::BLOCK_BYTES;
         let blocks = Self::blocks(w.cols);
-        let bytes = &w.bytes[row * blocks * tq1_0::BLOCK_BYTES..][..blocks * tq1_0::BLOCK_BYTES];
+        let bytes = rows.map(|row| &w.bytes[row * blocks * BYTES..][..blocks * BYTES]);
         assert!(sink.vectors == blocks * 16);
-        for (b, block) in bytes.chunks_exact(tq1_0::BLOCK_BYTES).enumerate() {
-            // SAFETY: three 16-byte loads in the block's 48 `qs` bytes and `qh`, vectors
-            // `16 b..16 b + 16` of the row (asserted; the order of `Neon::tq1_slot`); NEON.
+        for b in 0..blocks {
+            let block = [bytes[0][b * BYTES..].as_ptr(), bytes[1][b * BYTES..].as_ptr()];
+            // SAFETY: three 16-byte loads in each block's 48 `qs` bytes and its `qh`, whole
+            // blocks (the rows were sliced); vectors `16 b..16 b + 16` of the rows (asserted;
+            // the order of `Neon::tq1_slot`); NEON.
             unsafe {
                 for c in 0..3 {
-                    let x = vld1q_u8(block.as_ptr().add(16 * c));
+                    let x = [vld1q_u8(block[0].add(16 * c)), vld1q_u8(block[1].add(16 * c))];
                     for digit in 0..5 {
-                        sink.put(16 * b + 5 * c + digit, tq1_digit(x, digit));
+                        sink.put(16 * b + 5 * c + digit, [tq1_digit(x[0], digit), tq1_digit(x[1], digit)]);
                     }
                 }
-                sink.put(16 * b + 15, tq1_qh(block.as_ptr()));
-                sink.scale(b, Layout::f16(block.as_ptr().add(tile::TQ1_CODE_BYTES)));
+                sink.put(16 * b + 15, [tq1_qh(block[0]), tq1_qh(block[1])]);
+                let at = tile::TQ1_CODE_BYTES;
+                sink.scale(b, [Layout::f16(block[0].add(at)), Layout::f16(block[1].add(at))]);
             }
         }
     }
@@ -208,30 +255,33 @@ impl Unpack for BitNet {
         1
     }
 
-    fn prepare(a: &MatRef) -> Prepared {
-        tile::place_bitnet::<Layout>(a)
+    fn pairs(a: &MatRef) -> Pairs {
+        Pairs::placed(&tile::place_bitnet::<Layout>(a))
     }
 
     /// The block scale is 1: the dot stays exact, and the tensor's scale comes after it in
     /// the reference's order (see [`store`]).
     #[inline(always)]
-    unsafe fn row(w: &MatRef, row: usize, sink: &RowSink) {
-        sink.scale(0, 1.0);
+    unsafe fn rows(w: &MatRef, rows: [usize; 2], sink: &PairSink) {
+        sink.scale(0, [1.0; 2]);
         let n = w.cols / 4;
-        let bytes = &w.bytes[row * n..(row + 1) * n];
+        let bytes = rows.map(|row| &w.bytes[row * n..(row + 1) * n]);
         let chunks = n.div_ceil(16);
         assert!(sink.vectors == chunks * 4);
         // SAFETY: register-only NEON, which the caller has.
         let mask3 = unsafe { vdupq_n_u8(3) };
         for c in 0..chunks {
-            // SAFETY: loads in `bytes` (the tail through `load_partial`), vectors
-            // `4 c..4 c + 4` of the row (asserted); NEON. Slots past the row's end hold -1
+            // SAFETY: loads in the rows' `n` bytes (the tail through `load_partial`), vectors
+            // `4 c..4 c + 4` of the rows (asserted); NEON. Slots past the row's end hold -1
             // and meet zero activations.
             unsafe {
-                let p = bytes.as_ptr().add(16 * c);
-                let x = if 16 * c + 16 <= n { Layout::load(p) } else { Layout::load_partial(p, n - 16 * c) };
+                let mut x = [vdupq_n_u8(0); 2];
+                for (x, row) in x.iter_mut().zip(bytes) {
+                    let p = row.as_ptr().add(16 * c);
+                    *x = if 16 * c + 16 <= n { Layout::load(p) } else { Layout::load_partial(p, n - 16 * c) };
+                }
                 for plane in 0..4 {
-                    sink.put(4 * c + plane, Layout::plane2(x, plane, mask3));
+                    sink.put(4 * c + plane, [Layout::plane2(x[0], plane, mask3), Layout::plane2(x[1], plane, mask3)]);
                 }
             }
         }
@@ -294,32 +344,32 @@ struct Panel<'a> {
 }
 
 impl Panel<'_> {
-    /// Where row `i` of the panel goes, its bounds checked once.
-    fn sink(&mut self, i: usize) -> RowSink {
-        let (p, j) = (i / 2, i % 2);
+    /// Where row pair `p` of the panel goes, its bounds checked once.
+    fn sink(&mut self, p: usize) -> PairSink {
         let vectors = self.stride / 16;
-        assert!(i < PANEL && vectors > 0 && self.blocks > 0);
-        assert!((vectors - 1) * 32 * PAIRS + 32 * p + 8 * j + 24 <= self.codes.len());
-        assert!(((self.blocks - 1) * PAIRS + p) * 4 + 2 * j + 2 <= self.scales.len());
-        RowSink {
-            codes: self.codes[32 * p + 8 * j..].as_mut_ptr(),
-            step: 32 * PAIRS,
+        assert!(p < PAIRS && vectors > 0 && self.blocks > 0);
+        assert!((vectors - 1) * PANEL_STEP + 32 * p + 32 <= self.codes.len());
+        assert!(((self.blocks - 1) * PAIRS + p) * 4 + 4 <= self.scales.len());
+        PairSink {
+            codes: self.codes[32 * p..].as_mut_ptr(),
             vectors,
-            scales: self.scales[4 * p + 2 * j..].as_mut_ptr(),
+            scales: self.scales[4 * p..].as_mut_ptr(),
             blocks: self.blocks,
         }
     }
 
-    /// Unpacks rows `rows` (at most [`PANEL`]) of `w`.
+    /// Unpacks rows `rows` (at most [`PANEL`]) of `w`, in pairs: an odd last row is
+    /// unpacked twice, its copy's lanes never written out.
     ///
     /// # Safety
     /// The CPU must have NEON.
     #[inline(always)]
     unsafe fn fill<U: Unpack>(&mut self, w: &MatRef, rows: std::ops::Range<usize>) {
-        for (i, row) in rows.enumerate() {
-            let sink = self.sink(i);
+        for p in 0..rows.len().div_ceil(2) {
+            let r0 = rows.start + 2 * p;
+            let sink = self.sink(p);
             // SAFETY: the caller vouches for NEON.
-            unsafe { U::row(w, row, &sink) };
+            unsafe { U::rows(w, [r0, (r0 + 1).min(rows.end - 1)], &sink) };
         }
     }
 }
@@ -337,9 +387,11 @@ unsafe fn smmla_tile<const R: usize, const T: usize>(
     q0: usize,
 ) -> [[float32x4_t; T]; R] {
     let vectors = panel.blocks * panel.block_vecs;
-    let (w_step, a_step) = (32 * PAIRS, 32 * act.pairs);
+    let (w_step, a_step) = (PANEL_STEP, 32 * act.pairs);
     // Bounds are checked here, once per tile; the loops use raw pointers.
     assert!(act.stride == panel.stride && p0 + R <= PAIRS && q0 + T <= act.pairs && vectors * 16 == panel.stride);
+    // Even (16 per TQ block, 4 per 16 BitNet bytes): the loop takes two at a time.
+    assert!(panel.block_vecs.is_multiple_of(2));
     assert!((vectors - 1) * w_step + (p0 + R) * 32 <= panel.codes.len());
     assert!((vectors - 1) * a_step + (q0 + T) * 32 <= act.codes.len());
     assert!(((panel.blocks - 1) * PAIRS + p0 + R) * 4 <= panel.scales.len());
@@ -351,21 +403,25 @@ unsafe fn smmla_tile<const R: usize, const T: usize>(
         let mut f = [[vdupq_n_f32(0.0); T]; R];
         for b in 0..panel.blocks {
             let mut acc = [[vdupq_n_s32(0); T]; R];
-            for _ in 0..panel.block_vecs {
-                let mut wv = [[vdupq_n_s8(0); 2]; R];
-                for r in 0..R {
-                    wv[r] = [vld1q_s8(w.add(32 * r)), vld1q_s8(w.add(32 * r + 16))];
-                }
-                for h in 0..2 {
-                    for t in 0..T {
-                        let av = vld1q_s8(a.add(32 * t + 16 * h));
-                        for r in 0..R {
-                            acc[r][t] = smmla(acc[r][t], wv[r][h], av);
+            // Two slot vectors per step: half the loop's counting and branching.
+            for _ in 0..panel.block_vecs / 2 {
+                for u in 0..2 {
+                    let (w, a) = (w.add(u * w_step), a.add(u * a_step));
+                    let mut wv = [[vdupq_n_s8(0); 2]; R];
+                    for r in 0..R {
+                        wv[r] = [vld1q_s8(w.add(32 * r)), vld1q_s8(w.add(32 * r + 16))];
+                    }
+                    for h in 0..2 {
+                        for t in 0..T {
+                            let av = vld1q_s8(a.add(32 * t + 16 * h));
+                            for r in 0..R {
+                                acc[r][t] = smmla(acc[r][t], wv[r][h], av);
+                            }
                         }
                     }
                 }
-                w = w.wrapping_add(w_step);
-                a = a.wrapping_add(a_step);
+                w = w.wrapping_add(2 * w_step);
+                a = a.wrapping_add(2 * a_step);
             }
             for r in 0..R {
                 let d = vld1q_f32(panel.scales.as_ptr().add((b * PAIRS + p0 + r) * 4));
@@ -460,7 +516,7 @@ unsafe fn pairs_by<const T: usize>(
 /// `w` by the token pairs of `act`, into `out`'s block, panel by panel.
 ///
 /// # Safety
-/// The CPU must have NEON and FEAT_I8MM; `act` was prepared by `U::prepare` from an
+/// The CPU must have NEON and FEAT_I8MM; `act` was prepared by `U::pairs` from an
 /// activation with `w.cols` columns and `out.m()` rows (what `Kernel::run` checks).
 #[inline(always)]
 unsafe fn gemm<U: Unpack>(w: &MatRef, act: &Pairs, out: &mut OutTile) {
@@ -566,7 +622,7 @@ pub(super) fn kernels() -> [Kernel; 3] {
         entry(
             Format::Tq1_0,
             5,
-            |a| Prep::Pairs(Pairs::new(&Tq1::prepare(a))),
+            |a| Prep::Pairs(Tq1::pairs(a)),
             |w, a, out| {
                 cpu();
                 // SAFETY: the CPU has the features (checked above).
@@ -576,7 +632,7 @@ pub(super) fn kernels() -> [Kernel; 3] {
         entry(
             Format::Tq2_0,
             6,
-            |a| Prep::Pairs(Pairs::new(&Tq2::prepare(a))),
+            |a| Prep::Pairs(Tq2::pairs(a)),
             |w, a, out| {
                 cpu();
                 // SAFETY: as above.
@@ -586,7 +642,7 @@ pub(super) fn kernels() -> [Kernel; 3] {
         entry(
             Format::BitnetB158,
             7,
-            |a| Prep::Pairs(Pairs::new(&BitNet::prepare(a))),
+            |a| Prep::Pairs(BitNet::pairs(a)),
             |w, a, out| {
                 cpu();
                 // SAFETY: as above.

@@ -22,9 +22,8 @@ impl Mac for Smlal {
         unsafe { vdupq_n_s16(0) }
     }
 
-    /// Lane j gains the products of bytes j and j + 8. A partial sum takes at most 16 of
-    /// these with codes <= 2 (a TQ1_0 block), 4 with codes <= 3 (a 2-bit load) or 2 with
-    /// codes <= 12 (BitNet's split planes), so |lane| <= 16 * 2 * 2 * 127 < 2^15.
+    /// Lane j gains the products of bytes j and j + 8: two per dot, which keeps the int16
+    /// lanes exact within the bound of [`Simd::p_dot`](crate::kernel::tile::Simd::p_dot).
     #[inline(always)]
     unsafe fn p_dot(p: int16x8_t, u: uint8x16_t, s: uint8x16_t) -> int16x8_t {
         // SAFETY: register-only NEON (the trait's contract).

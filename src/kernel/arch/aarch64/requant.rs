@@ -22,7 +22,7 @@ fn encode_row_neon(x: &[f32], codes: &mut [i8]) -> f32 {
     let vscale = vdupq_n_f32(scale);
     let lo = vdupq_n_s8(-127);
     let (src, dst) = (x.as_ptr(), codes.as_mut_ptr());
-    // SAFETY (every call): `i + 4 <= n`, within `x`.
+    // SAFETY: every call has `i + 4 <= n`, within `x`.
     let quant = |i: usize| vcvtaq_s32_f32(vdivq_f32(unsafe { vld1q_f32(src.add(i)) }, vscale));
     let full = n / 16 * 16;
     for i in (0..full).step_by(16) {

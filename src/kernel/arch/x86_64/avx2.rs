@@ -1,5 +1,5 @@
-//! AVX2: [`Ymm`] vectors with `vpmaddubsw` into int16 partial sums (one weight load's
-//! planes at a time in the GEMV, far from saturating), widened by `vpmaddwd`.
+//! AVX2: [`Ymm`] vectors with `vpmaddubsw` into int16 partial sums (in the GEMV as many
+//! dots as `tile::Simd::p_dot`'s bound allows, below 2^15), widened by `vpmaddwd`.
 
 use super::ymm::{Mac, Ymm};
 use std::arch::x86_64::*;
