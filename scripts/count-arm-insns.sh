@@ -143,13 +143,15 @@ qemu log when this was written, per 1,000 MACs):
   registers (BITNET_B1_58 has no block ends); the panel unpack 2.7 (TQ1_0 3.9, its digits);
   the output 2.3 (\`uzp1\`/\`uzp2\`, scaling, one run per token); the activations' gather
   into token pairs 0.8 (BITNET_B1_58: 5.8 with its plane de-interleave).
-- \`neon-dotprod\` GEMM (TQ1_0 104, TQ2_0 95, BITNET_B1_58 90; the 0.5 target is 85 for
-  TQ, missed by 10-19; BITNET_B1_58 meets it): the inner loop, 80 \`sdot\` + 11 loads + 3
+- \`neon-dotprod\` GEMM (TQ1_0 100, TQ2_0 97, BITNET_B1_58 91; the 0.5 target is 85 for
+  TQ, missed by 12-15; BITNET_B1_58 meets it): the inner loop, 80 \`sdot\` + 11 loads + 3
   loop instructions per 1,280 MACs, 71.7 (\`sdot\` alone is 62.5); the activation packing
   (\`Packed::new\`: a bounds-checked 16-byte copy per group and token, the per-block seeds,
   the zeroed buffer), about 7.6; the block ends (20 accumulators, their 20 float sums on the
-  stack), about 5.4; the output about 4.8; \`pack_panel\` 2.4 (TQ1_0 about 9: its generic
-  base-3 expansion takes 7 instructions per digit, NEON's own 4). Without the packing and
+  stack), about 5.4; the output about 4.8; \`pack_panel\` about 4.4 (TQ1_0 about 5). (These
+  parts were counted with a constant-size \`pack_panel\`, 2.4 and 9; the merge kept the
+  x86 rewrite, which writes through \`Quads\`, and the whole-call counts moved by +2, -4 and
+  +1, so the panel figures here are by difference.) Without the packing and
   the panel TQ2_0 would still be at about 85: the rest is the 4 x 5 register block's
   inner loop and block ends, which are \`micro\` and \`Ctx::tile\`.
 
