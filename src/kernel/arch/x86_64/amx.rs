@@ -8,10 +8,10 @@
 //! The activations are packed once per call ([`Packed::padded`]) in blocks of 16 tokens by
 //! 64-byte groups: each A tile is 1 KiB of contiguous memory (tokens past `m` repeat the
 //! last one; no output reads them). A block of 2 x 2 C tiles (32 tokens x 32 rows) takes
-//! 2 A and 2 B loads
-//! per four `tdpbsud`; TQ1_0/TQ2_0 store their C tiles every 256-element block and apply
-//! the block scales with AVX-512 (convert + FMA, as `bitnet_gemm/avx512vnni` does), while
-//! BITNET_B1_58 and uniform-scale TQ keep int32 in the tiles along the whole row. Codes
+//! 2 A and 2 B loads per four `tdpbsud`; TQ1_0/TQ2_0 store their C tiles every
+//! 256-element block and apply the block scales with AVX-512 (convert + FMA, as
+//! `bitnet_gemm/avx512vnni` does), while BITNET_B1_58 and uniform-scale TQ keep int32 along
+//! the whole row (in the tiles, and in memory between chunks of 512 columns). Codes
 //! stay biased (`sum a*t = sum a*code - sum a`, the same seeds as the other GEMMs), so a
 //! corrupt code 3 counts +2 here too, and every result is bit-identical to
 //! `bitnet_gemm/avx512vnni`'s.
@@ -22,7 +22,7 @@
 //! the tile configuration on its thread and releases the tiles when it returns ([`Tiles`]),
 //! so no thread keeps tile state it does not use, and a thread that configured its tiles
 //! for something else is configured again. Tile registers hold nothing between `asm!`
-//! blocks: each block starts from zeroed C tiles and ends by storing them; only the
+//! blocks: each block starts from zeroed or reloaded C tiles and ends by storing them; only the
 //! configuration persists, and no code between the blocks touches it.
 //!
 //! Rust's AMX intrinsics are unstable, so the tile instructions are `asm!`.
@@ -496,8 +496,8 @@ impl Panel<'_> {
 }
 
 /// 64-element steps per chunk of a row on the one-scale path: each chunk of the panel
-/// (32 rows x 512 codes, 16 KiB) stays in L1 while every token block of the call runs on
-/// it; the C tiles go to memory and back between chunks.
+/// (128 rows x 512 codes, 64 KiB: a row pair's 16 KiB fits L1) stays in cache while every
+/// token block of the call runs on it; the C tiles go to memory and back between chunks.
 const CHUNK_STEPS: usize = 8;
 
 /// The AMX GEMM of one weight format over the block of `out`.
