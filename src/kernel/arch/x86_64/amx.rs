@@ -187,12 +187,32 @@ unsafe fn dot_tiles<const TT: usize>(
     accumulate: bool,
 ) {
     assert!(steps >= 1 && (TT == 1 || TT == 2));
+    // The loop's operands, shared by both tile counts: the instructions name the tiles.
+    macro_rules! tile_loop {
+        ($($insn:literal,)* ; $($tiles:tt)*) => {
+            std::arch::asm!(
+                $($insn,)*
+                a0 = inout(reg) a[0] => _,
+                a1 = inout(reg) a[1] => _,
+                b = inout(reg) b => _,
+                n = inout(reg) steps => _,
+                c = in(reg) c,
+                acc = in(reg) accumulate as usize,
+                row = in(reg) TILE_BYTES,
+                brow = in(reg) 4 * PANEL,
+                astep = const A_TILE,
+                bstep = const B_STEP,
+                $($tiles)*
+                options(nostack),
+            )
+        };
+    }
     if TT == 2 {
         // SAFETY: the caller's promises: every tile load reads 16 rows of 64 bytes inside
-        // the spans named above (A rows 64 bytes apart, B rows 128, C rows 64), the stores
-        // write the four C tiles at `c`; the configuration is loaded.
+        // the spans named above (A rows 64 bytes apart, B rows `4 * PANEL`, C rows 64), the
+        // stores write the four C tiles at `c`; the configuration is loaded.
         unsafe {
-            std::arch::asm!(
+            tile_loop!(
                 "test {acc}, {acc}",
                 "jz 3f",
                 "tileloadd tmm0, [{c} + {row}*1]",
@@ -223,25 +243,16 @@ unsafe fn dot_tiles<const TT: usize>(
                 "tilestored [{c} + {row}*1 + 1024], tmm1",
                 "tilestored [{c} + {row}*1 + 2048], tmm2",
                 "tilestored [{c} + {row}*1 + 3072], tmm3",
-                a0 = inout(reg) a[0] => _,
-                a1 = inout(reg) a[1] => _,
-                b = inout(reg) b => _,
-                n = inout(reg) steps => _,
-                c = in(reg) c,
-                acc = in(reg) accumulate as usize,
-                row = in(reg) TILE_BYTES,
-                brow = in(reg) 4 * PANEL,
-                astep = const A_TILE,
-                bstep = const B_STEP,
+                ;
                 out("tmm0") _, out("tmm1") _, out("tmm2") _, out("tmm3") _,
                 out("tmm4") _, out("tmm5") _, out("tmm6") _, out("tmm7") _,
-                options(nostack),
             )
         }
     } else {
-        // SAFETY: as above, for one A tile and two C tiles.
+        // SAFETY: as above, for one A tile (`a[1]` is advanced but never read) and two C
+        // tiles.
         unsafe {
-            std::arch::asm!(
+            tile_loop!(
                 "test {acc}, {acc}",
                 "jz 3f",
                 "tileloadd tmm0, [{c} + {row}*1]",
@@ -257,22 +268,14 @@ unsafe fn dot_tiles<const TT: usize>(
                 "tdpbsud tmm0, tmm4, tmm6",
                 "tdpbsud tmm1, tmm4, tmm7",
                 "add {a0}, {astep}",
+                "add {a1}, {astep}",
                 "add {b}, {bstep}",
                 "dec {n}",
                 "jnz 2b",
                 "tilestored [{c} + {row}*1], tmm0",
                 "tilestored [{c} + {row}*1 + 1024], tmm1",
-                a0 = inout(reg) a[0] => _,
-                b = inout(reg) b => _,
-                n = inout(reg) steps => _,
-                c = in(reg) c,
-                acc = in(reg) accumulate as usize,
-                row = in(reg) TILE_BYTES,
-                brow = in(reg) 4 * PANEL,
-                astep = const A_TILE,
-                bstep = const B_STEP,
+                ;
                 out("tmm0") _, out("tmm1") _, out("tmm4") _, out("tmm6") _, out("tmm7") _,
-                options(nostack),
             )
         }
     }
