@@ -136,17 +136,21 @@ fn check_block(
         for t in 0..m {
             for r in 0..n {
                 let (g, x) = (got[t * n + r], want[t * n + r]);
-                let ctx = format!(
-                    "{} {} n={n} k={k} m={m} block {tokens:?}x{rows:?}: out[{t}][{r}]",
-                    kern.name(),
-                    format.name()
-                );
+                // Formatted only when an assertion fails: one string per output would
+                // dominate the run time under ASAN and qemu.
+                let ctx = || {
+                    format!(
+                        "{} {} n={n} k={k} m={m} block {tokens:?}x{rows:?}: out[{t}][{r}]",
+                        kern.name(),
+                        format.name()
+                    )
+                };
                 if rows.contains(&r) && tokens.contains(&t) {
                     let order = 2.0 * blocks * f32::EPSILON as f64 * mag[t * n + r];
                     let tol = 1e-5 * x.abs().max(1.0) as f64 + order;
-                    assert!(((g - x).abs() as f64) <= tol, "{ctx}: got {g}, want {x} (tolerance {tol})");
+                    assert!(((g - x).abs() as f64) <= tol, "{}: got {g}, want {x} (tolerance {tol})", ctx());
                 } else {
-                    assert!(g.is_nan(), "{ctx}: written outside the view");
+                    assert!(g.is_nan(), "{}: written outside the view", ctx());
                 }
             }
         }
