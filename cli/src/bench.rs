@@ -218,7 +218,7 @@ pub fn run(args: Args) -> Result<(), String> {
         }
     }
     let requant = time_requant(&act_f32, m, k, runs)?;
-    let peaks = if args.peak { peak::measure() } else { Vec::new() };
+    let peaks = if args.peak { peak::measure(threads) } else { Vec::new() };
     progress.finish();
 
     if args.json {
@@ -293,7 +293,12 @@ fn print_table(args: &Args, rows: &[Row], requant: Timing, threads: usize, peaks
     let clock = if threads == 1 && Clock::ThreadCpu.is_cpu_time() { "thread CPU time" } else { "wall time" };
     outln!("tern bench: weight {n}x{k} (n x k), {} token(s), {threads} thread(s), {clock}", args.tokens());
     for p in peaks {
-        outln!("  peak {:<20}{:>8.1} GMAC/s per thread (best of a dependency-free loop)", p.name, p.macs_per_s / 1e9);
+        let at_once = if threads > 1 { format!(", {threads} threads at once") } else { String::new() };
+        outln!(
+            "  peak {:<20}{:>8.1} GMAC/s per thread (best of a dependency-free loop{at_once})",
+            p.name,
+            p.macs_per_s / 1e9
+        );
     }
     outln!(
         "  {:<14}{:<26}{:>12}{:>12}{:>7}{:>10}{:>10}{:>9}{:>10}{:>13}",

@@ -9,7 +9,8 @@ use crate::common::{time_runs_on, Clock};
 pub struct Peak {
     /// The instruction, e.g. `vpdpbusd zmm`.
     pub name: &'static str,
-    /// Multiply-adds (u8 x i8 products) per second, best of the repeats.
+    /// Multiply-adds (u8 x i8 products) per second and thread, best of the repeats, with
+    /// every thread of the benchmark running the loop at once.
     pub macs_per_s: f64,
 }
 
@@ -17,17 +18,57 @@ pub struct Peak {
 const ITERS: u64 = 1_000_000;
 const REPEATS: usize = 15;
 
-/// Times `probe(ITERS)` (which performs `macs_per_iter * ITERS` MACs) on the calling
-/// thread's CPU time; the best of [`REPEATS`] runs, since other processes only ever slow a
-/// run down.
-fn best(name: &'static str, macs_per_iter: u64, probe: impl Fn(u64)) -> Peak {
-    let t = time_runs_on(Clock::ThreadCpu, Some(REPEATS), std::time::Duration::ZERO, 1, REPEATS, || probe(ITERS));
-    Peak { name, macs_per_s: (macs_per_iter * ITERS) as f64 / t.min.as_secs_f64() }
+/// The best of [`REPEATS`] runs of `probe(ITERS)` (which performs `macs_per_iter * ITERS`
+/// MACs), since other processes only ever slow a run down. One thread is timed on its own
+/// CPU time. With more, every thread runs the probe at once and a run lasts until the last
+/// one finishes (wall time): vCPUs that share a physical core, or a clock that drops when
+/// every core runs wide vectors, show as a lower rate per thread, which is what a split
+/// GEMM can hope for.
+fn best(name: &'static str, macs_per_iter: u64, threads: usize, probe: impl Fn(u64) + Sync) -> Peak {
+    let macs = (macs_per_iter * ITERS) as f64;
+    let t = if threads <= 1 {
+        time_runs_on(Clock::ThreadCpu, Some(REPEATS), std::time::Duration::ZERO, 1, REPEATS, || probe(ITERS)).min
+    } else {
+        all_at_once(threads, || probe(ITERS))
+    };
+    Peak { name, macs_per_s: macs / t.as_secs_f64() }
 }
 
-/// The peaks of every instruction this CPU has among those tern's kernels use.
-pub fn measure() -> Vec<Peak> {
-    arch::measure()
+/// The fastest of [`REPEATS`] rounds in which `threads` threads (the caller and scoped
+/// helpers) each run `f` once, started together by a barrier; a round ends when the last
+/// thread is done.
+fn all_at_once(threads: usize, f: impl Fn() + Sync) -> std::time::Duration {
+    use std::sync::Barrier;
+    let (start, end) = (Barrier::new(threads), Barrier::new(threads));
+    std::thread::scope(|scope| {
+        for _ in 1..threads {
+            scope.spawn(|| {
+                for _ in 0..REPEATS {
+                    start.wait();
+                    f();
+                    end.wait();
+                }
+            });
+        }
+        (0..REPEATS)
+            .map(|_| {
+                start.wait();
+                Clock::Wall
+                    .measure(|| {
+                        f();
+                        end.wait();
+                    })
+                    .1
+            })
+            .min()
+            .expect("REPEATS > 0")
+    })
+}
+
+/// The peaks of every instruction this CPU has among those tern's kernels use, with
+/// `threads` threads running each at once.
+pub fn measure(threads: usize) -> Vec<Peak> {
+    arch::measure(threads)
 }
 
 /// The peak a kernel's figures are compared with: `tdpbusd` for AMX kernels, `vpdpbusd zmm`
@@ -196,29 +237,29 @@ mod arch {
         }
     }
 
-    pub fn measure() -> Vec<Peak> {
+    pub fn measure(threads: usize) -> Vec<Peak> {
         let mut peaks = Vec::new();
         if tern::kernel::amx_status() == Some(Ok(())) {
             // A tenth of the iterations: each instruction is 256 times a vpdpbusd zmm's work.
             // SAFETY: AMX is usable (checked just above).
-            peaks.push(best("tdpbusd (AMX)", AMX_PER_ITER * AMX_MACS / 10, |n| unsafe { amx(n / 10) }));
+            peaks.push(best("tdpbusd (AMX)", AMX_PER_ITER * AMX_MACS / 10, threads, |n| unsafe { amx(n / 10) }));
         }
         let avx512 = is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni");
         if avx512 {
             // SAFETY: the CPU has the features (checked just above).
-            peaks.push(best("vpdpbusd zmm", PER_ITER * 64, |n| unsafe { vnni_zmm(n) }));
+            peaks.push(best("vpdpbusd zmm", PER_ITER * 64, threads, |n| unsafe { vnni_zmm(n) }));
         }
         if avx512 && is_x86_feature_detected!("avx512vl") {
             // SAFETY: as above, plus AVX-512 VL.
-            peaks.push(best("vpdpbusd ymm", PER_ITER * 32, |n| unsafe { vnni_ymm(n) }));
+            peaks.push(best("vpdpbusd ymm", PER_ITER * 32, threads, |n| unsafe { vnni_ymm(n) }));
         }
         if is_x86_feature_detected!("avxvnni") {
             // SAFETY: the CPU has AVX-VNNI (checked just above).
-            peaks.push(best(VEX_YMM, PER_ITER * 32, |n| unsafe { vnni_vex_ymm(n) }));
+            peaks.push(best(VEX_YMM, PER_ITER * 32, threads, |n| unsafe { vnni_vex_ymm(n) }));
         }
         if is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked just above).
-            peaks.push(best("vpmaddubsw ymm", PER_ITER * 32, |n| unsafe { maddubs_ymm(n) }));
+            peaks.push(best("vpmaddubsw ymm", PER_ITER * 32, threads, |n| unsafe { maddubs_ymm(n) }));
         }
         peaks
     }
@@ -226,7 +267,7 @@ mod arch {
 
 #[cfg(not(target_arch = "x86_64"))]
 mod arch {
-    pub fn measure() -> Vec<super::Peak> {
+    pub fn measure(_threads: usize) -> Vec<super::Peak> {
         Vec::new()
     }
 }
