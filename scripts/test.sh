@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test suite of tern, in the order a failure is cheapest to find:
 #   0. style: rustfmt (rustfmt.toml) and clippy with warnings as errors;
-#   1. the Rust tests of the workspace (library, C API from Rust, CLI), and the panic probe;
+#   1. the Rust tests of the workspace (library, C API from Rust, CLI, the panic probe);
 #   2. the C harness under ctest: C11 and C++17 programs, valgrind memcheck, consumers of
 #      the installed package (find_package, pkg-config, add_subdirectory), packaging checks;
 #   3. the same C harness built with ASAN+UBSAN (the asan-ubsan CMake preset);
@@ -17,6 +17,9 @@
 # TERN_SKIP="asan fuzz aarch64 wasm" skips legs (for quick local runs); CI runs them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Every build here starts from nothing on CI: incremental compilation only adds its
+# bookkeeping to those (set CARGO_INCREMENTAL=1 to keep it for local reruns).
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 # shellcheck source=scripts/setup.sh
 . scripts/setup.sh
 
@@ -31,8 +34,9 @@ tool fmt rustfmt && cargo fmt --all --check
 tool clippy clippy && cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 leg "Rust"
-cargo test --workspace
-cargo test --features panic-probe --test panic_probe
+# One build for every test: the test-only panic-probe feature does nothing until
+# tests/panic_probe.rs arms it, and a second build of tern without it would cost minutes.
+cargo test --workspace --features tern/panic-probe
 
 leg "C harness (ctest)"
 cmake --preset release >/dev/null
