@@ -71,6 +71,16 @@ pub fn measure(threads: usize) -> Vec<Peak> {
     arch::measure(threads)
 }
 
+/// Per instruction, the higher of two measurements of the same peaks (`old` may be empty).
+pub fn best_of(old: Vec<Peak>, new: Vec<Peak>) -> Vec<Peak> {
+    new.into_iter()
+        .map(|p| match old.iter().find(|o| o.name == p.name) {
+            Some(o) if o.macs_per_s > p.macs_per_s => *o,
+            _ => p,
+        })
+        .collect()
+}
+
 /// The peak a kernel's figures are compared with: `tdpbusd` for AMX kernels, `vpdpbusd zmm`
 /// for AVX-512 VNNI kernels, the VEX `vpdpbusd ymm` for AVX-VNNI ones, `vpmaddubsw ymm` for
 /// AVX2 ones.
