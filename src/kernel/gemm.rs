@@ -74,6 +74,35 @@ pub(crate) trait GemmSimd: Simd {
     type A: Copy;
     /// Reads 16 bytes.
     unsafe fn a_load(p: *const u8) -> Self::A;
+    /// [`Simd::load`] of the `N` consecutive vectors at `*p`, moving `*p` past them: the
+    /// inner loop's loads are such runs (an ISA with a post-incrementing load of several
+    /// registers, NEON's `ld1` of four, makes a run of four one instruction).
+    #[inline(always)]
+    unsafe fn load_next<const N: usize>(p: &mut *const u8) -> [Self::V; N] {
+        // SAFETY: the caller's contract (`N` vectors at `*p`, this ISA's features).
+        unsafe {
+            let mut v = [Self::zero(); N];
+            for i in 0..N {
+                v[i] = Self::load(p.add(i * 4 * Self::LANES));
+            }
+            *p = p.add(N * 4 * Self::LANES);
+            v
+        }
+    }
+    /// [`Self::a_load`] of the `N` consecutive groups at `*p` (`16 N` bytes), moving `*p`
+    /// past them, as [`Self::load_next`].
+    #[inline(always)]
+    unsafe fn a_load_next<const N: usize>(p: &mut *const u8) -> [Self::A; N] {
+        // SAFETY: the caller's contract (`16 N` bytes at `*p`, this ISA's features).
+        unsafe {
+            let mut a = [Self::a_load(*p); N];
+            for i in 1..N {
+                a[i] = Self::a_load(p.add(GROUP * i));
+            }
+            *p = p.add(GROUP * N);
+            a
+        }
+    }
     /// `q` plus, per int32 lane, the dot product of the lane's four u8 of `w` with quad
     /// `L` (0..4) of `a` (the same for every lane).
     unsafe fn q_dot<const L: i32>(q: Self::Q, w: Self::V, a: Self::A) -> Self::Q;
@@ -488,36 +517,34 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
     }
 }
 
-/// Adds quad `L` of every group in `groups` of the panel at `w` (`w_step` bytes per quad)
-/// times the token block at `a` (`16 T` bytes per group) to `acc[v][t]`: the inner loop.
+/// Adds quad `L` of every group in `groups` of the panel at `w` (`RV` vectors per quad, the
+/// quads one after another) times the token block at `a` (`16 T` bytes per group) to
+/// `acc[v][t]`: the inner loop. Both operands are read front to back.
 ///
 /// # Safety
-/// `w` must be valid for `4 * groups.end * w_step` bytes with `w_step >= 4 * LANES * RV`,
-/// `a` for `groups.end * 16 * T` bytes; the CPU must have `S`'s features.
+/// `w` must be valid for `4 * groups.end * RV` vectors, `a` for `groups.end * 16 * T`
+/// bytes; the CPU must have `S`'s features.
 #[inline(always)]
 unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
     w: *const u8,
-    w_step: usize,
     a: *const u8,
     groups: Range<usize>,
     acc: &mut [[S::V; T]; RV],
 ) {
-    /// Quad `L` of group `g`: `RV` weight loads, `RV x T` dot products.
+    /// Quad `L` of a group: the `RV` weight vectors at `*wq` (moved past them), `RV x T`
+    /// dot products.
     ///
     /// # Safety
     /// As for [`micro`].
     #[inline(always)]
     unsafe fn quad<S: GemmSimd, const RV: usize, const T: usize, const L: i32>(
         p: &mut [[S::Q; T]; RV],
-        wq: *const u8,
+        wq: &mut *const u8,
         av: &[S::A; T],
     ) {
         // SAFETY: `RV` vectors at `wq` lie in the panel, as the caller guarantees.
         unsafe {
-            let mut wv = [S::zero(); RV];
-            for v in 0..RV {
-                wv[v] = S::load(wq.add(v * 4 * S::LANES));
-            }
+            let wv = S::load_next::<RV>(wq);
             for t in 0..T {
                 for v in 0..RV {
                     p[v][t] = S::q_dot::<L>(p[v][t], wv[v], av[t]);
@@ -525,6 +552,7 @@ unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
             }
         }
     }
+    let quad_bytes = RV * 4 * S::LANES;
     // SAFETY: every address is inside the spans the caller guarantees (group `g <
     // groups.end`, quad `4 g + L`, vector `v < RV`, token `t < T`); `S`'s features.
     unsafe {
@@ -537,17 +565,13 @@ unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
                     p[v][t] = S::q_start(acc[v][t]);
                 }
             }
-            for g in g0..end {
-                let ag = a.add(g * GROUP * T);
-                let mut av = [S::a_load(ag); T];
-                for t in 1..T {
-                    av[t] = S::a_load(ag.add(GROUP * t));
-                }
-                let wg = w.add(4 * g * w_step);
-                quad::<S, RV, T, 0>(&mut p, wg, &av);
-                quad::<S, RV, T, 1>(&mut p, wg.add(w_step), &av);
-                quad::<S, RV, T, 2>(&mut p, wg.add(2 * w_step), &av);
-                quad::<S, RV, T, 3>(&mut p, wg.add(3 * w_step), &av);
+            let (mut wq, mut ag) = (w.add(4 * g0 * quad_bytes), a.add(g0 * GROUP * T));
+            for _ in g0..end {
+                let av = S::a_load_next::<T>(&mut ag);
+                quad::<S, RV, T, 0>(&mut p, &mut wq, &av);
+                quad::<S, RV, T, 1>(&mut p, &mut wq, &av);
+                quad::<S, RV, T, 2>(&mut p, &mut wq, &av);
+                quad::<S, RV, T, 3>(&mut p, &mut wq, &av);
             }
             for v in 0..RV {
                 for t in 0..T {
@@ -601,7 +625,7 @@ impl Ctx<'_> {
                             acc[v][t] = S::splat32(seeds[t]);
                         }
                     }
-                    micro::<S, RV, T>(w, w_step, act.as_ptr(), 0..groups, &mut acc);
+                    micro::<S, RV, T>(w, act.as_ptr(), 0..groups, &mut acc);
                     acc
                 };
                 let mut dots = [0i32; 16];
@@ -636,7 +660,7 @@ impl Ctx<'_> {
                             }
                         }
                         let groups = b * block_groups..(b + 1) * block_groups;
-                        micro::<S, RV, T>(w, w_step, act.as_ptr(), groups, &mut acc);
+                        micro::<S, RV, T>(w, act.as_ptr(), groups, &mut acc);
                         for v in 0..RV {
                             let s = S::fload(self.scales.as_ptr().add(b * self.p + v * S::LANES));
                             for t in 0..T {

@@ -54,6 +54,38 @@ impl Mac for Sdot {
     }
 }
 
+/// The `$n` consecutive vectors at the pointer `$p` (a `&mut *const u8`, moved past them),
+/// four at a time with one post-incrementing `ld1` of four registers (`$r0..$r3`, which must
+/// be consecutive: hence explicit registers, and `asm!`, since LLVM splits `vld1q_u8_x4`
+/// into `ldp`s), the rest one by one. The GEMM's runs are 4 weight vectors and 5 token
+/// groups: 3 loads instead of 5 `ldp`/`ldr` and their address arithmetic.
+macro_rules! ld1_next {
+    ($p:expr, $n:expr, $r0:tt, $r1:tt, $r2:tt, $r3:tt) => {{
+        let mut q: *const u8 = *$p;
+        let mut v = [vdupq_n_u8(0); $n];
+        let mut i = 0;
+        while i + 4 <= $n {
+            asm!(
+                concat!("ld1 {{", $r0, ".16b, ", $r1, ".16b, ", $r2, ".16b, ", $r3, ".16b}}, [{q}], #64"),
+                q = inout(reg) q,
+                out($r0) v[i],
+                out($r1) v[i + 1],
+                out($r2) v[i + 2],
+                out($r3) v[i + 3],
+                options(pure, readonly, nostack, preserves_flags),
+            );
+            i += 4;
+        }
+        while i < $n {
+            v[i] = vld1q_u8(q);
+            q = q.add(16);
+            i += 1;
+        }
+        *$p = q;
+        v
+    }};
+}
+
 impl crate::kernel::gemm::GemmSimd for Neon<Sdot> {
     const LANES: usize = 4;
 
@@ -141,6 +173,22 @@ impl crate::kernel::gemm::GemmSimd for Neon<Sdot> {
     unsafe fn a_load(p: *const u8) -> int8x16_t {
         // SAFETY: the trait's contract (this ISA's features; 16 readable bytes at `p`).
         unsafe { vld1q_s8(p as *const i8) }
+    }
+
+    /// Weights in v28-v31 (activations in v24-v27: a group's activations stay live while its
+    /// four quads of weights are loaded).
+    #[inline(always)]
+    unsafe fn load_next<const N: usize>(p: &mut *const u8) -> [uint8x16_t; N] {
+        // SAFETY: the trait's contract (`16 N` readable bytes at `*p`, this ISA's features).
+        unsafe { ld1_next!(p, N, "v24", "v25", "v26", "v27") }
+    }
+
+    #[inline(always)]
+    unsafe fn a_load_next<const N: usize>(p: &mut *const u8) -> [int8x16_t; N] {
+        // SAFETY: as for `load_next`.
+        let v: [uint8x16_t; N] = unsafe { ld1_next!(p, N, "v28", "v29", "v30", "v31") };
+        // SAFETY: register-only NEON, which the caller has.
+        v.map(|x| unsafe { vreinterpretq_s8_u8(x) })
     }
 
     /// One `sdot` by element: lane `L` of `a` (four activations) against each int32 lane's
