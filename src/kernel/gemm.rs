@@ -60,6 +60,26 @@ pub(crate) trait GemmSimd: Simd {
     unsafe fn add8(a: Self::V, b: Self::V) -> Self::V;
     unsafe fn subs_u8(a: Self::V, b: Self::V) -> Self::V;
     unsafe fn min_u8(a: Self::V, b: Self::V) -> Self::V;
+    /// The top base-3 digit `q * 3 >> 8` of every byte (TQ1_0's digits, see [`Tq1`]): by
+    /// default `[q >= 86] + [q >= 171]`, from saturating subtractions (x86 has no byte
+    /// shifts); an ISA with byte shifts overrides it.
+    #[inline(always)]
+    unsafe fn top_trit(q: Self::V) -> Self::V {
+        // SAFETY: register operations; the caller guarantees this ISA's features.
+        unsafe {
+            let one = Self::splat8(1);
+            Self::add8(
+                Self::min_u8(Self::subs_u8(q, Self::splat8(85)), one),
+                Self::min_u8(Self::subs_u8(q, Self::splat8(170)), one),
+            )
+        }
+    }
+    /// `3 q mod 256` in every byte: by default two additions.
+    #[inline(always)]
+    unsafe fn times3(q: Self::V) -> Self::V {
+        // SAFETY: as for `top_trit`.
+        unsafe { Self::add8(q, Self::add8(q, q)) }
+    }
     /// A partial accumulator of broadcast products: what the dot-product instruction adds
     /// into (int32 lanes for `vpdpbusd`; int16 pair sums for `vpmaddubsw`, widened every
     /// [`Self::Q_GROUPS`] groups of four quads).
@@ -179,6 +199,17 @@ impl Quads {
             unsafe { S::store(self.dst.add(q * self.step), codes) }
         }
     }
+
+    /// [`Quads::put`] without the check, for TQ blocks, which are whole (64 quads: TQ rows
+    /// are whole blocks, asserted by [`pack_panel`]).
+    ///
+    /// # Safety
+    /// As for [`Quads::put`], and `q < quads`.
+    #[inline(always)]
+    unsafe fn put_whole<S: GemmSimd>(&mut self, q: usize, codes: S::V) {
+        // SAFETY: quad `q < quads`, as the caller guarantees.
+        unsafe { S::store(self.dst.add(q * self.step), codes) }
+    }
 }
 
 pub(crate) struct Tq2;
@@ -193,13 +224,13 @@ impl Layout for Tq2 {
     #[inline(always)]
     unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
         let q = 32 * (i / 8) + i % 8;
-        // SAFETY: the caller's contract.
+        // SAFETY: the caller's contract; `q + 24 < 64` for `i < 16`, and TQ blocks are whole.
         unsafe {
             let m = S::splat8(3);
-            out.put::<S>(q, S::and(v, m));
-            out.put::<S>(q + 8, S::and(S::srli32::<2>(v), m));
-            out.put::<S>(q + 16, S::and(S::srli32::<4>(v), m));
-            out.put::<S>(q + 24, S::and(S::srli32::<6>(v), m));
+            out.put_whole::<S>(q, S::and(v, m));
+            out.put_whole::<S>(q + 8, S::and(S::srli32::<2>(v), m));
+            out.put_whole::<S>(q + 16, S::and(S::srli32::<4>(v), m));
+            out.put_whole::<S>(q + 24, S::and(S::srli32::<6>(v), m));
         }
     }
 }
@@ -212,8 +243,8 @@ impl Layout for Tq1 {
     const CODE_BYTES: usize = tq1_0::QS_BYTES + tq1_0::QH_BYTES;
 
     /// Byte `b` of a region holds elements `first + b + n * bytes` as base-3 digit `n`
-    /// (see `tq1_0::position`); digit `n` is `((b * 3^n) mod 256) * 3 >> 8`, which is
-    /// `[q >= 86] + [q >= 171]` for `q = (b * 3^n) mod 256`. The `qh` dword holds four digits.
+    /// (see `tq1_0::position`); digit `n` is `((b * 3^n) mod 256) * 3 >> 8`
+    /// ([`GemmSimd::top_trit`]). The `qh` dword holds four digits.
     #[inline(always)]
     unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
         // (first quad, quads per digit, digits) of the region holding dword i.
@@ -222,14 +253,13 @@ impl Layout for Tq1 {
             8..12 => (40 + i - 8, 4, 5),
             _ => (60, 1, 4),
         };
-        // SAFETY: the caller's contract.
+        // SAFETY: the caller's contract; the regions' last quads (`q0 + (digits - 1) step`)
+        // are at most 39, 59 and 63, and TQ blocks are whole.
         unsafe {
-            let (c85, c170, one) = (S::splat8(85), S::splat8(170), S::splat8(1));
             let mut q = v;
             for n in 0..digits {
-                let d = S::add8(S::min_u8(S::subs_u8(q, c85), one), S::min_u8(S::subs_u8(q, c170), one));
-                out.put::<S>(q0 + n * step, d);
-                q = S::add8(q, S::add8(q, q));
+                out.put_whole::<S>(q0 + n * step, S::top_trit(q));
+                q = S::times3(q);
             }
         }
     }
@@ -390,15 +420,24 @@ impl Packed {
             let real = t.min(m - t0);
             let tn = if padded { t } else { real };
             let dst = &mut codes[t0 * kg..(t0 + tn) * kg];
-            // In the destination's order, as fixed G-byte copies (a `memcpy` call each otherwise).
-            let rows: [&[u8]; 16] = std::array::from_fn(|i| bytemuck::cast_slice(act.row(t0 + i.min(real - 1))));
-            for (g, out) in dst.chunks_exact_mut(G * tn).enumerate() {
-                for (o, row) in out.chunks_exact_mut(G).zip(&rows) {
-                    match row.get(g * G..(g + 1) * G) {
-                        Some(part) => o.copy_from_slice(part),
-                        // The last group of a row whose length is not a multiple of G.
-                        None => o[..k - g * G].copy_from_slice(&row[g * G..]),
+            for i in 0..tn {
+                let row: &[u8] = bytemuck::cast_slice(act.row(t0 + i.min(real - 1)));
+                // Row by row, group `g` to group `g * tn + i` of the block: whole groups as
+                // fixed G-byte copies (a `memcpy` call each otherwise), one load and store.
+                let mut parts = row.chunks_exact(G);
+                let mut o = dst[i * G..].as_mut_ptr();
+                for part in parts.by_ref() {
+                    // SAFETY: whole group `g < k / G` of token `i < tn` ends at `(g tn + i + 1) G
+                    // <= (k / G) tn G <= tn kg = dst.len()`; `o` is that group's start.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(part.as_ptr(), o, G);
+                        o = o.wrapping_add(tn * G);
                     }
+                }
+                // The last group of a row whose length is not a multiple of G.
+                let tail = parts.remainder();
+                if !tail.is_empty() {
+                    dst[(k / G * tn + i) * G..][..tail.len()].copy_from_slice(tail);
                 }
             }
         }
@@ -436,6 +475,45 @@ fn sum_i8(x: &[i8]) -> i32 {
     total
 }
 
+/// Unpacks the `code_bytes` code bytes at offset `at` of the rows `src` (one per lane, each
+/// `row_bytes` long) into the block's quads `out`: [`pack_panel`]'s step.
+///
+/// # Safety
+/// The CPU must have `S`'s features; `at + code_bytes` bytes lie in each row at `src`, and
+/// `out` is valid for the block's quads.
+#[inline(always)]
+unsafe fn block<S: GemmSimd, L: Layout>(
+    src: &[*const u8; 16],
+    at: usize,
+    code_bytes: usize,
+    row_bytes: usize,
+    out: &mut Quads,
+) {
+    let chunk = 4 * S::LANES;
+    for c in (0..code_bytes).step_by(chunk) {
+        let len = chunk.min(code_bytes - c);
+        // SAFETY: `S`'s features, as the caller guarantees (so for every block below).
+        let mut v = [unsafe { S::zero() }; 16];
+        let v = &mut v[..S::LANES];
+        for (x, s) in v.iter_mut().zip(src) {
+            // SAFETY: bytes `at + c..at + c + len` lie in the row at `s` (`c + len <= code_bytes`).
+            *x = unsafe { load_first::<S>(s.add(at + c), len) };
+            // The same bytes of the row `LANES` below, for the next group: a group reads
+            // its rows as short streams that the hardware prefetcher barely follows
+            // from L3 (Intel Xeon, m = 128: 2-4% faster at 6912x2560 and 2560x2560).
+            // SAFETY: a prefetch never faults, whatever the address.
+            unsafe { S::prefetch_l2(s.wrapping_add(S::LANES * row_bytes + at + c)) };
+        }
+        // SAFETY: see above; `v` holds `LANES` vectors, `out` the block's quads.
+        unsafe {
+            S::transpose(v);
+            for (i, &x) in v.iter().enumerate().take(len.div_ceil(4)) {
+                L::expand::<S>(c / 4 + i, x, out);
+            }
+        }
+    }
+}
+
 /// Unpacks weight rows `rows` (at most `p` of them, at least one) into `panel`
 /// (`[k/4][p][4]`; lanes past the range repeat the last row, which no output reads) and, if
 /// asked (TQ), their block scales into `scales` (`[blocks][p]`, 0 past the range).
@@ -461,7 +539,8 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
         "panel rows out of range"
     );
     assert!(panel.len() >= quads * p * 4 && w.bytes.len() >= w.rows * row_bytes, "panel buffer too small");
-    let chunk = 4 * S::LANES;
+    // Every TQ block is whole: `Layout::expand` stores its 64 quads unchecked.
+    assert!(L::FORMAT == Format::BitnetB158 || k.is_multiple_of(QK), "TQ rows are whole blocks");
     let base = w.bytes.as_ptr();
     for g in (0..p).step_by(S::LANES) {
         // Padding lanes load the last row again: every load below is unconditional.
@@ -477,28 +556,18 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
             // SAFETY: quad `b * 64 < k / 4` of rows `g..g + LANES` (`g + LANES <= p`) lies in the
             // panel (`k / 4 * p * 4` bytes, asserted), and so do the block's quads after it.
             let dst = unsafe { panel.as_mut_ptr().add((b * BLOCK_QUADS * p + g) * 4) };
-            let mut out = Quads { dst, step: 4 * p, quads: BLOCK_QUADS.min(quads - b * BLOCK_QUADS) };
-            for c in (0..code_bytes).step_by(chunk) {
-                let len = chunk.min(code_bytes - c);
-                // SAFETY: `S`'s features, as the caller guarantees (so for every block below).
-                let mut v = [unsafe { S::zero() }; 16];
-                let v = &mut v[..S::LANES];
-                for (x, s) in v.iter_mut().zip(&src) {
-                    // SAFETY: the block's code bytes `c..c + len` lie in the row at `s`
-                    // (`b * BLOCK_BYTES + c + len <= b * BLOCK_BYTES + code_bytes <= row_bytes`).
-                    *x = unsafe { load_first::<S>(s.add(b * L::BLOCK_BYTES + c), len) };
-                    // The same bytes of the row `LANES` below, for the next group: a group reads
-                    // its rows as short streams that the hardware prefetcher barely follows
-                    // from L3 (Intel Xeon, m = 128: 2-4% faster at 6912x2560 and 2560x2560).
-                    // SAFETY: a prefetch never faults, whatever the address.
-                    unsafe { S::prefetch_l2(s.wrapping_add(S::LANES * row_bytes + b * L::BLOCK_BYTES + c)) };
-                }
-                // SAFETY: see above; `v` holds `LANES` vectors, `out` the block's quads.
-                unsafe {
-                    S::transpose(v);
-                    for (i, &x) in v.iter().enumerate().take(len.div_ceil(4)) {
-                        L::expand::<S>(c / 4 + i, x, &mut out);
-                    }
+            let quads = BLOCK_QUADS.min(quads - b * BLOCK_QUADS);
+            // SAFETY: the block's code bytes lie in every row at `src` (`b * BLOCK_BYTES +
+            // code_bytes <= row_bytes`), its quads in the panel (above); `S`'s features.
+            unsafe {
+                if code_bytes == L::CODE_BYTES && quads == BLOCK_QUADS {
+                    // Every TQ block, all but BitNet's last: constant sizes, so that the chunk
+                    // loop unrolls and the stores lose their checks.
+                    let mut out = Quads { dst, step: 4 * p, quads: BLOCK_QUADS };
+                    block::<S, L>(&src, b * L::BLOCK_BYTES, L::CODE_BYTES, row_bytes, &mut out);
+                } else {
+                    let mut out = Quads { dst, step: 4 * p, quads };
+                    block::<S, L>(&src, b * L::BLOCK_BYTES, code_bytes, row_bytes, &mut out);
                 }
             }
         }

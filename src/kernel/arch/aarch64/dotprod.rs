@@ -156,6 +156,20 @@ impl crate::kernel::gemm::GemmSimd for Neon<Sdot> {
         unsafe { vminq_u8(a, b) }
     }
 
+    /// Three instructions with byte shifts instead of five ([`super::simd::top_trit`]).
+    #[inline(always)]
+    unsafe fn top_trit(q: uint8x16_t) -> uint8x16_t {
+        // SAFETY: the trait's contract (this ISA's features); register operations only.
+        unsafe { super::simd::top_trit(q) }
+    }
+
+    /// One `mul` by 3 instead of two additions.
+    #[inline(always)]
+    unsafe fn times3(q: uint8x16_t) -> uint8x16_t {
+        // SAFETY: the trait's contract (this ISA's features); register operations only.
+        unsafe { vmulq_u8(q, vdupq_n_u8(3)) }
+    }
+
     type Q = int32x4_t;
     /// `sdot` accumulates int32 directly: no folding.
     const Q_GROUPS: usize = usize::MAX;

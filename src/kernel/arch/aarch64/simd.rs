@@ -40,7 +40,7 @@ const QH_POW3: [u8; 16] = [1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27];
 /// # Safety
 /// The CPU must have NEON.
 #[inline(always)]
-unsafe fn top_trit(q: uint8x16_t) -> uint8x16_t {
+pub(super) unsafe fn top_trit(q: uint8x16_t) -> uint8x16_t {
     // SAFETY: register-only NEON, which the caller has.
     unsafe { vshrq_n_u8::<6>(vhaddq_u8(q, vshrq_n_u8::<1>(q))) }
 }
