@@ -421,32 +421,39 @@ impl Packed {
             let tn = if padded { t } else { real };
             let dst = &mut codes[t0 * kg..(t0 + tn) * kg];
             for i in 0..tn {
-                let row: &[u8] = bytemuck::cast_slice(act.row(t0 + i.min(real - 1)));
+                let token = t0 + i.min(real - 1);
+                let row: &[u8] = bytemuck::cast_slice(act.row(token));
+                let seeds = &mut block_seeds[token * blocks..(token + 1) * blocks];
                 // Row by row, group `g` to group `g * tn + i` of the block: whole groups as
-                // fixed G-byte copies (a `memcpy` call each otherwise), one load and store.
-                let mut parts = row.chunks_exact(G);
+                // fixed G-byte copies (a `memcpy` call each otherwise), one load and store,
+                // summed per block while in registers (int16 lanes: at most 256 / 16 terms).
                 let mut o = dst[i * G..].as_mut_ptr();
-                for part in parts.by_ref() {
-                    // SAFETY: whole group `g < k / G` of token `i < tn` ends at `(g tn + i + 1) G
-                    // <= (k / G) tn G <= tn kg = dst.len()`; `o` is that group's start.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(part.as_ptr(), o, G);
-                        o = o.wrapping_add(tn * G);
+                for (seed, block) in seeds.iter_mut().zip(row.chunks(QK)) {
+                    let mut lanes = [0i16; G];
+                    let mut parts = block.chunks_exact(G);
+                    for part in parts.by_ref() {
+                        // One load: the store below could alias `part` for all LLVM knows.
+                        let Ok(part) = <[u8; G]>::try_from(part) else { unreachable!("chunks of G") };
+                        // SAFETY: whole group `g < k / G` of token `i < tn` ends at `(g tn + i +
+                        // 1) G <= (k / G) tn G <= tn kg = dst.len()`; `o` is that group's start.
+                        unsafe {
+                            (o as *mut [u8; G]).write_unaligned(part);
+                            o = o.wrapping_add(tn * G);
+                        }
+                        for (l, &c) in lanes.iter_mut().zip(&part) {
+                            *l += c as i8 as i16;
+                        }
                     }
+                    // The last group of a row whose length is not a multiple of G.
+                    let tail = parts.remainder();
+                    if !tail.is_empty() {
+                        dst[(k / G * tn + i) * G..][..tail.len()].copy_from_slice(tail);
+                    }
+                    let tail_sum: i32 = tail.iter().map(|&c| c as i8 as i32).sum();
+                    *seed = -(lanes.iter().map(|&l| l as i32).sum::<i32>() + tail_sum);
                 }
-                // The last group of a row whose length is not a multiple of G.
-                let tail = parts.remainder();
-                if !tail.is_empty() {
-                    dst[(k / G * tn + i) * G..][..tail.len()].copy_from_slice(tail);
-                }
+                row_seeds[token] = seeds.iter().sum();
             }
-        }
-        for token in 0..m {
-            let seeds = &mut block_seeds[token * blocks..(token + 1) * blocks];
-            for (seed, part) in seeds.iter_mut().zip(act.row(token).chunks(QK)) {
-                *seed = -sum_i8(part);
-            }
-            row_seeds[token] = seeds.iter().sum();
         }
         Packed { codes: lines, k, kg, group: G, m, t, padded, block_seeds, row_seeds, scales: act.scales }
     }
@@ -456,23 +463,6 @@ impl Packed {
         let tokens = if self.padded { self.m.next_multiple_of(self.t) } else { self.m };
         &bytemuck::cast_slice(&self.codes)[..tokens * self.kg]
     }
-}
-
-/// The sum of `x`, in 16 lanes that vectorize without target features (this runs in
-/// `Kernel::prepare`): a lane adds at most 16 of each 256 elements, so int16 holds its sums.
-fn sum_i8(x: &[i8]) -> i32 {
-    let mut total = 0;
-    for block in x.chunks(QK) {
-        let mut lanes = [0i16; 16];
-        let mut rows = block.chunks_exact(16);
-        for row in rows.by_ref() {
-            for (l, &c) in lanes.iter_mut().zip(row) {
-                *l += c as i16;
-            }
-        }
-        total += lanes.iter().map(|&l| l as i32).sum::<i32>() + rows.remainder().iter().map(|&c| c as i32).sum::<i32>();
-    }
-    total
 }
 
 /// Unpacks the `code_bytes` code bytes at offset `at` of the rows `src` (one per lane, each
