@@ -80,7 +80,8 @@ impl GemmMac for Sdot {
                 w = in(vreg) w,
                 a = in(vreg) a,
                 l = const L,
-                options(pure, nomem, nostack, preserves_flags),
+                // Not `pure`, as `ld1_next`: program order keeps its registers uncopied.
+                options(nomem, nostack, preserves_flags),
             )
         };
         acc

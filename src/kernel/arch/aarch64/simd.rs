@@ -299,7 +299,9 @@ macro_rules! ld1_next {
                 out($r1) v[i + 1],
                 out($r2) v[i + 2],
                 out($r3) v[i + 3],
-                options(pure, readonly, nostack, preserves_flags),
+                // Not `pure`: in program order. Moved above the previous quad's dot products,
+                // a load of the same fixed registers made LLVM copy them (2 `mov`s a group).
+                options(readonly, nostack, preserves_flags),
             );
             i += 4;
         }
