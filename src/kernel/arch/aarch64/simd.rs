@@ -111,6 +111,13 @@ impl<M: Mac + 'static> Simd for Neon<M> {
         // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
         unsafe {
             assert!(len < 16);
+            if len == 4 {
+                // TQ1_0's `qh` in the GEMM's panel unpack: one lane load, not a stack copy.
+                return vreinterpretq_u8_u32(vsetq_lane_u32::<0>(
+                    std::ptr::read_unaligned(p as *const u32),
+                    vdupq_n_u32(0),
+                ));
+            }
             let mut buf = [0u8; 16];
             std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), len);
             vld1q_u8(buf.as_ptr())
