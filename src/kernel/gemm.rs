@@ -704,12 +704,12 @@ impl Ctx<'_> {
                     acc
                 };
                 let mut dots = [0i32; 16];
-                for v in 0..RV {
-                    for t in 0..T {
+                for t in 0..T {
+                    let a_scale = self.act.scales[t0 + t];
+                    for v in 0..RV {
                         // SAFETY: `dots` has room for 16 >= LANES int32; `S`'s features.
                         unsafe { S::store(dots.as_mut_ptr() as *mut u8, acc[v][t]) };
                         // The reference's order: one block, `a_scale * (d * dot)`.
-                        let a_scale = self.act.scales[t0 + t];
                         for (l, dot) in dots[..S::LANES].iter().enumerate() {
                             lanes[l] = a_scale * (d * *dot as f32);
                         }
