@@ -94,6 +94,13 @@ pub(crate) trait GemmSimd: Simd {
     type A: Copy;
     /// Reads 16 bytes.
     unsafe fn a_load(p: *const u8) -> Self::A;
+    /// [`Simd::load_partial`] for the panel unpack's short chunks, where an ISA has a cheaper
+    /// load of some length (NEON: TQ1_0's 4-byte `qh`).
+    #[inline(always)]
+    unsafe fn load_short(p: *const u8, len: usize) -> Self::V {
+        // SAFETY: the caller's contract (`len < W` readable bytes at `p`, this ISA's features).
+        unsafe { Self::load_partial(p, len) }
+    }
     /// [`Simd::load`] of the `N` consecutive vectors at `*p`, moving `*p` past them: the
     /// inner loop's loads are such runs (an ISA with a post-incrementing load of several
     /// registers, NEON's `ld1` of four, makes a run of four one instruction).
@@ -141,14 +148,14 @@ pub(crate) trait GemmSimd: Simd {
 /// # Safety
 /// The CPU must have `S`'s features; `p` must have `len` readable bytes.
 #[inline(always)]
-unsafe fn load_first<S: Simd>(p: *const u8, len: usize) -> S::V {
+unsafe fn load_first<S: GemmSimd>(p: *const u8, len: usize) -> S::V {
     assert!(len <= S::W);
     // SAFETY: `len` readable bytes at `p`, as the caller guarantees, and its features.
     unsafe {
         if len == S::W {
             S::load(p)
         } else {
-            S::load_partial(p, len)
+            S::load_short(p, len)
         }
     }
 }

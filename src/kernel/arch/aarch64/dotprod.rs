@@ -98,16 +98,16 @@ impl GemmMac for Sdot {
 // two per (row, token), so 4 x 2.
 crate::kernel::tile::isa_kernels!(Neon<Sdot>, c"bitnet_gemv/neon-dotprod", "neon,dotprod", 4, 4, 4, bitnet: 4, 2);
 
-// 4 x 5 register blocks: 20 accumulators, 4 weight and 5 activation registers of NEON's 32
-// (4 x 4 executes 1-2 more instructions per 1,000 MACs at m = 128). Preferred from the
+// 4 x 5 register blocks: 20 accumulators, 4 weight (v24-v27) and 5 activation (v28-v31 and
+// one more) registers of NEON's 32 (4 x 4 executes 1-2 more instructions per 1,000 MACs at m = 128). Preferred from the
 // token count from which it executes fewer instructions than the dotprod GEMV at every m
-// counted (qemu, 256 x 2048; no ARM hardware here, so counts, not timings): 14 for every
-// format (docs/arm-instruction-counts.md).
+// counted (qemu, 256 x 2048; no ARM hardware here, so counts, not timings): 5 / 5 / 7 for
+// TQ1_0 / TQ2_0 / BITNET_B1_58 (docs/arm-instruction-counts.md).
 crate::kernel::gemm::gemm_kernels!(
     Neon<Sdot>,
     c"bitnet_gemm/neon-dotprod",
     "neon,dotprod",
     rv = 4,
     t = 5,
-    min_tokens = [14, 14, 14]
+    min_tokens = [5, 5, 7]
 );

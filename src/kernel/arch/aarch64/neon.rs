@@ -87,5 +87,5 @@ impl GemmMac for Smlal {
 // 2 activation registers and a broadcast quad (2 x 4 executes more: a `dup` per token and
 // quad). Preferred from the token count from which it executes fewer instructions than
 // this GEMV at every m counted (qemu, 256 x 2048; no ARM hardware here, so counts, not
-// timings): 6 / 5 / 7 for TQ1_0 / TQ2_0 / BITNET_B1_58 (docs/arm-instruction-counts.md).
-crate::kernel::gemm::gemm_kernels!(Neon<Smlal>, c"bitnet_gemm/neon", "neon", rv = 4, t = 2, min_tokens = [6, 5, 7]);
+// timings): 5 / 5 / 7 for TQ1_0 / TQ2_0 / BITNET_B1_58 (docs/arm-instruction-counts.md).
+crate::kernel::gemm::gemm_kernels!(Neon<Smlal>, c"bitnet_gemm/neon", "neon", rv = 4, t = 2, min_tokens = [5, 5, 7]);

@@ -111,13 +111,6 @@ impl<M: Mac + 'static> Simd for Neon<M> {
         // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
         unsafe {
             assert!(len < 16);
-            if len == 4 {
-                // TQ1_0's `qh` in the GEMM's panel unpack: one lane load, not a stack copy.
-                return vreinterpretq_u8_u32(vsetq_lane_u32::<0>(
-                    std::ptr::read_unaligned(p as *const u32),
-                    vdupq_n_u32(0),
-                ));
-            }
             let mut buf = [0u8; 16];
             std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), len);
             vld1q_u8(buf.as_ptr())
@@ -434,6 +427,21 @@ impl<M: Mac + GemmMac + 'static> GemmSimd for Neon<M> {
     unsafe fn a_load(p: *const u8) -> int8x16_t {
         // SAFETY: the trait's contract (this ISA's features; 16 readable bytes at `p`).
         unsafe { vld1q_s8(p as *const i8) }
+    }
+
+    /// TQ1_0's 4-byte `qh` as one lane load, not `load_partial`'s stack copy (not in
+    /// `load_partial` itself: the branch there cost the plain GEMV's BitNet tiles 47
+    /// instructions per 1,000 MACs).
+    #[inline(always)]
+    unsafe fn load_short(p: *const u8, len: usize) -> uint8x16_t {
+        // SAFETY: the trait's contract (`len` readable bytes at `p`, this ISA's features).
+        unsafe {
+            if len == 4 {
+                vreinterpretq_u8_u32(vsetq_lane_u32::<0>(std::ptr::read_unaligned(p as *const u32), vdupq_n_u32(0)))
+            } else {
+                Self::load_partial(p, len)
+            }
+        }
     }
 
     /// Weights in v24-v27 (activations in v28-v31: a group's activations stay live while its
