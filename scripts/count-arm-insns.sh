@@ -155,8 +155,8 @@ qemu log when this was written, per 1,000 MACs):
   registers (BITNET_B1_58 has no block ends); the panel unpack 2.7 (TQ1_0 3.9, its digits);
   the output 2.3 (\`uzp1\`/\`uzp2\`, scaling, one run per token); the activations' gather
   into token pairs 0.8 (BITNET_B1_58: 5.8 with its plane de-interleave).
-- \`neon-dotprod\` GEMM (TQ1_0 85, TQ2_0 82, BITNET_B1_58 79: within the 0.5 target of 85, TQ1_0
-  by less than one instruction):
+- \`neon-dotprod\` GEMM (TQ1_0 85, TQ2_0 82, BITNET_B1_58 79: TQ2_0 and
+  BITNET_B1_58 within the 0.5 target of 85, TQ1_0 at it, 85.2 unrounded):
   the inner loop, 80 \`sdot\` + 6 loads + 2 loop instructions per 1,280 MACs, 68.8
   (\`sdot\` alone is 62.5): the weights and activations are read as runs of four vectors,
   one post-incrementing \`ld1\` each, from fixed registers (asm that is not \`pure\`, so that
@@ -180,8 +180,8 @@ instead of folding them (\`sadalp\`) after every 16-byte load, and prefetches on
 Batch tiles of BITNET_B1_58 fold per load as before (kept across loads, their partial sums
 spilled); the dotprod GEMV's m = 8 and 128 (161 and 160, 154 before this change) are the
 cost of the shared chunk loop, not yet recovered, and so are the plain GEMV's batch tiles
-(TQ1_0 351 at m = 128 against 271), which the dispatcher now runs only for 2 to 4 tokens
-(the GEMMs serve from 5).
+(TQ1_0 351 at m = 128 against 271); the dispatcher now runs either only for 2 to 4 (TQ) or
+6 (BITNET_B1_58) tokens, the GEMMs serving from 5 or 7.
 
 ## ggml (\`ggml_vec_dot_tq1_0_q8_K\`, \`ggml_vec_dot_tq2_0_q8_K\`, NEON)
 
