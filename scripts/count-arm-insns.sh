@@ -18,7 +18,7 @@ probe="$(cargo test --release --target "$TRIPLE" --test kernels --no-run 2>&1 |
 [ -x "$probe" ] || { echo "count-arm-insns: no test executable for tests/kernels.rs" >&2; exit 1; }
 items=()
 for format in TQ1_0 TQ2_0 BITNET_B1_58; do
-    for kernel in bitnet_gemm/neon-i8mm bitnet_gemm/neon-dotprod bitnet_gemv/neon-dotprod bitnet_gemv/neon; do
+    for kernel in bitnet_gemm/neon-i8mm bitnet_gemm/neon-dotprod bitnet_gemv/neon-dotprod bitnet_gemm/neon bitnet_gemv/neon; do
         items+=("$format:$kernel")
     done
 done
@@ -38,21 +38,29 @@ before='| TQ1_0 | bitnet_gemv/neon-dotprod | 441 | 211 | 170 |
 thresholds='| format | kernel | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 10 | 12 | 14 | 16 |
 |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 | TQ1_0 | bitnet_gemm/neon-i8mm | 423 | 336 | 254 | 236 | 198 | 162 | 143 | 131 | 123 | 118 | 100 |
-| TQ1_0 | bitnet_gemm/neon-dotprod | 892 | 622 | 486 | 407 | 361 | 320 | 290 | 249 | 225 | 204 | 192 |
+| TQ1_0 | bitnet_gemm/neon-dotprod | 486 | 350 | 279 | 238 | 215 | 195 | 181 | 159 | 147 | 136 | 130 |
 | TQ1_0 | bitnet_gemv/neon-dotprod | 431 | 430 | 224 | 265 | 292 | 311 | 223 | 264 | 223 | 252 | 223 |
+| TQ1_0 | bitnet_gemm/neon | 579 | 451 | 381 | 344 | 315 | 298 | 282 | 262 | 248 | 239 | 232 |
+| TQ1_0 | bitnet_gemv/neon | 353 | 407 | 352 | 385 | 351 | 375 | 351 | 351 | 351 | 351 | 351 |
 | TQ2_0 | bitnet_gemm/neon-i8mm | 344 | 284 | 215 | 205 | 172 | 141 | 124 | 117 | 111 | 108 | 92 |
-| TQ2_0 | bitnet_gemm/neon-dotprod | 589 | 420 | 334 | 285 | 259 | 233 | 214 | 188 | 174 | 161 | 155 |
+| TQ2_0 | bitnet_gemm/neon-dotprod | 273 | 208 | 172 | 153 | 144 | 134 | 127 | 116 | 111 | 105 | 103 |
 | TQ2_0 | bitnet_gemv/neon-dotprod | 279 | 279 | 159 | 183 | 198 | 210 | 159 | 182 | 159 | 175 | 158 |
+| TQ2_0 | bitnet_gemm/neon | 367 | 309 | 274 | 259 | 243 | 237 | 228 | 219 | 213 | 209 | 205 |
+| TQ2_0 | bitnet_gemv/neon | 270 | 301 | 268 | 288 | 268 | 282 | 268 | 268 | 268 | 268 | 268 |
 | BITNET_B1_58 | bitnet_gemm/neon-i8mm | 397 | 314 | 237 | 219 | 184 | 151 | 133 | 122 | 115 | 109 | 93 |
-| BITNET_B1_58 | bitnet_gemm/neon-dotprod | 567 | 404 | 321 | 272 | 247 | 223 | 205 | 179 | 166 | 153 | 146 |
-| BITNET_B1_58 | bitnet_gemv/neon-dotprod | 156 | 199 | 155 | 181 | 155 | 173 | 155 | 154 | 154 | 154 | 154 |'
+| BITNET_B1_58 | bitnet_gemm/neon-dotprod | 391 | 285 | 229 | 197 | 180 | 164 | 153 | 136 | 127 | 118 | 114 |
+| BITNET_B1_58 | bitnet_gemv/neon-dotprod | 156 | 199 | 155 | 181 | 155 | 173 | 155 | 154 | 154 | 154 | 154 |
+| BITNET_B1_58 | bitnet_gemm/neon | 483 | 384 | 328 | 300 | 277 | 264 | 251 | 236 | 225 | 218 | 213 |
+| BITNET_B1_58 | bitnet_gemv/neon | 271 | 300 | 270 | 287 | 269 | 282 | 269 | 269 | 269 | 269 | 269 |'
 
-# Now against the baseline's path of the same name (the GEMMs against the dotprod baseline).
+# Now against the baseline's path of the same name (the i8mm and dotprod GEMMs against the
+# dotprod baseline, the plain NEON GEMM against the plain NEON one).
 ratios="$(printf '%s\n---\n%s\n' "$before" "$counts" | awk -F'|' '
     /^---/ { after = 1; next }
     {
         for (i = 2; i <= 6; i++) gsub(/ /, "", $i)
         base = $3; sub("bitnet_gemm/neon-(i8mm|dotprod)", "bitnet_gemv/neon-dotprod", base)
+        sub("^bitnet_gemm/neon$", "bitnet_gemv/neon", base)
         if (!after) { m1[$2 " " $3] = $4; m128[$2 " " $3] = $6; next }
         key = $2 " " base
         # A GEMM is not chosen for one token.
@@ -101,17 +109,20 @@ dependence-free \`sdot\` does 16 MACs (62.5 instructions per 1,000 MACs at best)
 $counts
 
 \`bitnet_gemm/neon-i8mm\` serves from 5 / 6 / 7 tokens (TQ1_0 / TQ2_0 / BITNET_B1_58),
-\`bitnet_gemm/neon-dotprod\` (CPUs with dotprod but not i8mm) from 14; their m = 1 column
-is what they would cost, not what the dispatcher runs.
+\`bitnet_gemm/neon-dotprod\` (CPUs with dotprod but not i8mm) from 5 / 5 / 7 and
+\`bitnet_gemm/neon\` (plain NEON: Cortex-A53) from 5 / 5 / 7; the GEMMs' m = 1 column is
+what they would cost, not what the dispatcher runs.
 
 ## Where the GEMMs take over (\`min_tokens\`)
 
 The same count at small m (\`TERN_COUNT_M="2 3 4 5 6 7 8 10 12 14 16"\` for
 \`count-arm-insns.py\`), made when the thresholds were set and not regenerated here (it
-takes three times as long as this script). Each GEMM is preferred from the token count
-from which it executes fewer instructions than the dotprod GEMV at every m counted. There
-is no ARM hardware to time them, so the thresholds rest on instruction counts; the GEMV's
-count varies with m mod 4, its token tile.
+takes three times as long as this script): the i8mm and dotprod GEMV rows with issue 14,
+the dotprod GEMM and plain NEON rows with its follow-up (the GEMMs' faster packing). Each
+GEMM is preferred from the token count from which it executes fewer instructions than its
+GEMV (the dotprod one for i8mm and dotprod, the plain one for plain NEON) at every m
+counted. There is no ARM hardware to time them, so the thresholds rest on instruction
+counts; the GEMVs' counts vary with m mod 4 or 2, their token tiles.
 
 $thresholds
 
@@ -124,10 +135,11 @@ onto the tile skeleton, when they ran m > 1 as one row against all tokens:
 |---|---|---:|---:|---:|
 $before
 
-## Against the baseline (after / before, same path; the GEMMs against dotprod)
+## Against the baseline (after / before, same path; the i8mm and dotprod GEMMs against dotprod, the plain NEON GEMM against plain NEON)
 
 Issue 14's targets: at m = 128, i8mm <= 0.33 and batched dotprod <= 0.5 of the dotprod
-baseline; m = 1 no worse (<= 1.00).
+baseline; m = 1 no worse (<= 1.00). From 5 to 7 tokens on, a CPU without dotprod runs
+\`bitnet_gemm/neon\`, not the plain GEMV's batch tiles.
 
 | format | kernel | m = 1 | m = 128 |
 |---|---|---:|---:|
@@ -143,24 +155,33 @@ qemu log when this was written, per 1,000 MACs):
   registers (BITNET_B1_58 has no block ends); the panel unpack 2.7 (TQ1_0 3.9, its digits);
   the output 2.3 (\`uzp1\`/\`uzp2\`, scaling, one run per token); the activations' gather
   into token pairs 0.8 (BITNET_B1_58: 5.8 with its plane de-interleave).
-- \`neon-dotprod\` GEMM (TQ1_0 100, TQ2_0 97, BITNET_B1_58 91; the 0.5 target is 85 for
-  TQ, missed by 12-15; BITNET_B1_58 meets it): the inner loop, 80 \`sdot\` + 11 loads + 3
-  loop instructions per 1,280 MACs, 71.7 (\`sdot\` alone is 62.5); the activation packing
-  (\`Packed::new\`: a bounds-checked 16-byte copy per group and token, the per-block seeds,
-  the zeroed buffer), about 7.6; the block ends (20 accumulators, their 20 float sums on the
-  stack), about 5.4; the output about 4.8; \`pack_panel\` about 4.4 (TQ1_0 about 5). (These
-  parts were counted with a constant-size \`pack_panel\`, 2.4 and 9; the merge kept the
-  x86 rewrite, which writes through \`Quads\`, and the whole-call counts moved by +2, -4 and
-  +1, so the panel figures here are by difference.) Without the packing and
-  the panel TQ2_0 would still be at about 85: the rest is the 4 x 5 register block's
-  inner loop and block ends, which are \`micro\` and \`Ctx::tile\`.
+- \`neon-dotprod\` GEMM (TQ1_0 85, TQ2_0 82, BITNET_B1_58 79: TQ2_0 and
+  BITNET_B1_58 within the 0.5 target of 85, TQ1_0 at it, 85.2 unrounded):
+  the inner loop, 80 \`sdot\` + 6 loads + 2 loop instructions per 1,280 MACs, 68.8
+  (\`sdot\` alone is 62.5): the weights and activations are read as runs of four vectors,
+  one post-incrementing \`ld1\` each, from fixed registers (asm that is not \`pure\`, so that
+  LLVM keeps it in order instead of copying them); the block ends (20 accumulators
+  converted and scaled into float sums kept in memory, the next block's seeds) about 5;
+  \`pack_panel\` about 2.3 (TQ1_0 about 5.5, its digits: a byte-shift \`top_trit\` and a
+  \`mul\` by 3 per quad vector), whole blocks unpacked at constant sizes; the activation
+  packing (\`Packed::new\`) about 1.7, whole 256-element blocks copied and summed in one
+  pass; the output about 1.5.
+- \`neon\` GEMM (plain NEON; TQ1_0 188, TQ2_0 185, BITNET_B1_58 179 at m = 128, against the
+  plain GEMV's 351 / 267 / 269 and 271 / 269 / 312 before issue 14): the same loop and
+  panels, each activation quad broadcast with one \`dup\` per token and \`smlal\` +
+  \`smlal2\` into two int16 vectors per row vector and token (8 MACs per instruction
+  against \`sdot\`'s 16), folded into int32 (\`saddlp\` + \`addp\`) once per 16 groups,
+  before an int16 lane can exceed 16 * 4 * 3 * 128 = 24,576; a 4 x 2 block (16
+  accumulator registers) costs 82 instructions per 512 MACs in the inner loop, 160.
 
 At m = 1 the plain NEON GEMV (TQ2_0 337 against 341 before, BITNET_B1_58 323 against 377)
 keeps its int16 partial sums over a TQ2_0 block, or over a 64-byte line of a BitNet row,
 instead of folding them (\`sadalp\`) after every 16-byte load, and prefetches once per line.
 Batch tiles of BITNET_B1_58 fold per load as before (kept across loads, their partial sums
 spilled); the dotprod GEMV's m = 8 and 128 (161 and 160, 154 before this change) are the
-cost of the shared chunk loop, not yet recovered.
+cost of the shared chunk loop, not yet recovered, and so are the plain GEMV's batch tiles
+(TQ1_0 351 at m = 128 against 271); the dispatcher now runs either only for 2 to 4 (TQ) or
+6 (BITNET_B1_58) tokens, the GEMMs serving from 5 or 7.
 
 ## ggml (\`ggml_vec_dot_tq1_0_q8_K\`, \`ggml_vec_dot_tq2_0_q8_K\`, NEON)
 

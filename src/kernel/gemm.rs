@@ -60,6 +60,26 @@ pub(crate) trait GemmSimd: Simd {
     unsafe fn add8(a: Self::V, b: Self::V) -> Self::V;
     unsafe fn subs_u8(a: Self::V, b: Self::V) -> Self::V;
     unsafe fn min_u8(a: Self::V, b: Self::V) -> Self::V;
+    /// The top base-3 digit `q * 3 >> 8` of every byte (TQ1_0's digits, see [`Tq1`]): by
+    /// default `[q >= 86] + [q >= 171]`, from saturating subtractions (x86 has no byte
+    /// shifts); an ISA with byte shifts overrides it.
+    #[inline(always)]
+    unsafe fn top_trit(q: Self::V) -> Self::V {
+        // SAFETY: register operations; the caller guarantees this ISA's features.
+        unsafe {
+            let one = Self::splat8(1);
+            Self::add8(
+                Self::min_u8(Self::subs_u8(q, Self::splat8(85)), one),
+                Self::min_u8(Self::subs_u8(q, Self::splat8(170)), one),
+            )
+        }
+    }
+    /// `3 q mod 256` in every byte: by default two additions.
+    #[inline(always)]
+    unsafe fn times3(q: Self::V) -> Self::V {
+        // SAFETY: as for `top_trit`.
+        unsafe { Self::add8(q, Self::add8(q, q)) }
+    }
     /// A partial accumulator of broadcast products: what the dot-product instruction adds
     /// into (int32 lanes for `vpdpbusd`; int16 pair sums for `vpmaddubsw`, widened every
     /// [`Self::Q_GROUPS`] groups of four quads).
@@ -74,6 +94,42 @@ pub(crate) trait GemmSimd: Simd {
     type A: Copy;
     /// Reads 16 bytes.
     unsafe fn a_load(p: *const u8) -> Self::A;
+    /// [`Simd::load_partial`] for the panel unpack's short chunks, where an ISA has a cheaper
+    /// load of some length (NEON: TQ1_0's 4-byte `qh`).
+    #[inline(always)]
+    unsafe fn load_short(p: *const u8, len: usize) -> Self::V {
+        // SAFETY: the caller's contract (`len < W` readable bytes at `p`, this ISA's features).
+        unsafe { Self::load_partial(p, len) }
+    }
+    /// [`Simd::load`] of the `N` consecutive vectors at `*p`, moving `*p` past them: the
+    /// inner loop's loads are such runs (an ISA with a post-incrementing load of several
+    /// registers, NEON's `ld1` of four, makes a run of four one instruction).
+    #[inline(always)]
+    unsafe fn load_next<const N: usize>(p: &mut *const u8) -> [Self::V; N] {
+        // SAFETY: the caller's contract (`N` vectors at `*p`, this ISA's features).
+        unsafe {
+            let mut v = [Self::zero(); N];
+            for i in 0..N {
+                v[i] = Self::load(p.add(i * 4 * Self::LANES));
+            }
+            *p = p.add(N * 4 * Self::LANES);
+            v
+        }
+    }
+    /// [`Self::a_load`] of the `N` consecutive groups at `*p` (`16 N` bytes), moving `*p`
+    /// past them, as [`Self::load_next`].
+    #[inline(always)]
+    unsafe fn a_load_next<const N: usize>(p: &mut *const u8) -> [Self::A; N] {
+        // SAFETY: the caller's contract (`16 N` bytes at `*p`, this ISA's features).
+        unsafe {
+            let mut a = [Self::a_load(*p); N];
+            for i in 1..N {
+                a[i] = Self::a_load(p.add(GROUP * i));
+            }
+            *p = p.add(GROUP * N);
+            a
+        }
+    }
     /// `q` plus, per int32 lane, the dot product of the lane's four u8 of `w` with quad
     /// `L` (0..4) of `a` (the same for every lane).
     unsafe fn q_dot<const L: i32>(q: Self::Q, w: Self::V, a: Self::A) -> Self::Q;
@@ -92,14 +148,14 @@ pub(crate) trait GemmSimd: Simd {
 /// # Safety
 /// The CPU must have `S`'s features; `p` must have `len` readable bytes.
 #[inline(always)]
-unsafe fn load_first<S: Simd>(p: *const u8, len: usize) -> S::V {
+unsafe fn load_first<S: GemmSimd>(p: *const u8, len: usize) -> S::V {
     assert!(len <= S::W);
     // SAFETY: `len` readable bytes at `p`, as the caller guarantees, and its features.
     unsafe {
         if len == S::W {
             S::load(p)
         } else {
-            S::load_partial(p, len)
+            S::load_short(p, len)
         }
     }
 }
@@ -150,6 +206,17 @@ impl Quads {
             unsafe { S::store(self.dst.add(q * self.step), codes) }
         }
     }
+
+    /// [`Quads::put`] without the check, for TQ blocks, which are whole (64 quads: TQ rows
+    /// are whole blocks, asserted by [`pack_panel`]).
+    ///
+    /// # Safety
+    /// As for [`Quads::put`], and `q < quads`.
+    #[inline(always)]
+    unsafe fn put_whole<S: GemmSimd>(&mut self, q: usize, codes: S::V) {
+        // SAFETY: quad `q < quads`, as the caller guarantees.
+        unsafe { S::store(self.dst.add(q * self.step), codes) }
+    }
 }
 
 pub(crate) struct Tq2;
@@ -164,13 +231,13 @@ impl Layout for Tq2 {
     #[inline(always)]
     unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
         let q = 32 * (i / 8) + i % 8;
-        // SAFETY: the caller's contract.
+        // SAFETY: the caller's contract; `q + 24 < 64` for `i < 16`, and TQ blocks are whole.
         unsafe {
             let m = S::splat8(3);
-            out.put::<S>(q, S::and(v, m));
-            out.put::<S>(q + 8, S::and(S::srli32::<2>(v), m));
-            out.put::<S>(q + 16, S::and(S::srli32::<4>(v), m));
-            out.put::<S>(q + 24, S::and(S::srli32::<6>(v), m));
+            out.put_whole::<S>(q, S::and(v, m));
+            out.put_whole::<S>(q + 8, S::and(S::srli32::<2>(v), m));
+            out.put_whole::<S>(q + 16, S::and(S::srli32::<4>(v), m));
+            out.put_whole::<S>(q + 24, S::and(S::srli32::<6>(v), m));
         }
     }
 }
@@ -183,8 +250,8 @@ impl Layout for Tq1 {
     const CODE_BYTES: usize = tq1_0::QS_BYTES + tq1_0::QH_BYTES;
 
     /// Byte `b` of a region holds elements `first + b + n * bytes` as base-3 digit `n`
-    /// (see `tq1_0::position`); digit `n` is `((b * 3^n) mod 256) * 3 >> 8`, which is
-    /// `[q >= 86] + [q >= 171]` for `q = (b * 3^n) mod 256`. The `qh` dword holds four digits.
+    /// (see `tq1_0::position`); digit `n` is `((b * 3^n) mod 256) * 3 >> 8`
+    /// ([`GemmSimd::top_trit`]). The `qh` dword holds four digits.
     #[inline(always)]
     unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
         // (first quad, quads per digit, digits) of the region holding dword i.
@@ -193,14 +260,13 @@ impl Layout for Tq1 {
             8..12 => (40 + i - 8, 4, 5),
             _ => (60, 1, 4),
         };
-        // SAFETY: the caller's contract.
+        // SAFETY: the caller's contract; the regions' last quads (`q0 + (digits - 1) step`)
+        // are at most 39, 59 and 63, and TQ blocks are whole.
         unsafe {
-            let (c85, c170, one) = (S::splat8(85), S::splat8(170), S::splat8(1));
             let mut q = v;
             for n in 0..digits {
-                let d = S::add8(S::min_u8(S::subs_u8(q, c85), one), S::min_u8(S::subs_u8(q, c170), one));
-                out.put::<S>(q0 + n * step, d);
-                q = S::add8(q, S::add8(q, q));
+                out.put_whole::<S>(q0 + n * step, S::top_trit(q));
+                q = S::times3(q);
             }
         }
     }
@@ -361,24 +427,30 @@ impl Packed {
             let real = t.min(m - t0);
             let tn = if padded { t } else { real };
             let dst = &mut codes[t0 * kg..(t0 + tn) * kg];
-            // In the destination's order, as fixed G-byte copies (a `memcpy` call each otherwise).
-            let rows: [&[u8]; 16] = std::array::from_fn(|i| bytemuck::cast_slice(act.row(t0 + i.min(real - 1))));
-            for (g, out) in dst.chunks_exact_mut(G * tn).enumerate() {
-                for (o, row) in out.chunks_exact_mut(G).zip(&rows) {
-                    match row.get(g * G..(g + 1) * G) {
-                        Some(part) => o.copy_from_slice(part),
-                        // The last group of a row whose length is not a multiple of G.
-                        None => o[..k - g * G].copy_from_slice(&row[g * G..]),
-                    }
+            for i in 0..tn {
+                let token = t0 + i.min(real - 1);
+                let row: &[u8] = bytemuck::cast_slice(act.row(token));
+                let seeds = &mut block_seeds[token * blocks..(token + 1) * blocks];
+                // Row by row, group `g` to group `g * tn + i` of the block; whole 256-element
+                // blocks apart, so that their group loop has a constant count.
+                let mut o = dst[i * G..].as_mut_ptr();
+                let mut whole = row.chunks_exact(QK);
+                for (seed, block) in seeds.iter_mut().zip(whole.by_ref()) {
+                    // SAFETY: whole group `g < k / G` of token `i < tn` goes to `(g tn + i) G`,
+                    // which ends at most at `(k / G) tn G <= tn kg = dst.len()`; `o` starts at
+                    // group 0 and moves `tn G` a group.
+                    *seed = -unsafe { copy_groups::<G>(block, &mut o, tn * G) };
                 }
+                let last = whole.remainder();
+                if !last.is_empty() {
+                    // SAFETY: as above.
+                    seeds[blocks - 1] = -unsafe { copy_groups::<G>(last, &mut o, tn * G) };
+                    // The last group of a row whose length is not a multiple of G.
+                    let tail = &last[last.len() / G * G..];
+                    dst[(k / G * tn + i) * G..][..tail.len()].copy_from_slice(tail);
+                }
+                row_seeds[token] = seeds.iter().sum();
             }
-        }
-        for token in 0..m {
-            let seeds = &mut block_seeds[token * blocks..(token + 1) * blocks];
-            for (seed, part) in seeds.iter_mut().zip(act.row(token).chunks(QK)) {
-                *seed = -sum_i8(part);
-            }
-            row_seeds[token] = seeds.iter().sum();
         }
         Packed { codes: lines, k, kg, group: G, m, t, padded, block_seeds, row_seeds, scales: act.scales }
     }
@@ -390,21 +462,70 @@ impl Packed {
     }
 }
 
-/// The sum of `x`, in 16 lanes that vectorize without target features (this runs in
-/// `Kernel::prepare`): a lane adds at most 16 of each 256 elements, so int16 holds its sums.
-fn sum_i8(x: &[i8]) -> i32 {
-    let mut total = 0;
-    for block in x.chunks(QK) {
-        let mut lanes = [0i16; 16];
-        let mut rows = block.chunks_exact(16);
-        for row in rows.by_ref() {
-            for (l, &c) in lanes.iter_mut().zip(row) {
-                *l += c as i16;
+/// Copies the whole `G`-byte groups of `block` (at most 256 activation codes) to `*o`, one
+/// every `step` bytes, moving `*o` past them, and returns the sum of all of `block`'s codes:
+/// fixed-size copies (a `memcpy` call each otherwise), one load per group for the copy and
+/// the sum (int16 lanes: at most 256 / G terms each).
+///
+/// # Safety
+/// `*o` must be valid for writes of `G` bytes at every `step` for each whole group.
+#[inline(always)]
+unsafe fn copy_groups<const G: usize>(block: &[u8], o: &mut *mut u8, step: usize) -> i32 {
+    let mut lanes = [0i16; G];
+    let mut parts = block.chunks_exact(G);
+    for part in parts.by_ref() {
+        // One load: the store below could alias `part` for all LLVM knows.
+        let Ok(part) = <[u8; G]>::try_from(part) else { unreachable!("chunks of G") };
+        // SAFETY: the caller's contract.
+        unsafe {
+            (*o as *mut [u8; G]).write_unaligned(part);
+            *o = o.wrapping_add(step);
+        }
+        for (l, &c) in lanes.iter_mut().zip(&part) {
+            *l += c as i8 as i16;
+        }
+    }
+    let tail: i32 = parts.remainder().iter().map(|&c| c as i8 as i32).sum();
+    lanes.iter().map(|&l| l as i32).sum::<i32>() + tail
+}
+
+/// Unpacks the `code_bytes` code bytes at offset `at` of the rows `src` (one per lane, each
+/// `row_bytes` long) into the block's quads `out`: [`pack_panel`]'s step.
+///
+/// # Safety
+/// The CPU must have `S`'s features; `at + code_bytes` bytes lie in each row at `src`, and
+/// `out` is valid for the block's quads.
+#[inline(always)]
+unsafe fn block<S: GemmSimd, L: Layout>(
+    src: &[*const u8; 16],
+    at: usize,
+    code_bytes: usize,
+    row_bytes: usize,
+    out: &mut Quads,
+) {
+    let chunk = 4 * S::LANES;
+    for c in (0..code_bytes).step_by(chunk) {
+        let len = chunk.min(code_bytes - c);
+        // SAFETY: `S`'s features, as the caller guarantees (so for every block below).
+        let mut v = [unsafe { S::zero() }; 16];
+        let v = &mut v[..S::LANES];
+        for (x, s) in v.iter_mut().zip(src) {
+            // SAFETY: bytes `at + c..at + c + len` lie in the row at `s` (`c + len <= code_bytes`).
+            *x = unsafe { load_first::<S>(s.add(at + c), len) };
+            // The same bytes of the row `LANES` below, for the next group: a group reads
+            // its rows as short streams that the hardware prefetcher barely follows
+            // from L3 (Intel Xeon, m = 128: 2-4% faster at 6912x2560 and 2560x2560).
+            // SAFETY: a prefetch never faults, whatever the address.
+            unsafe { S::prefetch_l2(s.wrapping_add(S::LANES * row_bytes + at + c)) };
+        }
+        // SAFETY: see above; `v` holds `LANES` vectors, `out` the block's quads.
+        unsafe {
+            S::transpose(v);
+            for (i, &x) in v.iter().enumerate().take(len.div_ceil(4)) {
+                L::expand::<S>(c / 4 + i, x, out);
             }
         }
-        total += lanes.iter().map(|&l| l as i32).sum::<i32>() + rows.remainder().iter().map(|&c| c as i32).sum::<i32>();
     }
-    total
 }
 
 /// Unpacks weight rows `rows` (at most `p` of them, at least one) into `panel`
@@ -432,7 +553,8 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
         "panel rows out of range"
     );
     assert!(panel.len() >= quads * p * 4 && w.bytes.len() >= w.rows * row_bytes, "panel buffer too small");
-    let chunk = 4 * S::LANES;
+    // Every TQ block is whole: `Layout::expand` stores its 64 quads unchecked.
+    assert!(L::FORMAT == Format::BitnetB158 || k.is_multiple_of(QK), "TQ rows are whole blocks");
     let base = w.bytes.as_ptr();
     for g in (0..p).step_by(S::LANES) {
         // Padding lanes load the last row again: every load below is unconditional.
@@ -448,28 +570,18 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
             // SAFETY: quad `b * 64 < k / 4` of rows `g..g + LANES` (`g + LANES <= p`) lies in the
             // panel (`k / 4 * p * 4` bytes, asserted), and so do the block's quads after it.
             let dst = unsafe { panel.as_mut_ptr().add((b * BLOCK_QUADS * p + g) * 4) };
-            let mut out = Quads { dst, step: 4 * p, quads: BLOCK_QUADS.min(quads - b * BLOCK_QUADS) };
-            for c in (0..code_bytes).step_by(chunk) {
-                let len = chunk.min(code_bytes - c);
-                // SAFETY: `S`'s features, as the caller guarantees (so for every block below).
-                let mut v = [unsafe { S::zero() }; 16];
-                let v = &mut v[..S::LANES];
-                for (x, s) in v.iter_mut().zip(&src) {
-                    // SAFETY: the block's code bytes `c..c + len` lie in the row at `s`
-                    // (`b * BLOCK_BYTES + c + len <= b * BLOCK_BYTES + code_bytes <= row_bytes`).
-                    *x = unsafe { load_first::<S>(s.add(b * L::BLOCK_BYTES + c), len) };
-                    // The same bytes of the row `LANES` below, for the next group: a group reads
-                    // its rows as short streams that the hardware prefetcher barely follows
-                    // from L3 (Intel Xeon, m = 128: 2-4% faster at 6912x2560 and 2560x2560).
-                    // SAFETY: a prefetch never faults, whatever the address.
-                    unsafe { S::prefetch_l2(s.wrapping_add(S::LANES * row_bytes + b * L::BLOCK_BYTES + c)) };
-                }
-                // SAFETY: see above; `v` holds `LANES` vectors, `out` the block's quads.
-                unsafe {
-                    S::transpose(v);
-                    for (i, &x) in v.iter().enumerate().take(len.div_ceil(4)) {
-                        L::expand::<S>(c / 4 + i, x, &mut out);
-                    }
+            let quads = BLOCK_QUADS.min(quads - b * BLOCK_QUADS);
+            // SAFETY: the block's code bytes lie in every row at `src` (`b * BLOCK_BYTES +
+            // code_bytes <= row_bytes`), its quads in the panel (above); `S`'s features.
+            unsafe {
+                if code_bytes == L::CODE_BYTES && quads == BLOCK_QUADS {
+                    // Every TQ block, all but BitNet's last: constant sizes, so that the chunk
+                    // loop unrolls and the stores lose their checks.
+                    let mut out = Quads { dst, step: 4 * p, quads: BLOCK_QUADS };
+                    block::<S, L>(&src, b * L::BLOCK_BYTES, L::CODE_BYTES, row_bytes, &mut out);
+                } else {
+                    let mut out = Quads { dst, step: 4 * p, quads };
+                    block::<S, L>(&src, b * L::BLOCK_BYTES, code_bytes, row_bytes, &mut out);
                 }
             }
         }
@@ -488,36 +600,35 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
     }
 }
 
-/// Adds quad `L` of every group in `groups` of the panel at `w` (`w_step` bytes per quad)
-/// times the token block at `a` (`16 T` bytes per group) to `acc[v][t]`: the inner loop.
+/// Adds quad `L` of each of the next `groups` groups of the panel at `*w` (`RV` vectors per
+/// quad, the quads one after another) times the token block at `*a` (`16 T` bytes per group)
+/// to `acc[v][t]`, moving both pointers past them: the inner loop, reading both operands
+/// front to back (a TQ tile's blocks follow one another).
 ///
 /// # Safety
-/// `w` must be valid for `4 * groups.end * w_step` bytes with `w_step >= 4 * LANES * RV`,
-/// `a` for `groups.end * 16 * T` bytes; the CPU must have `S`'s features.
+/// `*w` must be valid for `4 * groups * RV` vectors, `*a` for `groups * 16 * T` bytes; the
+/// CPU must have `S`'s features.
 #[inline(always)]
 unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
-    w: *const u8,
-    w_step: usize,
-    a: *const u8,
-    groups: Range<usize>,
+    w: &mut *const u8,
+    a: &mut *const u8,
+    groups: usize,
     acc: &mut [[S::V; T]; RV],
 ) {
-    /// Quad `L` of group `g`: `RV` weight loads, `RV x T` dot products.
+    /// Quad `L` of a group: the `RV` weight vectors at `*wq` (moved past them), `RV x T`
+    /// dot products.
     ///
     /// # Safety
     /// As for [`micro`].
     #[inline(always)]
     unsafe fn quad<S: GemmSimd, const RV: usize, const T: usize, const L: i32>(
         p: &mut [[S::Q; T]; RV],
-        wq: *const u8,
+        wq: &mut *const u8,
         av: &[S::A; T],
     ) {
         // SAFETY: `RV` vectors at `wq` lie in the panel, as the caller guarantees.
         unsafe {
-            let mut wv = [S::zero(); RV];
-            for v in 0..RV {
-                wv[v] = S::load(wq.add(v * 4 * S::LANES));
-            }
+            let wv = S::load_next::<RV>(wq);
             for t in 0..T {
                 for v in 0..RV {
                     p[v][t] = S::q_dot::<L>(p[v][t], wv[v], av[t]);
@@ -525,29 +636,24 @@ unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
             }
         }
     }
-    // SAFETY: every address is inside the spans the caller guarantees (group `g <
-    // groups.end`, quad `4 g + L`, vector `v < RV`, token `t < T`); `S`'s features.
+    // SAFETY: every address is inside the spans the caller guarantees (group `g < groups`,
+    // quad `4 g + L`, vector `v < RV`, token `t < T`); `S`'s features.
     unsafe {
-        let mut g0 = groups.start;
-        while g0 < groups.end {
-            let end = g0 + S::Q_GROUPS.min(groups.end - g0);
+        let mut g0 = 0;
+        while g0 < groups {
+            let end = g0 + S::Q_GROUPS.min(groups - g0);
             let mut p = [[S::q_start(S::zero()); T]; RV];
             for v in 0..RV {
                 for t in 0..T {
                     p[v][t] = S::q_start(acc[v][t]);
                 }
             }
-            for g in g0..end {
-                let ag = a.add(g * GROUP * T);
-                let mut av = [S::a_load(ag); T];
-                for t in 1..T {
-                    av[t] = S::a_load(ag.add(GROUP * t));
-                }
-                let wg = w.add(4 * g * w_step);
-                quad::<S, RV, T, 0>(&mut p, wg, &av);
-                quad::<S, RV, T, 1>(&mut p, wg.add(w_step), &av);
-                quad::<S, RV, T, 2>(&mut p, wg.add(2 * w_step), &av);
-                quad::<S, RV, T, 3>(&mut p, wg.add(3 * w_step), &av);
+            for _ in g0..end {
+                let av = S::a_load_next::<T>(a);
+                quad::<S, RV, T, 0>(&mut p, w, &av);
+                quad::<S, RV, T, 1>(&mut p, w, &av);
+                quad::<S, RV, T, 2>(&mut p, w, &av);
+                quad::<S, RV, T, 3>(&mut p, w, &av);
             }
             for v in 0..RV {
                 for t in 0..T {
@@ -601,16 +707,16 @@ impl Ctx<'_> {
                             acc[v][t] = S::splat32(seeds[t]);
                         }
                     }
-                    micro::<S, RV, T>(w, w_step, act.as_ptr(), 0..groups, &mut acc);
+                    micro::<S, RV, T>(&mut { w }, &mut act.as_ptr(), groups, &mut acc);
                     acc
                 };
                 let mut dots = [0i32; 16];
-                for v in 0..RV {
-                    for t in 0..T {
+                for t in 0..T {
+                    let a_scale = self.act.scales[t0 + t];
+                    for v in 0..RV {
                         // SAFETY: `dots` has room for 16 >= LANES int32; `S`'s features.
                         unsafe { S::store(dots.as_mut_ptr() as *mut u8, acc[v][t]) };
                         // The reference's order: one block, `a_scale * (d * dot)`.
-                        let a_scale = self.act.scales[t0 + t];
                         for (l, dot) in dots[..S::LANES].iter().enumerate() {
                             lanes[l] = a_scale * (d * *dot as f32);
                         }
@@ -623,20 +729,27 @@ impl Ctx<'_> {
                 assert!(self.scales.len() >= blocks * self.p, "panel scales too short");
                 assert!(k.is_multiple_of(QK) && kg == k, "TQ rows are whole blocks");
                 let seeds = &self.act.block_seeds[t0 * blocks..(t0 + T) * blocks];
-                let block_groups = QK / GROUP;
                 // SAFETY: as above; block `b < blocks` spans groups `16 b..16 (b + 1)` of the
-                // panel and of `act`, and `p` scales at `b * p` (asserted).
+                // panel and of `act`, where `micro` leaves the pointers after block `b - 1`,
+                // and `p` scales at `b * p` (asserted).
                 let f = unsafe {
-                    let mut f = [[S::fzero(); T]; RV];
+                    // The float sums stay in memory: the accumulators fill the registers, and
+                    // LLVM's own spilling of the sums takes more instructions per block (NEON
+                    // 4 x 5: about 112 against 83; the x86 full tiles' block loops shrink too).
+                    let mut sums = [[S::fzero(); T]; RV];
+                    let f = std::hint::black_box(&mut sums);
+                    let (mut wp, mut ap) = (w, act.as_ptr());
                     for b in 0..blocks {
                         let mut acc = [[S::zero(); T]; RV];
-                        for v in 0..RV {
-                            for t in 0..T {
-                                acc[v][t] = S::splat32(seeds[t * blocks + b]);
+                        for t in 0..T {
+                            // Unchecked (LLVM does not see `t blocks + b < T blocks` itself).
+                            // SAFETY: `t < T` and `b < blocks`, and `seeds` holds `T * blocks`.
+                            let seed = S::splat32(*seeds.get_unchecked(t * blocks + b));
+                            for v in 0..RV {
+                                acc[v][t] = seed;
                             }
                         }
-                        let groups = b * block_groups..(b + 1) * block_groups;
-                        micro::<S, RV, T>(w, w_step, act.as_ptr(), groups, &mut acc);
+                        micro::<S, RV, T>(&mut wp, &mut ap, QK / GROUP, &mut acc);
                         for v in 0..RV {
                             let s = S::fload(self.scales.as_ptr().add(b * self.p + v * S::LANES));
                             for t in 0..T {
@@ -644,13 +757,13 @@ impl Ctx<'_> {
                             }
                         }
                     }
-                    f
+                    *f
                 };
-                for v in 0..RV {
-                    for t in 0..T {
+                for t in 0..T {
+                    let a_scale = self.act.scales[t0 + t];
+                    for v in 0..RV {
                         // SAFETY: `lanes` has room for 16 >= LANES floats; `S`'s features.
                         unsafe { S::fstore(lanes.as_mut_ptr(), f[v][t]) };
-                        let a_scale = self.act.scales[t0 + t];
                         for x in &mut lanes[..S::LANES] {
                             *x *= a_scale;
                         }

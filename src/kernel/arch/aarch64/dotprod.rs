@@ -2,7 +2,7 @@
 //! is not stable Rust, so `sdot` is written with `asm!`, compiled with the `dotprod` target
 //! feature, and the kernels run only where it is detected.
 
-use super::simd::{Mac, Neon};
+use super::simd::{GemmMac, Mac, Neon};
 use core::arch::aarch64::*;
 use core::arch::asm;
 
@@ -54,76 +54,7 @@ impl Mac for Sdot {
     }
 }
 
-impl crate::kernel::gemm::GemmSimd for Neon<Sdot> {
-    const LANES: usize = 4;
-
-    #[inline(always)]
-    unsafe fn splat32(x: i32) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { vreinterpretq_u8_s32(vdupq_n_s32(x)) }
-    }
-
-    #[inline(always)]
-    unsafe fn store(p: *mut u8, v: uint8x16_t) {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { vst1q_u8(p, v) }
-    }
-
-    /// `trn1`/`trn2` on 32-bit lanes make 2 x 2 blocks, on 64-bit lanes move them.
-    #[inline(always)]
-    unsafe fn transpose(v: &mut [uint8x16_t]) {
-        assert_eq!(v.len(), 4);
-        // SAFETY: the trait's contract (this ISA's features); register operations only.
-        unsafe {
-            let (a, b) = (vreinterpretq_u32_u8(v[0]), vreinterpretq_u32_u8(v[1]));
-            let (c, d) = (vreinterpretq_u32_u8(v[2]), vreinterpretq_u32_u8(v[3]));
-            let (ab0, ab1) = (vreinterpretq_u64_u32(vtrn1q_u32(a, b)), vreinterpretq_u64_u32(vtrn2q_u32(a, b)));
-            let (cd0, cd1) = (vreinterpretq_u64_u32(vtrn1q_u32(c, d)), vreinterpretq_u64_u32(vtrn2q_u32(c, d)));
-            v[0] = vreinterpretq_u8_u64(vtrn1q_u64(ab0, cd0));
-            v[1] = vreinterpretq_u8_u64(vtrn1q_u64(ab1, cd1));
-            v[2] = vreinterpretq_u8_u64(vtrn2q_u64(ab0, cd0));
-            v[3] = vreinterpretq_u8_u64(vtrn2q_u64(ab1, cd1));
-        }
-    }
-
-    /// The count goes in a vector (`ushl` by minus it, which LLVM turns into `ushr #N`):
-    /// the immediate form takes an `i32` const this generic cannot name.
-    #[inline(always)]
-    unsafe fn srli32<const N: u32>(x: uint8x16_t) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features); register operations only.
-        unsafe { vreinterpretq_u8_u32(vshlq_u32(vreinterpretq_u32_u8(x), vdupq_n_s32(-(N as i32)))) }
-    }
-
-    #[inline(always)]
-    unsafe fn slli32<const N: u32>(x: uint8x16_t) -> uint8x16_t {
-        // SAFETY: as for `srli32`.
-        unsafe { vreinterpretq_u8_u32(vshlq_u32(vreinterpretq_u32_u8(x), vdupq_n_s32(N as i32))) }
-    }
-
-    #[inline(always)]
-    unsafe fn or(a: uint8x16_t, b: uint8x16_t) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features); register operations only.
-        unsafe { vorrq_u8(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn add8(a: uint8x16_t, b: uint8x16_t) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features); register operations only.
-        unsafe { vaddq_u8(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn subs_u8(a: uint8x16_t, b: uint8x16_t) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features); register operations only.
-        unsafe { vqsubq_u8(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn min_u8(a: uint8x16_t, b: uint8x16_t) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features); register operations only.
-        unsafe { vminq_u8(a, b) }
-    }
-
+impl GemmMac for Sdot {
     type Q = int32x4_t;
     /// `sdot` accumulates int32 directly: no folding.
     const Q_GROUPS: usize = usize::MAX;
@@ -132,15 +63,6 @@ impl crate::kernel::gemm::GemmSimd for Neon<Sdot> {
     unsafe fn q_start(acc: uint8x16_t) -> int32x4_t {
         // SAFETY: the trait's contract (this ISA's features); register operations only.
         unsafe { vreinterpretq_s32_u8(acc) }
-    }
-
-    /// A register: `sdot` by element takes the quad from one of its four 32-bit lanes.
-    type A = int8x16_t;
-
-    #[inline(always)]
-    unsafe fn a_load(p: *const u8) -> int8x16_t {
-        // SAFETY: the trait's contract (this ISA's features; 16 readable bytes at `p`).
-        unsafe { vld1q_s8(p as *const i8) }
     }
 
     /// One `sdot` by element: lane `L` of `a` (four activations) against each int32 lane's
@@ -158,7 +80,8 @@ impl crate::kernel::gemm::GemmSimd for Neon<Sdot> {
                 w = in(vreg) w,
                 a = in(vreg) a,
                 l = const L,
-                options(pure, nomem, nostack, preserves_flags),
+                // Not `pure`, as `ld1_next`: program order keeps its registers uncopied.
+                options(nomem, nostack, preserves_flags),
             )
         };
         acc
@@ -169,40 +92,22 @@ impl crate::kernel::gemm::GemmSimd for Neon<Sdot> {
         // SAFETY: the trait's contract (this ISA's features); register operations only.
         unsafe { vreinterpretq_u8_s32(q) }
     }
-
-    #[inline(always)]
-    unsafe fn fload(p: *const f32) -> float32x4_t {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { vld1q_f32(p) }
-    }
-
-    #[inline(always)]
-    unsafe fn fmadd_lanes(acc: uint8x16_t, s: float32x4_t, f: float32x4_t) -> float32x4_t {
-        // SAFETY: the trait's contract (this ISA's features); register operations only.
-        unsafe { vfmaq_f32(f, vcvtq_f32_s32(vreinterpretq_s32_u8(acc)), s) }
-    }
-
-    #[inline(always)]
-    unsafe fn fstore(p: *mut f32, f: float32x4_t) {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { vst1q_f32(p, f) }
-    }
 }
 
 // 4 x 4 batch tiles: 16 accumulators of NEON's 32 registers; BitNet's split planes need
 // two per (row, token), so 4 x 2.
 crate::kernel::tile::isa_kernels!(Neon<Sdot>, c"bitnet_gemv/neon-dotprod", "neon,dotprod", 4, 4, 4, bitnet: 4, 2);
 
-// 4 x 5 register blocks: 20 accumulators, 4 weight and 5 activation registers of NEON's 32
-// (4 x 4 executes 1-2 more instructions per 1,000 MACs at m = 128). Preferred from the
+// 4 x 5 register blocks: 20 accumulators, 4 weight (v24-v27) and 5 activation (v28-v31 and
+// one more) registers of NEON's 32 (4 x 4 executes 1-2 more instructions per 1,000 MACs at m = 128). Preferred from the
 // token count from which it executes fewer instructions than the dotprod GEMV at every m
-// counted (qemu, 256 x 2048; no ARM hardware here, so counts, not timings): 14 for every
-// format (docs/arm-instruction-counts.md).
+// counted (qemu, 256 x 2048; no ARM hardware here, so counts, not timings): 5 / 5 / 7 for
+// TQ1_0 / TQ2_0 / BITNET_B1_58 (docs/arm-instruction-counts.md).
 crate::kernel::gemm::gemm_kernels!(
     Neon<Sdot>,
     c"bitnet_gemm/neon-dotprod",
     "neon,dotprod",
     rv = 4,
     t = 5,
-    min_tokens = [14, 14, 14]
+    min_tokens = [5, 5, 7]
 );

@@ -14,10 +14,11 @@ mod simd;
 use crate::kernel::{Kernel, RequantRowFn};
 
 /// Best first: i8mm (from two tokens on), the dotprod GEMM (past its `min_tokens`), the
-/// dotprod GEMV, then plain NEON.
+/// dotprod GEMV, then plain NEON's GEMM (past its `min_tokens`) and GEMV.
 pub(crate) fn kernels() -> Vec<Kernel> {
     let dotprod = dotprod::gemm_kernels().into_iter().chain(dotprod::kernels());
-    i8mm::kernels().into_iter().chain(dotprod).chain(neon::kernels()).collect()
+    let neon = neon::gemm_kernels().into_iter().chain(neon::kernels());
+    i8mm::kernels().into_iter().chain(dotprod).chain(neon).collect()
 }
 
 pub(crate) fn requant_row() -> Option<RequantRowFn> {

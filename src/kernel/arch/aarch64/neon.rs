@@ -1,8 +1,8 @@
-//! `bitnet_gemv/neon`, for CPUs without dotprod (Cortex-A53): `smlal`/`smlal2` of codes by
-//! activations into int16 lanes, pairwise-widened into the int32 accumulator (`sadalp`)
-//! once per weight load.
+//! `bitnet_gemv/neon` and `bitnet_gemm/neon`, for CPUs without dotprod (Cortex-A53):
+//! `smlal`/`smlal2` of codes by activations into int16 lanes, pairwise-widened into the
+//! int32 accumulators before int16 can overflow.
 
-use super::simd::{Mac, Neon};
+use super::simd::{GemmMac, Mac, Neon};
 use core::arch::aarch64::*;
 
 pub(super) const FEATURES: &str = "neon";
@@ -46,3 +46,46 @@ impl Mac for Smlal {
 }
 
 crate::kernel::tile::isa_kernels!(Neon<Smlal>, c"bitnet_gemv/neon", "neon", 4, 2, 2);
+
+/// The GEMM's broadcast quad: `dup` of the quad's 32-bit lane, then `smlal`/`smlal2` of the
+/// four rows' codes (`w`: rows 0-1 in the low half, 2-3 in the high) into two int16x8, lane
+/// `j` of each holding code `j % 4` of row `j / 4` (of its half) times activation `j % 4`.
+impl GemmMac for Smlal {
+    type Q = (int16x8_t, int16x8_t);
+    /// A lane takes 4 products per group (one per quad), each at most 3 * 128: 16 groups
+    /// (one TQ block) are 16 * 4 * 384 = 24,576 < 2^15.
+    const Q_GROUPS: usize = 16;
+
+    #[inline(always)]
+    unsafe fn q_start(_acc: uint8x16_t) -> (int16x8_t, int16x8_t) {
+        // SAFETY: register-only NEON (the trait's contract).
+        unsafe { (vdupq_n_s16(0), vdupq_n_s16(0)) }
+    }
+
+    #[inline(always)]
+    unsafe fn q_dot<const L: i32>(q: (int16x8_t, int16x8_t), w: uint8x16_t, a: int8x16_t) -> (int16x8_t, int16x8_t) {
+        // SAFETY: register-only NEON (the trait's contract).
+        unsafe {
+            let d = vreinterpretq_s8_s32(vdupq_laneq_s32::<L>(vreinterpretq_s32_s8(a)));
+            let w = vreinterpretq_s8_u8(w);
+            (vmlal_s8(q.0, vget_low_s8(w), vget_low_s8(d)), vmlal_high_s8(q.1, w, d))
+        }
+    }
+
+    /// Pairwise widening (`saddlp`) leaves two int32 per row, a pairwise add (`addp`) one.
+    #[inline(always)]
+    unsafe fn q_end(q: (int16x8_t, int16x8_t), acc: uint8x16_t) -> uint8x16_t {
+        // SAFETY: register-only NEON (the trait's contract).
+        unsafe {
+            let rows = vpaddq_s32(vpaddlq_s16(q.0), vpaddlq_s16(q.1));
+            vreinterpretq_u8_s32(vaddq_s32(vreinterpretq_s32_u8(acc), rows))
+        }
+    }
+}
+
+// 4 x 2 register blocks: 16 int16 accumulators (two per row vector and token), 4 weight and
+// 2 activation registers and a broadcast quad (2 x 4 executes more: a `dup` per token and
+// quad). Preferred from the token count from which it executes fewer instructions than
+// this GEMV at every m counted (qemu, 256 x 2048; no ARM hardware here, so counts, not
+// timings): 5 / 5 / 7 for TQ1_0 / TQ2_0 / BITNET_B1_58 (docs/arm-instruction-counts.md).
+crate::kernel::gemm::gemm_kernels!(Neon<Smlal>, c"bitnet_gemm/neon", "neon", rv = 4, t = 2, min_tokens = [5, 5, 7]);

@@ -2,6 +2,7 @@
 //! multiply-accumulate supplied by a [`Mac`] (`sdot`, or `smlal` for CPUs without dotprod).
 
 use crate::format::tq1_0;
+use crate::kernel::gemm::GemmSimd;
 use crate::kernel::prep;
 use crate::kernel::tile::Simd;
 use core::arch::aarch64::*;
@@ -24,6 +25,24 @@ pub(super) trait Mac {
     fn lane(byte: usize) -> usize;
 }
 
+/// How a GEMM path multiplies the weight codes of four rows by one broadcast activation quad
+/// ([`GemmSimd`]'s partial accumulators `Q`: `sdot` by element into int32, or `smlal` into
+/// int16 without dotprod).
+pub(super) trait GemmMac {
+    type Q: Copy;
+    /// Groups of four quads a partial accumulator takes before it must be folded.
+    const Q_GROUPS: usize;
+    /// # Safety
+    /// The CPU must have the path's features (as for every method here).
+    unsafe fn q_start(acc: uint8x16_t) -> Self::Q;
+    /// # Safety
+    /// As for [`GemmMac::q_start`].
+    unsafe fn q_dot<const L: i32>(q: Self::Q, w: uint8x16_t, a: int8x16_t) -> Self::Q;
+    /// # Safety
+    /// As for [`GemmMac::q_start`].
+    unsafe fn q_end(q: Self::Q, acc: uint8x16_t) -> uint8x16_t;
+}
+
 /// NEON with the multiply-accumulate `M`.
 pub(super) struct Neon<M>(PhantomData<M>);
 
@@ -40,7 +59,7 @@ const QH_POW3: [u8; 16] = [1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27];
 /// # Safety
 /// The CPU must have NEON.
 #[inline(always)]
-unsafe fn top_trit(q: uint8x16_t) -> uint8x16_t {
+pub(super) unsafe fn top_trit(q: uint8x16_t) -> uint8x16_t {
     // SAFETY: register-only NEON, which the caller has.
     unsafe { vshrq_n_u8::<6>(vhaddq_u8(q, vshrq_n_u8::<1>(q))) }
 }
@@ -259,5 +278,203 @@ impl<M: Mac + 'static> Simd for Neon<M> {
 
     fn lane(byte: usize) -> usize {
         M::lane(byte)
+    }
+}
+
+/// The `$n` consecutive vectors at the pointer `$p` (a `&mut *const u8`, moved past them),
+/// four at a time with one post-incrementing `ld1` of four registers (`$r0..$r3`, which must
+/// be consecutive: hence explicit registers, and `asm!`, since LLVM splits `vld1q_u8_x4`
+/// into `ldp`s), the rest one by one. The GEMM's runs are 4 weight vectors and 5 token
+/// groups: 3 loads instead of 5 `ldp`/`ldr` and their address arithmetic.
+macro_rules! ld1_next {
+    ($p:expr, $n:expr, $r0:tt, $r1:tt, $r2:tt, $r3:tt) => {{
+        let mut q: *const u8 = *$p;
+        let mut v = [vdupq_n_u8(0); $n];
+        let mut i = 0;
+        while i + 4 <= $n {
+            asm!(
+                concat!("ld1 {{", $r0, ".16b, ", $r1, ".16b, ", $r2, ".16b, ", $r3, ".16b}}, [{q}], #64"),
+                q = inout(reg) q,
+                out($r0) v[i],
+                out($r1) v[i + 1],
+                out($r2) v[i + 2],
+                out($r3) v[i + 3],
+                // Not `pure`: in program order. Moved above the previous quad's dot products,
+                // a load of the same fixed registers made LLVM copy them (2 `mov`s a group).
+                options(readonly, nostack, preserves_flags),
+            );
+            i += 4;
+        }
+        while i < $n {
+            v[i] = vld1q_u8(q);
+            q = q.add(16);
+            i += 1;
+        }
+        *$p = q;
+        v
+    }};
+}
+
+impl<M: Mac + GemmMac + 'static> GemmSimd for Neon<M> {
+    const LANES: usize = 4;
+
+    #[inline(always)]
+    unsafe fn splat32(x: i32) -> uint8x16_t {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { vreinterpretq_u8_s32(vdupq_n_s32(x)) }
+    }
+
+    #[inline(always)]
+    unsafe fn store(p: *mut u8, v: uint8x16_t) {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { vst1q_u8(p, v) }
+    }
+
+    /// `trn1`/`trn2` on 32-bit lanes make 2 x 2 blocks, on 64-bit lanes move them.
+    #[inline(always)]
+    unsafe fn transpose(v: &mut [uint8x16_t]) {
+        assert_eq!(v.len(), 4);
+        // SAFETY: the trait's contract (this ISA's features); register operations only.
+        unsafe {
+            let (a, b) = (vreinterpretq_u32_u8(v[0]), vreinterpretq_u32_u8(v[1]));
+            let (c, d) = (vreinterpretq_u32_u8(v[2]), vreinterpretq_u32_u8(v[3]));
+            let (ab0, ab1) = (vreinterpretq_u64_u32(vtrn1q_u32(a, b)), vreinterpretq_u64_u32(vtrn2q_u32(a, b)));
+            let (cd0, cd1) = (vreinterpretq_u64_u32(vtrn1q_u32(c, d)), vreinterpretq_u64_u32(vtrn2q_u32(c, d)));
+            v[0] = vreinterpretq_u8_u64(vtrn1q_u64(ab0, cd0));
+            v[1] = vreinterpretq_u8_u64(vtrn1q_u64(ab1, cd1));
+            v[2] = vreinterpretq_u8_u64(vtrn2q_u64(ab0, cd0));
+            v[3] = vreinterpretq_u8_u64(vtrn2q_u64(ab1, cd1));
+        }
+    }
+
+    /// The count goes in a vector (`ushl` by minus it, which LLVM turns into `ushr #N`):
+    /// the immediate form takes an `i32` const this generic cannot name.
+    #[inline(always)]
+    unsafe fn srli32<const N: u32>(x: uint8x16_t) -> uint8x16_t {
+        // SAFETY: the trait's contract (this ISA's features); register operations only.
+        unsafe { vreinterpretq_u8_u32(vshlq_u32(vreinterpretq_u32_u8(x), vdupq_n_s32(-(N as i32)))) }
+    }
+
+    #[inline(always)]
+    unsafe fn slli32<const N: u32>(x: uint8x16_t) -> uint8x16_t {
+        // SAFETY: as for `srli32`.
+        unsafe { vreinterpretq_u8_u32(vshlq_u32(vreinterpretq_u32_u8(x), vdupq_n_s32(N as i32))) }
+    }
+
+    #[inline(always)]
+    unsafe fn or(a: uint8x16_t, b: uint8x16_t) -> uint8x16_t {
+        // SAFETY: the trait's contract (this ISA's features); register operations only.
+        unsafe { vorrq_u8(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn add8(a: uint8x16_t, b: uint8x16_t) -> uint8x16_t {
+        // SAFETY: the trait's contract (this ISA's features); register operations only.
+        unsafe { vaddq_u8(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn subs_u8(a: uint8x16_t, b: uint8x16_t) -> uint8x16_t {
+        // SAFETY: the trait's contract (this ISA's features); register operations only.
+        unsafe { vqsubq_u8(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn min_u8(a: uint8x16_t, b: uint8x16_t) -> uint8x16_t {
+        // SAFETY: the trait's contract (this ISA's features); register operations only.
+        unsafe { vminq_u8(a, b) }
+    }
+
+    /// Three instructions with byte shifts instead of five ([`super::simd::top_trit`]).
+    #[inline(always)]
+    unsafe fn top_trit(q: uint8x16_t) -> uint8x16_t {
+        // SAFETY: the trait's contract (this ISA's features); register operations only.
+        unsafe { super::simd::top_trit(q) }
+    }
+
+    /// One `mul` by 3 instead of two additions.
+    #[inline(always)]
+    unsafe fn times3(q: uint8x16_t) -> uint8x16_t {
+        // SAFETY: the trait's contract (this ISA's features); register operations only.
+        unsafe { vmulq_u8(q, vdupq_n_u8(3)) }
+    }
+
+    type Q = M::Q;
+    const Q_GROUPS: usize = M::Q_GROUPS;
+
+    #[inline(always)]
+    unsafe fn q_start(acc: uint8x16_t) -> M::Q {
+        // SAFETY: the trait's contract.
+        unsafe { M::q_start(acc) }
+    }
+
+    #[inline(always)]
+    unsafe fn q_dot<const L: i32>(q: M::Q, w: uint8x16_t, a: int8x16_t) -> M::Q {
+        // SAFETY: the trait's contract.
+        unsafe { M::q_dot::<L>(q, w, a) }
+    }
+
+    #[inline(always)]
+    unsafe fn q_end(q: M::Q, acc: uint8x16_t) -> uint8x16_t {
+        // SAFETY: the trait's contract.
+        unsafe { M::q_end(q, acc) }
+    }
+
+    /// A register: the multiply-accumulate takes the quad from one of its four 32-bit lanes.
+    type A = int8x16_t;
+
+    #[inline(always)]
+    unsafe fn a_load(p: *const u8) -> int8x16_t {
+        // SAFETY: the trait's contract (this ISA's features; 16 readable bytes at `p`).
+        unsafe { vld1q_s8(p as *const i8) }
+    }
+
+    /// TQ1_0's 4-byte `qh` as one lane load, not `load_partial`'s stack copy (not in
+    /// `load_partial` itself: the branch there cost the plain GEMV's BitNet tiles 47
+    /// instructions per 1,000 MACs).
+    #[inline(always)]
+    unsafe fn load_short(p: *const u8, len: usize) -> uint8x16_t {
+        // SAFETY: the trait's contract (`len` readable bytes at `p`, this ISA's features).
+        unsafe {
+            if len == 4 {
+                vreinterpretq_u8_u32(vsetq_lane_u32::<0>(std::ptr::read_unaligned(p as *const u32), vdupq_n_u32(0)))
+            } else {
+                Self::load_partial(p, len)
+            }
+        }
+    }
+
+    /// Weights in v24-v27 (activations in v28-v31: a group's activations stay live while its
+    /// four quads of weights are loaded).
+    #[inline(always)]
+    unsafe fn load_next<const N: usize>(p: &mut *const u8) -> [uint8x16_t; N] {
+        // SAFETY: the trait's contract (`16 N` readable bytes at `*p`, this ISA's features).
+        unsafe { ld1_next!(p, N, "v24", "v25", "v26", "v27") }
+    }
+
+    #[inline(always)]
+    unsafe fn a_load_next<const N: usize>(p: &mut *const u8) -> [int8x16_t; N] {
+        // SAFETY: as for `load_next`.
+        let v: [uint8x16_t; N] = unsafe { ld1_next!(p, N, "v28", "v29", "v30", "v31") };
+        // SAFETY: register-only NEON, which the caller has.
+        v.map(|x| unsafe { vreinterpretq_s8_u8(x) })
+    }
+
+    #[inline(always)]
+    unsafe fn fload(p: *const f32) -> float32x4_t {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { vld1q_f32(p) }
+    }
+
+    #[inline(always)]
+    unsafe fn fmadd_lanes(acc: uint8x16_t, s: float32x4_t, f: float32x4_t) -> float32x4_t {
+        // SAFETY: the trait's contract (this ISA's features); register operations only.
+        unsafe { vfmaq_f32(f, vcvtq_f32_s32(vreinterpretq_s32_u8(acc)), s) }
+    }
+
+    #[inline(always)]
+    unsafe fn fstore(p: *mut f32, f: float32x4_t) {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { vst1q_f32(p, f) }
     }
 }
