@@ -2,8 +2,6 @@
 //! instructions with no loads, so that the only limit is the instruction's throughput. GEMM
 //! figures are printed as a share of the peak of the instruction their kernel is built on.
 
-use crate::common::{time_runs_on, Clock};
-
 /// One instruction's measured throughput.
 #[derive(Debug, Clone, Copy)]
 pub struct Peak {
@@ -12,57 +10,6 @@ pub struct Peak {
     /// Multiply-adds (u8 x i8 products) per second and thread, best of the repeats, with
     /// every thread of the benchmark running the loop at once.
     pub macs_per_s: f64,
-}
-
-/// Loop iterations per timed run (14 instructions each): several milliseconds per run.
-const ITERS: u64 = 1_000_000;
-const REPEATS: usize = 15;
-
-/// The best of [`REPEATS`] runs of `probe(ITERS)` (which performs `macs_per_iter * ITERS`
-/// MACs), since other processes only ever slow a run down. One thread is timed on its own
-/// CPU time. With more, every thread runs the probe at once and a run lasts until the last
-/// one finishes (wall time): vCPUs that share a physical core, or a clock that drops when
-/// every core runs wide vectors, show as a lower rate per thread, which is what a split
-/// GEMM can hope for.
-fn best(name: &'static str, macs_per_iter: u64, threads: usize, probe: impl Fn(u64) + Sync) -> Peak {
-    let macs = (macs_per_iter * ITERS) as f64;
-    let t = if threads <= 1 {
-        time_runs_on(Clock::ThreadCpu, Some(REPEATS), std::time::Duration::ZERO, 1, REPEATS, || probe(ITERS)).min
-    } else {
-        all_at_once(threads, || probe(ITERS))
-    };
-    Peak { name, macs_per_s: macs / t.as_secs_f64() }
-}
-
-/// The fastest of [`REPEATS`] rounds in which `threads` threads (the caller and scoped
-/// helpers) each run `f` once, started together by a barrier; a round ends when the last
-/// thread is done.
-fn all_at_once(threads: usize, f: impl Fn() + Sync) -> std::time::Duration {
-    use std::sync::Barrier;
-    let (start, end) = (Barrier::new(threads), Barrier::new(threads));
-    std::thread::scope(|scope| {
-        for _ in 1..threads {
-            scope.spawn(|| {
-                for _ in 0..REPEATS {
-                    start.wait();
-                    f();
-                    end.wait();
-                }
-            });
-        }
-        (0..REPEATS)
-            .map(|_| {
-                start.wait();
-                Clock::Wall
-                    .measure(|| {
-                        f();
-                        end.wait();
-                    })
-                    .1
-            })
-            .min()
-            .expect("REPEATS > 0")
-    })
 }
 
 /// The peaks of every instruction this CPU has among those tern's kernels use, with
@@ -105,7 +52,59 @@ const VEX_YMM: &str = "vpdpbusd ymm (vex)";
 
 #[cfg(target_arch = "x86_64")]
 mod arch {
-    use super::{best, Peak, VEX_YMM};
+    use super::{Peak, VEX_YMM};
+    use crate::common::{time_runs_on, Clock};
+
+    /// Loop iterations per timed run (14 instructions each): several milliseconds per run.
+    const ITERS: u64 = 1_000_000;
+    const REPEATS: usize = 15;
+
+    /// The best of [`REPEATS`] runs of `probe(ITERS)` (which performs `macs_per_iter * ITERS`
+    /// MACs), since other processes only ever slow a run down. One thread is timed on its own
+    /// CPU time. With more, every thread runs the probe at once and a run lasts until the last
+    /// one finishes (wall time): vCPUs that share a physical core, or a clock that drops when
+    /// every core runs wide vectors, show as a lower rate per thread, which is what a split
+    /// GEMM can hope for.
+    fn best(name: &'static str, macs_per_iter: u64, threads: usize, probe: impl Fn(u64) + Sync) -> Peak {
+        let macs = (macs_per_iter * ITERS) as f64;
+        let t = if threads <= 1 {
+            time_runs_on(Clock::ThreadCpu, Some(REPEATS), std::time::Duration::ZERO, 1, REPEATS, || probe(ITERS)).min
+        } else {
+            all_at_once(threads, || probe(ITERS))
+        };
+        Peak { name, macs_per_s: macs / t.as_secs_f64() }
+    }
+
+    /// The fastest of [`REPEATS`] rounds in which `threads` threads (the caller and scoped
+    /// helpers) each run `f` once, started together by a barrier; a round ends when the last
+    /// thread is done.
+    fn all_at_once(threads: usize, f: impl Fn() + Sync) -> std::time::Duration {
+        use std::sync::Barrier;
+        let (start, end) = (Barrier::new(threads), Barrier::new(threads));
+        std::thread::scope(|scope| {
+            for _ in 1..threads {
+                scope.spawn(|| {
+                    for _ in 0..REPEATS {
+                        start.wait();
+                        f();
+                        end.wait();
+                    }
+                });
+            }
+            (0..REPEATS)
+                .map(|_| {
+                    start.wait();
+                    Clock::Wall
+                        .measure(|| {
+                            f();
+                            end.wait();
+                        })
+                        .1
+                })
+                .min()
+                .expect("REPEATS > 0")
+        })
+    }
 
     /// One instruction per destination register per iteration, all independent, fed from two
     /// source registers that never change; enough chains to cover the instruction's latency

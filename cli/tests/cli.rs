@@ -188,15 +188,39 @@ fn bench_peak_prints_each_kernel_as_a_share_of_its_peak() {
     let u =
         tern(&["bench", "--format", "tq1_0", "--shape", "64x512", "--tokens", "33", "--runs", "2", "--uniform-scales"]);
     assert!(u.status.success(), "{}", stderr(&u));
-    if std::arch::is_x86_feature_detected!("avx2") {
-        assert!(out.contains("peak vpmaddubsw ymm"), "{out}");
-        let avx2 = out.lines().find(|l| l.contains("bitnet_gemm/avx2")).expect("the AVX2 GEMM row");
-        assert!(avx2.contains('%'), "{out}");
-    }
-    if std::arch::is_x86_feature_detected!("avxvnni") {
-        assert!(out.contains("peak vpdpbusd ymm (vex)"), "{out}");
-        let vnni = out.lines().find(|l| l.contains("bitnet_gemm/avxvnni")).expect("the AVX-VNNI GEMM row");
-        assert!(vnni.contains('%'), "{out}");
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            assert!(out.contains("peak vpmaddubsw ymm"), "{out}");
+            let avx2 = out.lines().find(|l| l.contains("bitnet_gemm/avx2")).expect("the AVX2 GEMM row");
+            assert!(avx2.contains('%'), "{out}");
+            // With two threads every peak loop runs on both at once, and says so.
+            let two = tern(&[
+                "bench",
+                "--format",
+                "tq2_0",
+                "--shape",
+                "64x256",
+                "--tokens",
+                "9",
+                "--runs",
+                "2",
+                "--peak",
+                "--threads",
+                "2",
+            ]);
+            assert!(two.status.success(), "{}", stderr(&two));
+            let two = stdout(&two);
+            let line = two.lines().find(|l| l.contains("peak vpmaddubsw ymm")).expect("the AVX2 peak");
+            assert!(line.contains("2 threads at once"), "{two}");
+            let rate: f64 = line.split_whitespace().nth(3).and_then(|x| x.parse().ok()).expect("GMAC/s");
+            assert!(rate > 0.0, "{two}");
+        }
+        if std::arch::is_x86_feature_detected!("avxvnni") {
+            assert!(out.contains("peak vpdpbusd ymm (vex)"), "{out}");
+            let vnni = out.lines().find(|l| l.contains("bitnet_gemm/avxvnni")).expect("the AVX-VNNI GEMM row");
+            assert!(vnni.contains('%'), "{out}");
+        }
     }
 }
 

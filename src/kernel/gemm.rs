@@ -57,29 +57,10 @@ pub(crate) trait GemmSimd: Simd {
     unsafe fn srli32<const N: u32>(x: Self::V) -> Self::V;
     unsafe fn slli32<const N: u32>(x: Self::V) -> Self::V;
     unsafe fn or(a: Self::V, b: Self::V) -> Self::V;
-    unsafe fn add8(a: Self::V, b: Self::V) -> Self::V;
-    unsafe fn subs_u8(a: Self::V, b: Self::V) -> Self::V;
-    unsafe fn min_u8(a: Self::V, b: Self::V) -> Self::V;
-    /// The top base-3 digit `q * 3 >> 8` of every byte (TQ1_0's digits, see [`Tq1`]): by
-    /// default `[q >= 86] + [q >= 171]`, from saturating subtractions (x86 has no byte
-    /// shifts); an ISA with byte shifts overrides it.
-    #[inline(always)]
-    unsafe fn top_trit(q: Self::V) -> Self::V {
-        // SAFETY: register operations; the caller guarantees this ISA's features.
-        unsafe {
-            let one = Self::splat8(1);
-            Self::add8(
-                Self::min_u8(Self::subs_u8(q, Self::splat8(85)), one),
-                Self::min_u8(Self::subs_u8(q, Self::splat8(170)), one),
-            )
-        }
-    }
-    /// `3 q mod 256` in every byte: by default two additions.
-    #[inline(always)]
-    unsafe fn times3(q: Self::V) -> Self::V {
-        // SAFETY: as for `top_trit`.
-        unsafe { Self::add8(q, Self::add8(q, q)) }
-    }
+    /// The top base-3 digit `q * 3 >> 8` of every byte (TQ1_0's digits, see [`Tq1`]).
+    unsafe fn top_trit(q: Self::V) -> Self::V;
+    /// `3 q mod 256` in every byte.
+    unsafe fn times3(q: Self::V) -> Self::V;
     /// A partial accumulator of broadcast products: what the dot-product instruction adds
     /// into (int32 lanes for `vpdpbusd`; int16 pair sums for `vpmaddubsw`, widened every
     /// [`Self::Q_GROUPS`] groups of four quads).

@@ -367,25 +367,7 @@ impl<M: Mac + GemmMac + 'static> GemmSimd for Neon<M> {
         unsafe { vorrq_u8(a, b) }
     }
 
-    #[inline(always)]
-    unsafe fn add8(a: uint8x16_t, b: uint8x16_t) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features); register operations only.
-        unsafe { vaddq_u8(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn subs_u8(a: uint8x16_t, b: uint8x16_t) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features); register operations only.
-        unsafe { vqsubq_u8(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn min_u8(a: uint8x16_t, b: uint8x16_t) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features); register operations only.
-        unsafe { vminq_u8(a, b) }
-    }
-
-    /// Three instructions with byte shifts instead of five ([`super::simd::top_trit`]).
+    /// Three instructions with byte shifts ([`super::simd::top_trit`]); x86 needs five.
     #[inline(always)]
     unsafe fn top_trit(q: uint8x16_t) -> uint8x16_t {
         // SAFETY: the trait's contract (this ISA's features); register operations only.

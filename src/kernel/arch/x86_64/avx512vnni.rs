@@ -246,21 +246,15 @@ impl crate::kernel::gemm::GemmSimd for Avx512 {
     }
 
     #[inline(always)]
-    unsafe fn add8(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_add_epi8(a, b) }
+    unsafe fn top_trit(q: __m512i) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features).
+        unsafe { super::top_trit::<Self>(q) }
     }
 
     #[inline(always)]
-    unsafe fn subs_u8(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_subs_epu8(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn min_u8(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_min_epu8(a, b) }
+    unsafe fn times3(q: __m512i) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features).
+        unsafe { super::times3::<Self>(q) }
     }
 
     type Q = __m512i;
@@ -346,3 +340,23 @@ crate::kernel::gemm::gemm_kernels!(
     t = 8,
     min_tokens = [4, 24, 24]
 );
+
+impl super::ByteOps for Avx512 {
+    #[inline(always)]
+    unsafe fn add8(a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_add_epi8(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn subs_u8(a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_subs_epu8(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn min_u8(a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        unsafe { _mm512_min_epu8(a, b) }
+    }
+}

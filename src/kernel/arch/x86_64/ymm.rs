@@ -286,21 +286,15 @@ impl<M: Mac> GemmSimd for Ymm<M> {
     }
 
     #[inline(always)]
-    unsafe fn add8(a: __m256i, b: __m256i) -> __m256i {
+    unsafe fn top_trit(q: __m256i) -> __m256i {
         // SAFETY: the trait's contract (this ISA's features).
-        unsafe { _mm256_add_epi8(a, b) }
+        unsafe { super::top_trit::<Self>(q) }
     }
 
     #[inline(always)]
-    unsafe fn subs_u8(a: __m256i, b: __m256i) -> __m256i {
+    unsafe fn times3(q: __m256i) -> __m256i {
         // SAFETY: the trait's contract (this ISA's features).
-        unsafe { _mm256_subs_epu8(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn min_u8(a: __m256i, b: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { _mm256_min_epu8(a, b) }
+        unsafe { super::times3::<Self>(q) }
     }
 
     #[inline(always)]
@@ -362,4 +356,24 @@ unsafe fn mulhi_epu16(a: __m256i, b: __m256i) -> __m256i {
             options(pure, nomem, nostack, preserves_flags))
     };
     out
+}
+
+impl<M: Mac> super::ByteOps for Ymm<M> {
+    #[inline(always)]
+    unsafe fn add8(a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: the trait's contract (this ISA's features).
+        unsafe { _mm256_add_epi8(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn subs_u8(a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: the trait's contract (this ISA's features).
+        unsafe { _mm256_subs_epu8(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn min_u8(a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: the trait's contract (this ISA's features).
+        unsafe { _mm256_min_epu8(a, b) }
+    }
 }
