@@ -412,23 +412,33 @@ impl Packed {
                 let token = t0 + i.min(real - 1);
                 let row: &[u8] = bytemuck::cast_slice(act.row(token));
                 let seeds = &mut block_seeds[token * blocks..(token + 1) * blocks];
-                // Row by row, group `g` to group `g * tn + i` of the block; whole 256-element
-                // blocks apart, so that their group loop has a constant count.
+                // Row by row, group `g` to group `g * tn + i` of the block: whole groups as
+                // fixed G-byte copies (a `memcpy` call each otherwise), one load and store,
+                // summed per block while in registers (int16 lanes: at most 256 / 16 terms).
                 let mut o = dst[i * G..].as_mut_ptr();
-                let mut whole = row.chunks_exact(QK);
-                for (seed, block) in seeds.iter_mut().zip(whole.by_ref()) {
-                    // SAFETY: whole group `g < k / G` of token `i < tn` goes to `(g tn + i) G`,
-                    // which ends at most at `(k / G) tn G <= tn kg = dst.len()`; `o` starts at
-                    // group 0 and moves `tn G` a group.
-                    *seed = -unsafe { copy_groups::<G>(block, &mut o, tn * G) };
-                }
-                let last = whole.remainder();
-                if !last.is_empty() {
-                    // SAFETY: as above.
-                    seeds[blocks - 1] = -unsafe { copy_groups::<G>(last, &mut o, tn * G) };
+                for (seed, block) in seeds.iter_mut().zip(row.chunks(QK)) {
+                    let mut lanes = [0i16; G];
+                    let mut parts = block.chunks_exact(G);
+                    for part in parts.by_ref() {
+                        // One load: the store below could alias `part` for all LLVM knows.
+                        let Ok(part) = <[u8; G]>::try_from(part) else { unreachable!("chunks of G") };
+                        // SAFETY: whole group `g < k / G` of token `i < tn` ends at `(g tn + i +
+                        // 1) G <= (k / G) tn G <= tn kg = dst.len()`; `o` is that group's start.
+                        unsafe {
+                            (o as *mut [u8; G]).write_unaligned(part);
+                            o = o.wrapping_add(tn * G);
+                        }
+                        for (l, &c) in lanes.iter_mut().zip(&part) {
+                            *l += c as i8 as i16;
+                        }
+                    }
                     // The last group of a row whose length is not a multiple of G.
-                    let tail = &last[last.len() / G * G..];
-                    dst[(k / G * tn + i) * G..][..tail.len()].copy_from_slice(tail);
+                    let tail = parts.remainder();
+                    if !tail.is_empty() {
+                        dst[(k / G * tn + i) * G..][..tail.len()].copy_from_slice(tail);
+                    }
+                    let tail_sum: i32 = tail.iter().map(|&c| c as i8 as i32).sum();
+                    *seed = -(lanes.iter().map(|&l| l as i32).sum::<i32>() + tail_sum);
                 }
                 row_seeds[token] = seeds.iter().sum();
             }
@@ -441,33 +451,6 @@ impl Packed {
         let tokens = if self.padded { self.m.next_multiple_of(self.t) } else { self.m };
         &bytemuck::cast_slice(&self.codes)[..tokens * self.kg]
     }
-}
-
-/// Copies the whole `G`-byte groups of `block` (at most 256 activation codes) to `*o`, one
-/// every `step` bytes, moving `*o` past them, and returns the sum of all of `block`'s codes:
-/// fixed-size copies (a `memcpy` call each otherwise), one load per group for the copy and
-/// the sum (int16 lanes: at most 256 / G terms each).
-///
-/// # Safety
-/// `*o` must be valid for writes of `G` bytes at every `step` for each whole group.
-#[inline(always)]
-unsafe fn copy_groups<const G: usize>(block: &[u8], o: &mut *mut u8, step: usize) -> i32 {
-    let mut lanes = [0i16; G];
-    let mut parts = block.chunks_exact(G);
-    for part in parts.by_ref() {
-        // One load: the store below could alias `part` for all LLVM knows.
-        let Ok(part) = <[u8; G]>::try_from(part) else { unreachable!("chunks of G") };
-        // SAFETY: the caller's contract.
-        unsafe {
-            (*o as *mut [u8; G]).write_unaligned(part);
-            *o = o.wrapping_add(step);
-        }
-        for (l, &c) in lanes.iter_mut().zip(&part) {
-            *l += c as i8 as i16;
-        }
-    }
-    let tail: i32 = parts.remainder().iter().map(|&c| c as i8 as i32).sum();
-    lanes.iter().map(|&l| l as i32).sum::<i32>() + tail
 }
 
 /// Unpacks the `code_bytes` code bytes at offset `at` of the rows `src` (one per lane, each
@@ -581,19 +564,18 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
     }
 }
 
-/// Adds quad `L` of each of the next `groups` groups of the panel at `*w` (`RV` vectors per
-/// quad, the quads one after another) times the token block at `*a` (`16 T` bytes per group)
-/// to `acc[v][t]`, moving both pointers past them: the inner loop, reading both operands
-/// front to back (a TQ tile's blocks follow one another).
+/// Adds quad `L` of every group in `groups` of the panel at `w` (`RV` vectors per quad, the
+/// quads one after another) times the token block at `a` (`16 T` bytes per group) to
+/// `acc[v][t]`: the inner loop. Both operands are read front to back.
 ///
 /// # Safety
-/// `*w` must be valid for `4 * groups * RV` vectors, `*a` for `groups * 16 * T` bytes; the
-/// CPU must have `S`'s features.
+/// `w` must be valid for `4 * groups.end * RV` vectors, `a` for `groups.end * 16 * T`
+/// bytes; the CPU must have `S`'s features.
 #[inline(always)]
 unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
-    w: &mut *const u8,
-    a: &mut *const u8,
-    groups: usize,
+    w: *const u8,
+    a: *const u8,
+    groups: Range<usize>,
     acc: &mut [[S::V; T]; RV],
 ) {
     /// Quad `L` of a group: the `RV` weight vectors at `*wq` (moved past them), `RV x T`
@@ -617,24 +599,26 @@ unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
             }
         }
     }
-    // SAFETY: every address is inside the spans the caller guarantees (group `g < groups`,
-    // quad `4 g + L`, vector `v < RV`, token `t < T`); `S`'s features.
+    let quad_bytes = RV * 4 * S::LANES;
+    // SAFETY: every address is inside the spans the caller guarantees (group `g <
+    // groups.end`, quad `4 g + L`, vector `v < RV`, token `t < T`); `S`'s features.
     unsafe {
-        let mut g0 = 0;
-        while g0 < groups {
-            let end = g0 + S::Q_GROUPS.min(groups - g0);
+        let mut g0 = groups.start;
+        while g0 < groups.end {
+            let end = g0 + S::Q_GROUPS.min(groups.end - g0);
             let mut p = [[S::q_start(S::zero()); T]; RV];
             for v in 0..RV {
                 for t in 0..T {
                     p[v][t] = S::q_start(acc[v][t]);
                 }
             }
+            let (mut wq, mut ag) = (w.add(4 * g0 * quad_bytes), a.add(g0 * GROUP * T));
             for _ in g0..end {
-                let av = S::a_load_next::<T>(a);
-                quad::<S, RV, T, 0>(&mut p, w, &av);
-                quad::<S, RV, T, 1>(&mut p, w, &av);
-                quad::<S, RV, T, 2>(&mut p, w, &av);
-                quad::<S, RV, T, 3>(&mut p, w, &av);
+                let av = S::a_load_next::<T>(&mut ag);
+                quad::<S, RV, T, 0>(&mut p, &mut wq, &av);
+                quad::<S, RV, T, 1>(&mut p, &mut wq, &av);
+                quad::<S, RV, T, 2>(&mut p, &mut wq, &av);
+                quad::<S, RV, T, 3>(&mut p, &mut wq, &av);
             }
             for v in 0..RV {
                 for t in 0..T {
@@ -688,7 +672,7 @@ impl Ctx<'_> {
                             acc[v][t] = S::splat32(seeds[t]);
                         }
                     }
-                    micro::<S, RV, T>(&mut { w }, &mut act.as_ptr(), groups, &mut acc);
+                    micro::<S, RV, T>(w, act.as_ptr(), 0..groups, &mut acc);
                     acc
                 };
                 let mut dots = [0i32; 16];
@@ -710,27 +694,24 @@ impl Ctx<'_> {
                 assert!(self.scales.len() >= blocks * self.p, "panel scales too short");
                 assert!(k.is_multiple_of(QK) && kg == k, "TQ rows are whole blocks");
                 let seeds = &self.act.block_seeds[t0 * blocks..(t0 + T) * blocks];
+                let block_groups = QK / GROUP;
                 // SAFETY: as above; block `b < blocks` spans groups `16 b..16 (b + 1)` of the
-                // panel and of `act`, where `micro` leaves the pointers after block `b - 1`,
-                // and `p` scales at `b * p` (asserted).
+                // panel and of `act`, and `p` scales at `b * p` (asserted).
                 let f = unsafe {
                     // The float sums stay in memory: the accumulators fill the registers, and
                     // LLVM's own spilling of the sums takes more instructions per block (NEON
                     // 4 x 5: about 112 against 83; the x86 full tiles' block loops shrink too).
                     let mut sums = [[S::fzero(); T]; RV];
                     let f = std::hint::black_box(&mut sums);
-                    let (mut wp, mut ap) = (w, act.as_ptr());
                     for b in 0..blocks {
                         let mut acc = [[S::zero(); T]; RV];
-                        for t in 0..T {
-                            // Unchecked (LLVM does not see `t blocks + b < T blocks` itself).
-                            // SAFETY: `t < T` and `b < blocks`, and `seeds` holds `T * blocks`.
-                            let seed = S::splat32(*seeds.get_unchecked(t * blocks + b));
-                            for v in 0..RV {
-                                acc[v][t] = seed;
+                        for v in 0..RV {
+                            for t in 0..T {
+                                acc[v][t] = S::splat32(seeds[t * blocks + b]);
                             }
                         }
-                        micro::<S, RV, T>(&mut wp, &mut ap, QK / GROUP, &mut acc);
+                        let groups = b * block_groups..(b + 1) * block_groups;
+                        micro::<S, RV, T>(w, act.as_ptr(), groups, &mut acc);
                         for v in 0..RV {
                             let s = S::fload(self.scales.as_ptr().add(b * self.p + v * S::LANES));
                             for t in 0..T {
@@ -740,11 +721,11 @@ impl Ctx<'_> {
                     }
                     *f
                 };
-                for t in 0..T {
-                    let a_scale = self.act.scales[t0 + t];
-                    for v in 0..RV {
+                for v in 0..RV {
+                    for t in 0..T {
                         // SAFETY: `lanes` has room for 16 >= LANES floats; `S`'s features.
                         unsafe { S::fstore(lanes.as_mut_ptr(), f[v][t]) };
+                        let a_scale = self.act.scales[t0 + t];
                         for x in &mut lanes[..S::LANES] {
                             *x *= a_scale;
                         }
