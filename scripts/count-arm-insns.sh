@@ -155,8 +155,10 @@ qemu log when this was written, per 1,000 MACs):
   registers (BITNET_B1_58 has no block ends); the panel unpack 2.7 (TQ1_0 3.9, its digits);
   the output 2.3 (\`uzp1\`/\`uzp2\`, scaling, one run per token); the activations' gather
   into token pairs 0.8 (BITNET_B1_58: 5.8 with its plane de-interleave).
-- \`neon-dotprod\` GEMM (TQ1_0 85, TQ2_0 82, BITNET_B1_58 79: TQ2_0 and
-  BITNET_B1_58 within the 0.5 target of 85, TQ1_0 at it, 85.2 unrounded):
+- \`neon-dotprod\` GEMM (TQ1_0 88, TQ2_0 84, BITNET_B1_58 80: TQ2_0 and
+  BITNET_B1_58 within the 0.5 target of 85, TQ1_0 3 over it; a variant whose inner loop
+  carried its pointers across blocks and wrote TQ output per token counted 85 / 82 / 79,
+  but made the AVX-512 TQ GEMM 5-11% slower on an Intel Xeon, and was reverted):
   the inner loop, 80 \`sdot\` + 6 loads + 2 loop instructions per 1,280 MACs, 68.8
   (\`sdot\` alone is 62.5): the weights and activations are read as runs of four vectors,
   one post-incrementing \`ld1\` each, from fixed registers (asm that is not \`pure\`, so that
@@ -166,7 +168,7 @@ qemu log when this was written, per 1,000 MACs):
   \`mul\` by 3 per quad vector), whole blocks unpacked at constant sizes; the activation
   packing (\`Packed::new\`) about 1.7, whole 256-element blocks copied and summed in one
   pass; the output about 1.5.
-- \`neon\` GEMM (plain NEON; TQ1_0 188, TQ2_0 185, BITNET_B1_58 179 at m = 128, against the
+- \`neon\` GEMM (plain NEON; TQ1_0 191, TQ2_0 188, BITNET_B1_58 180 at m = 128, against the
   plain GEMV's 351 / 267 / 269 and 271 / 269 / 312 before issue 14): the same loop and
   panels, each activation quad broadcast with one \`dup\` per token and \`smlal\` +
   \`smlal2\` into two int16 vectors per row vector and token (8 MACs per instruction
