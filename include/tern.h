@@ -116,7 +116,7 @@
 /**
  * Minor version of the header.
  */
-#define TERN_VERSION_MINOR 2
+#define TERN_VERSION_MINOR 3
 
 /**
  * Patch version of the header.

@@ -10,7 +10,7 @@ use std::ffi::c_char;
 /// Major version of the header (and of the library it was generated from).
 pub const TERN_VERSION_MAJOR: u32 = 0;
 /// Minor version of the header.
-pub const TERN_VERSION_MINOR: u32 = 2;
+pub const TERN_VERSION_MINOR: u32 = 3;
 /// Patch version of the header.
 pub const TERN_VERSION_PATCH: u32 = 0;
 const VERSION_CSTR: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
