@@ -7,7 +7,8 @@
 #   3. the same C harness built with ASAN+UBSAN (the asan-ubsan CMake preset);
 #   4. the Rust suite under AddressSanitizer, and the concurrency tests under ThreadSanitizer;
 #   5. a smoke run of every fuzz target;
-#   6. the aarch64 suite (Rust and C) under qemu, with and without dotprod;
+#   6. the aarch64 suite (Rust and C) under qemu on three CPU models (max: i8mm and dotprod,
+#      cortex-a76: dotprod, cortex-a53: plain NEON);
 #   7. WebAssembly: the Rust suite and the C harness for wasm32-wasip1 under node (SIMD128
 #      and relaxed-SIMD builds), the JS package's tests, and its browser page end to end in
 #      headless Chromium.
