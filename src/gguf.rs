@@ -257,8 +257,14 @@ pub struct KeyValue<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GgmlType(pub u32);
 
-/// (id, name, elements per block, bytes per block), as in ggml's type traits.
-const GGML_TYPES: [(u32, &str, u64, u64); 34] = [
+/// bitnet.cpp's I2_S: 4 elements a byte, and the tensor is `elements / 4 + 32` bytes (a
+/// scale and padding after the codes), which no (block, bytes) pair says.
+const I2_S: u32 = 36;
+const I2_S_TAIL_BYTES: u64 = 32;
+
+/// (id, name, elements per block, bytes per block), as in ggml's type traits (and
+/// bitnet.cpp's for I2_S, plus its tail).
+const GGML_TYPES: [(u32, &str, u64, u64); 36] = [
     (0, "F32", 1, 4),
     (1, "F16", 1, 2),
     (2, "Q4_0", 32, 18),
@@ -290,9 +296,11 @@ const GGML_TYPES: [(u32, &str, u64, u64); 34] = [
     (30, "BF16", 1, 2),
     (34, "TQ1_0", 256, 54),
     (35, "TQ2_0", 256, 66),
+    (I2_S, "I2_S", 4, 1),
     (39, "MXFP4", 32, 17),
     (40, "NVFP4", 64, 36),
     (41, "Q1_0", 128, 18),
+    (42, "Q2_0", 64, 18),
 ];
 
 impl GgmlType {
@@ -310,7 +318,8 @@ impl GgmlType {
         self.traits().map(|t| (t.1, t.2))
     }
 
-    /// The tern format for this type, if tern has one (F32, TQ1_0, TQ2_0).
+    /// The tern format for this type, if tern has one (F32, TQ1_0, TQ2_0, I2_S as the x86
+    /// packing `Format::I2S`, Q2_0).
     pub fn format(self) -> Option<Format> {
         Format::from_ggml_type(self.0)
     }
@@ -612,7 +621,9 @@ impl<'a> Cursor<'a> {
                     let ty = ggml_type.name().expect("known type");
                     return Err(GgufError::BadBlockShape { name: name.to_owned(), ne0: dims[0], block, ty });
                 }
-                Some((elements / block).checked_mul(block_bytes).ok_or_else(overflow)?)
+                let tail = if ggml_type.0 == I2_S { I2_S_TAIL_BYTES } else { 0 };
+                let codes = (elements / block).checked_mul(block_bytes);
+                Some(codes.and_then(|c| c.checked_add(tail)).ok_or_else(overflow)?)
             }
         };
         if offset % alignment != 0 {

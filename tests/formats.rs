@@ -135,7 +135,7 @@ fn decode_is_bit_identical_to_ggml() {
 // ---------------------------------------------------------------- round trips
 
 /// A shape every format accepts.
-const RT_ROWS: usize = 3;
+const RT_ROWS: usize = 4;
 const RT_COLS: usize = 512;
 
 #[test]
@@ -143,7 +143,7 @@ fn reencoding_a_decode_gives_the_same_bytes() {
     let mut rng = Rng(1);
     for scale in [1e-3, 1.0, 300.0] {
         let x = rng.weights(RT_ROWS * RT_COLS, scale);
-        for format in [Format::F32, Format::Tq1_0, Format::Tq2_0, Format::I8Absmax] {
+        for format in Format::ALL.into_iter().filter(|&f| f != Format::BitnetB158) {
             let once = encode(format, &x, RT_ROWS, RT_COLS);
             let twice = encode(format, &decode(format, &once, RT_ROWS, RT_COLS), RT_ROWS, RT_COLS);
             assert!(once == twice, "{format:?} at scale {scale}: encode(decode(encode(x))) != encode(x)");
@@ -679,23 +679,37 @@ fn sizes_that_overflow_usize_are_refused() {
 #[test]
 fn format_ids_are_stable() {
     for (id, format) in
-        [(1, Format::F32), (2, Format::Tq1_0), (3, Format::Tq2_0), (4, Format::BitnetB158), (5, Format::I8Absmax)]
-    {
+    [
+        (1, Format::F32),
+        (2, Format::Tq1_0),
+        (3, Format::Tq2_0),
+        (4, Format::BitnetB158),
+        (5, Format::I8Absmax),
+        (6, Format::Q2_0),
+        (7, Format::I2S),
+        (8, Format::I2S64),
+        (9, Format::I2SR4),
+    ] {
         assert_eq!(Format::from_id(id), Ok(format));
         assert_eq!(format.id(), id);
     }
-    for id in [0, 6, 7, 255, u32::MAX] {
+    for id in [0, 10, 255, u32::MAX] {
         assert_eq!(Format::from_id(id), Err(Error::UnknownFormat(id)));
     }
 }
 
 #[test]
 fn ggml_type_ids_map_to_formats() {
-    for (ggml, format) in [(0, Format::F32), (34, Format::Tq1_0), (35, Format::Tq2_0)] {
+    for (ggml, format) in
+        [(0, Format::F32), (34, Format::Tq1_0), (35, Format::Tq2_0), (36, Format::I2S), (42, Format::Q2_0)]
+    {
         assert_eq!(Format::from_ggml_type(ggml), Some(format));
         assert_eq!(format.ggml_type(), Some(ggml));
     }
-    for ggml in [1, 2, 8, 33, 36, 37, u32::MAX] {
+    // Every I2_S packing is type 36; the type names the x86 packing (the official file's).
+    assert_eq!(Format::I2S64.ggml_type(), Some(36));
+    assert_eq!(Format::I2SR4.ggml_type(), Some(36));
+    for ggml in [1, 2, 8, 33, 37, 41, 43, u32::MAX] {
         assert_eq!(Format::from_ggml_type(ggml), None, "ggml type {ggml}");
     }
     assert_eq!(Format::BitnetB158.ggml_type(), None);

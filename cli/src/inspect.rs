@@ -56,7 +56,7 @@ pub fn run(args: Args) -> Result<(), String> {
 
     let ternary: Vec<_> = gguf.tensors.iter().filter(|t| is_ternary(t)).collect();
     if ternary.is_empty() {
-        outln!("\nno TQ1_0/TQ2_0 tensors to run");
+        outln!("\nno ternary tensors (TQ1_0, TQ2_0, Q2_0, I2_S) to run");
         return Ok(());
     }
     outln!("\nternary tensors, each run on a random F32 token (1 thread):");
@@ -76,7 +76,7 @@ pub fn run(args: Args) -> Result<(), String> {
 }
 
 fn is_ternary(t: &TensorInfo) -> bool {
-    matches!(t.ggml_type.format(), Some(Format::Tq1_0 | Format::Tq2_0))
+    t.ggml_type.format().is_some_and(Format::is_ternary)
 }
 
 fn shorten(s: &str, max: usize) -> String {

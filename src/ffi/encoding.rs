@@ -17,6 +17,18 @@ pub const TERN_FORMAT_TQ2_0: u32 = 3u32;
 pub const TERN_FORMAT_BITNET_B1_58: u32 = 4u32;
 /// Format id of I8_ABSMAX: int8 codes row-major, then one f32 scale per row.
 pub const TERN_FORMAT_I8_ABSMAX: u32 = 5u32;
+/// Format id of Q2_0 (ggml type 42): 64-element blocks of 18 bytes, f16 scale FIRST; codes
+/// 0..3 mean -1, 0, +1, +2.
+pub const TERN_FORMAT_Q2_0: u32 = 6u32;
+/// Format id of I2_S (GGUF type 36) as bitnet.cpp's x86 build packs it, the packing of the
+/// official BitNet b1.58 2B4T file: 128-element blocks of 32 bytes, then one f32 scale and
+/// 28 bytes of padding (`rows * cols / 4 + 32` bytes).
+pub const TERN_FORMAT_I2_S: u32 = 7u32;
+/// Format id of I2_S as bitnet.cpp's ARM build packs it: 64-element blocks of 16 bytes.
+pub const TERN_FORMAT_I2_S_64: u32 = 8u32;
+/// Format id of I2_S as bitnet.cpp's x86 build packs it without ACT_PARALLEL: four rows
+/// interleaved in each byte (rows a multiple of 4).
+pub const TERN_FORMAT_I2_S_R4: u32 = 9u32;
 
 // The ids above are the core's stable ids (cbindgen needs literals to copy them).
 const _: () = assert!(TERN_FORMAT_F32 == Format::F32 as u32);
@@ -24,6 +36,10 @@ const _: () = assert!(TERN_FORMAT_TQ1_0 == Format::Tq1_0 as u32);
 const _: () = assert!(TERN_FORMAT_TQ2_0 == Format::Tq2_0 as u32);
 const _: () = assert!(TERN_FORMAT_BITNET_B1_58 == Format::BitnetB158 as u32);
 const _: () = assert!(TERN_FORMAT_I8_ABSMAX == Format::I8Absmax as u32);
+const _: () = assert!(TERN_FORMAT_Q2_0 == Format::Q2_0 as u32);
+const _: () = assert!(TERN_FORMAT_I2_S == Format::I2S as u32);
+const _: () = assert!(TERN_FORMAT_I2_S_64 == Format::I2S64 as u32);
+const _: () = assert!(TERN_FORMAT_I2_S_R4 == Format::I2SR4 as u32);
 
 /// `tern_block_spec.blocking`: fixed-size blocks laid end to end along each row.
 pub const TERN_BLOCKING_FIXED: u32 = 1u32;
@@ -40,11 +56,14 @@ pub const TERN_SCALE_BLOCK_END: u32 = 1u32;
 pub const TERN_SCALE_ROWS_END: u32 = 2u32;
 /// `tern_block_spec.scale_placement`: one f32 for the whole tensor, after all the codes.
 pub const TERN_SCALE_TENSOR_END: u32 = 3u32;
+/// `tern_block_spec.scale_placement`: an f16 at the start of every block (Q2_0).
+pub const TERN_SCALE_BLOCK_START: u32 = 4u32;
 
 const _: () = assert!(TERN_SCALE_NONE == ScalePlacement::None as u32);
 const _: () = assert!(TERN_SCALE_BLOCK_END == ScalePlacement::BlockEnd as u32);
 const _: () = assert!(TERN_SCALE_ROWS_END == ScalePlacement::RowsEnd as u32);
 const _: () = assert!(TERN_SCALE_TENSOR_END == ScalePlacement::TensorEnd as u32);
+const _: () = assert!(TERN_SCALE_BLOCK_START == ScalePlacement::BlockStart as u32);
 
 /// An encoding: the behaviour of one storage format.
 ///
@@ -55,12 +74,16 @@ pub struct tern_encoding {
     name: &'static CStr,
 }
 
-static ENCODINGS: [tern_encoding; 5] = [
+static ENCODINGS: [tern_encoding; 9] = [
     tern_encoding { format: Format::F32, name: c"F32" },
     tern_encoding { format: Format::Tq1_0, name: c"TQ1_0" },
     tern_encoding { format: Format::Tq2_0, name: c"TQ2_0" },
     tern_encoding { format: Format::BitnetB158, name: c"BITNET_B1_58" },
     tern_encoding { format: Format::I8Absmax, name: c"I8_ABSMAX" },
+    tern_encoding { format: Format::Q2_0, name: c"Q2_0" },
+    tern_encoding { format: Format::I2S, name: c"I2_S" },
+    tern_encoding { format: Format::I2S64, name: c"I2_S_64" },
+    tern_encoding { format: Format::I2SR4, name: c"I2_S_R4" },
 ];
 
 impl tern_encoding {
@@ -108,13 +131,13 @@ impl tern_block_spec {
         let spec = format.spec();
         let (blocking, block_elems, block_bytes, code_bits, scale_bytes) = match spec.blocking {
             Blocking::Fixed { elems, bytes } => {
-                let scale = if spec.scale == ScalePlacement::BlockEnd { 2 } else { 0 };
+                let scale = if spec.scale == ScalePlacement::None { 0 } else { 2 };
                 (TERN_BLOCKING_FIXED, elems, bytes, 0, scale)
             }
             Blocking::PerRow { code_bytes_per_elem, scale_bytes } => {
                 (TERN_BLOCKING_PER_ROW, 0, 0, 8 * code_bytes_per_elem, scale_bytes)
             }
-            Blocking::WholeTensor { elems_per_byte, scale_bytes } => {
+            Blocking::WholeTensor { elems_per_byte, scale_bytes, .. } => {
                 (TERN_BLOCKING_WHOLE_TENSOR, 0, 0, 8 / elems_per_byte, scale_bytes)
             }
         };
@@ -155,7 +178,10 @@ pub unsafe extern "C" fn tern_encoding_get(format: u32, out: *mut *const tern_en
     })
 }
 
-/// Maps a ggml type id (F32 = 0, TQ1_0 = 34, TQ2_0 = 35) to a tern format id.
+/// Maps a ggml type id (F32 = 0, TQ1_0 = 34, TQ2_0 = 35, I2_S = 36, Q2_0 = 42) to a tern
+/// format id. Type 36 gives `TERN_FORMAT_I2_S`, the packing of bitnet.cpp's x86 build and
+/// of the official BitNet b1.58 2B4T file: a GGUF file does not record the packing, so a
+/// caller holding a file made by bitnet.cpp on ARM names `TERN_FORMAT_I2_S_64` itself.
 ///
 /// Errors: `out_format` NULL, or a ggml type tern has no format for
 /// (`TERN_ERR_UNKNOWN_FORMAT`). Thread-safe.
@@ -178,7 +204,8 @@ pub unsafe extern "C" fn tern_encoding_format(enc: *const tern_encoding) -> u32 
     guard_value(0, || unsafe { encoding_format(enc) }.map_or(0, Format::id))
 }
 
-/// The name of an encoding ("F32", "TQ1_0", "TQ2_0", "BITNET_B1_58", "I8_ABSMAX") as a
+/// The name of an encoding ("F32", "TQ1_0", "TQ2_0", "BITNET_B1_58", "I8_ABSMAX", "Q2_0",
+/// "I2_S", "I2_S_64", "I2_S_R4") as a
 /// static NUL-terminated string, or "" if `enc` is NULL. Never NULL; must not be freed.
 /// Thread-safe.
 #[no_mangle]
@@ -285,8 +312,8 @@ pub unsafe extern "C" fn tern_encode_checked(
 ///
 /// `src_len` (bytes) must be exactly `tern_encoding_bytes_for(rows, cols)`; `dst_len`
 /// (floats) at least `rows * cols`, of which exactly `rows * cols` are written. The
-/// buffers must not overlap. Decoding does not validate: a corrupt TQ2_0 code 3 decodes
-/// as +2 (as ggml does); call `tern_validate` to find corrupt bytes. On error nothing is
+/// buffers must not overlap. Decoding does not validate: a corrupt code 3 (TQ2_0,
+/// BITNET_B1_58, I2_S) decodes as +2 (as ggml's decoder and bitnet.cpp's kernels do); call `tern_validate` to find corrupt bytes. On error nothing is
 /// written. Thread-safe for distinct `dst` buffers.
 #[no_mangle]
 pub unsafe extern "C" fn tern_decode(
@@ -312,7 +339,8 @@ pub unsafe extern "C" fn tern_decode(
 
 /// Checks encoded bytes: `src_len` must be exactly the size of a `rows x cols` matrix,
 /// and every code and scale must be valid. Returns `TERN_OK`, `TERN_ERR_CORRUPT_CODE` for
-/// an invalid code or scale (a TQ2_0 code 3, a non-canonical TQ1_0 byte, a scale that is
+/// an invalid code or scale (a code 3 of TQ2_0, BITNET_B1_58 or I2_S, where Q2_0's code 3
+/// is +2 and valid; a non-canonical TQ1_0 byte, a scale that is
 /// not finite or has its sign bit set: negative or -0.0, which no encoder writes), `TERN_ERR_NON_FINITE` for an F32 NaN or infinity, or a shape, length
 /// or NULL error. Reads only. Thread-safe.
 #[no_mangle]
@@ -365,6 +393,44 @@ pub unsafe extern "C" fn tern_bitnet_import(
             Err(Error::LengthMismatch { what: "dst_len", want: need, got: dst.len() })?;
         }
         bitnet_import_trits(trits, scale, &mut dst[..need])?;
+        Ok(())
+    })
+}
+
+/// Rewrites a `rows x cols` tensor from one single-scale ternary encoding to another
+/// (BITNET_B1_58, I2_S, I2_S_64, I2_S_R4) without loss: the same trits and the same f32
+/// scale, so both decode to the same floats. This is how a BitNet tensor becomes an I2_S
+/// tensor bitnet.cpp reads, and how an I2_S tensor of one packing becomes another.
+///
+/// `src_len` must be exactly the size of the tensor in `from`; `dst_len` at least its size
+/// in `to`, and exactly that many bytes are written (I2_S padding as zeros). Errors, with
+/// nothing written: an encoding outside that family (`TERN_ERR_INVALID_ARGUMENT`), a shape
+/// `to` cannot hold (`TERN_ERR_INVALID_SHAPE`: I2_S needs cols a multiple of 128, I2_S_64
+/// of 64, I2_S_R4 also rows a multiple of 4), `src` that does not validate
+/// (`TERN_ERR_CORRUPT_CODE`: a code 3, a negative or non-finite scale), lengths
+/// (`TERN_ERR_LENGTH_MISMATCH`), overlapping buffers, NULL pointers. Thread-safe for
+/// distinct `dst` buffers.
+#[no_mangle]
+pub unsafe extern "C" fn tern_transcode(
+    from: *const tern_encoding,
+    src: *const c_void,
+    src_len: usize,
+    rows: usize,
+    cols: usize,
+    to: *const tern_encoding,
+    dst: *mut c_void,
+    dst_len: usize,
+) -> tern_status {
+    guard(|| {
+        // SAFETY: the caller passes NULL or handles from tern_encoding_get and src_len
+        // bytes at src.
+        let (from, to, src) = unsafe {
+            (try_ref(from, "from")?.format, try_ref(to, "to")?.format, slice(src.cast::<u8>(), src_len, "src")?)
+        };
+        check_disjoint((src.as_ptr(), src.len(), "src"), (dst, dst_len, "dst"))?;
+        // SAFETY: the caller passes dst_len bytes at dst, which do not overlap src.
+        let dst = unsafe { slice_mut(dst.cast::<u8>(), dst_len, "dst") }?;
+        from.transcode(src, rows, cols, to, dst)?;
         Ok(())
     })
 }

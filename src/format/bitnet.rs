@@ -44,6 +44,19 @@ pub fn import_trits(trits: &[i8], scale: f32, dst: &mut [u8]) -> Result<()> {
     Ok(())
 }
 
+/// Writes codes (each in 0..=3, row-major) and the scale; `dst` must be
+/// exactly the format's size for `codes.len()` elements.
+pub fn write_codes(codes: &[u8], scale: f32, dst: &mut [u8]) {
+    write(codes, |c| c, scale, dst);
+}
+
+/// The codes of all elements, row-major.
+pub fn read_codes(src: &[u8], out: &mut [u8]) {
+    for (i, c) in out.iter_mut().enumerate() {
+        *c = code(src, i);
+    }
+}
+
 /// Packs the code of each item four to a byte (the first in the low bits), then the
 /// scale. A short last group leaves its high bits 0.
 fn write<T: Copy>(items: &[T], code: impl Fn(T) -> u8, scale: f32, dst: &mut [u8]) {

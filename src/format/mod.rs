@@ -1,11 +1,13 @@
-//! The five formats: their stable ids, block specs and byte layouts (docs/design.md §1).
+//! The formats: their stable ids, block specs and byte layouts (docs/design.md §1).
 //!
 //! This module is the one place that validates a (format, shape, buffer) triple; the
 //! per-format files only know their bytes and may assume their inputs were checked here.
 
 pub(crate) mod bitnet;
 mod f32;
+pub(crate) mod i2_s;
 pub(crate) mod i8_absmax;
+pub(crate) mod q2_0;
 pub(crate) mod ternary;
 pub(crate) mod tq1_0;
 pub(crate) mod tq2_0;
@@ -29,6 +31,17 @@ pub enum Format {
     BitnetB158 = 4,
     /// Activations: int8 codes per row, then one f32 absmax scale per row.
     I8Absmax = 5,
+    /// ggml's Q2_0: 64-element blocks of an f16 scale then 2-bit codes for -1, 0, +1, +2
+    /// (type 42).
+    Q2_0 = 6,
+    /// bitnet.cpp's I2_S as its x86 build writes it (the official BitNet b1.58 2B4T GGUF):
+    /// 2-bit codes in 128-element blocks, then one f32 scale and padding (type 36).
+    I2S = 7,
+    /// I2_S as bitnet.cpp's ARM build writes it: 64-element blocks (type 36 too).
+    I2S64 = 8,
+    /// I2_S as bitnet.cpp's x86 build writes it without ACT_PARALLEL: four rows
+    /// interleaved in every byte (type 36 too).
+    I2SR4 = 9,
 }
 
 /// How a format groups elements and where its scales live.
@@ -40,9 +53,10 @@ pub enum Blocking {
     /// Codes for the whole row, then one scale per row after all codes (I8_ABSMAX).
     #[allow(missing_docs)]
     PerRow { code_bytes_per_elem: usize, scale_bytes: usize },
-    /// Codes for the whole tensor, then one scale (BITNET_B1_58).
+    /// Codes for the whole tensor, then one scale, then `pad_bytes` bytes nothing reads
+    /// (BITNET_B1_58 has none, I2_S 28).
     #[allow(missing_docs)]
-    WholeTensor { elems_per_byte: usize, scale_bytes: usize },
+    WholeTensor { elems_per_byte: usize, scale_bytes: usize, pad_bytes: usize },
 }
 
 /// Where a format keeps its scale(s).
@@ -57,6 +71,8 @@ pub enum ScalePlacement {
     RowsEnd = 2,
     /// One f32 for the whole tensor, after all the codes.
     TensorEnd = 3,
+    /// An f16 at the start of every block (Q2_0).
+    BlockStart = 4,
 }
 
 /// Static facts about a format.
@@ -72,14 +88,29 @@ pub struct BlockSpec {
     pub activation_hint: Option<Format>,
     /// `cols` must be a multiple of this.
     pub cols_multiple: usize,
+    /// `rows` must be a multiple of this (4 for I2_S_R4, 1 otherwise).
+    pub rows_multiple: usize,
 }
 
 /// ggml's type ids for the formats that ggml knows.
-const GGML_TYPES: [(u32, Format); 3] = [(0, Format::F32), (34, Format::Tq1_0), (35, Format::Tq2_0)];
+/// Type 36 (I2_S) maps to `I2S`, the packing of bitnet.cpp's x86 build and of the official
+/// BitNet b1.58 2B4T file; the file does not say which packing it holds.
+const GGML_TYPES: [(u32, Format); 5] =
+    [(0, Format::F32), (34, Format::Tq1_0), (35, Format::Tq2_0), (36, Format::I2S), (42, Format::Q2_0)];
 
 impl Format {
     /// Every format, in id order.
-    pub const ALL: [Format; 5] = [Format::F32, Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I8Absmax];
+    pub const ALL: [Format; 9] = [
+        Format::F32,
+        Format::Tq1_0,
+        Format::Tq2_0,
+        Format::BitnetB158,
+        Format::I8Absmax,
+        Format::Q2_0,
+        Format::I2S,
+        Format::I2S64,
+        Format::I2SR4,
+    ];
 
     /// The format with this stable id.
     pub fn from_id(id: u32) -> Result<Format> {
@@ -91,14 +122,19 @@ impl Format {
         self as u32
     }
 
-    /// The format for a ggml type id (F32 = 0, TQ1_0 = 34, TQ2_0 = 35).
+    /// The format for a ggml type id (F32 = 0, TQ1_0 = 34, TQ2_0 = 35, I2_S = 36 as `I2S`,
+    /// Q2_0 = 42).
     pub fn from_ggml_type(ggml_type: u32) -> Option<Format> {
         GGML_TYPES.iter().find(|(t, _)| *t == ggml_type).map(|(_, f)| *f)
     }
 
-    /// The ggml type id, for formats ggml knows.
+    /// The ggml type id, for formats ggml (or bitnet.cpp's ggml) knows: every I2_S packing
+    /// is type 36.
     pub fn ggml_type(self) -> Option<u32> {
-        GGML_TYPES.iter().find(|(_, f)| *f == self).map(|(t, _)| *t)
+        match self {
+            Format::I2S64 | Format::I2SR4 => Some(36),
+            _ => GGML_TYPES.iter().find(|(_, f)| *f == self).map(|(t, _)| *t),
+        }
     }
 
     /// The format's name as tern prints it, e.g. `TQ2_0`.
@@ -109,12 +145,27 @@ impl Format {
             Format::Tq2_0 => "TQ2_0",
             Format::BitnetB158 => "BITNET_B1_58",
             Format::I8Absmax => "I8_ABSMAX",
+            Format::Q2_0 => "Q2_0",
+            Format::I2S => "I2_S",
+            Format::I2S64 => "I2_S_64",
+            Format::I2SR4 => "I2_S_R4",
         }
     }
 
-    /// TQ1_0, TQ2_0 or BITNET_B1_58.
+    /// A weight format of 2-bit trits and scales (every format but F32 and I8_ABSMAX; Q2_0's
+    /// code 3, +2, is computed like the others).
     pub fn is_ternary(self) -> bool {
-        matches!(self, Format::Tq1_0 | Format::Tq2_0 | Format::BitnetB158)
+        !matches!(self, Format::F32 | Format::I8Absmax)
+    }
+
+    /// The packing of an I2_S format (called only in the I2_S arms of a match).
+    fn i2s_packing_of(self) -> i2_s::Packing {
+        match self {
+            Format::I2S => i2_s::Packing::Blocks128,
+            Format::I2S64 => i2_s::Packing::Blocks64,
+            Format::I2SR4 => i2_s::Packing::Rows4,
+            _ => unreachable!("{self:?} is not I2_S"),
+        }
     }
 
     /// Static facts about the layout.
@@ -127,6 +178,7 @@ impl Format {
                 scale: ScalePlacement::None,
                 activation_hint: Some(Format::F32),
                 cols_multiple: 1,
+                rows_multiple: 1,
             },
             Format::Tq1_0 => BlockSpec {
                 blocking: Blocking::Fixed { elems: ternary::QK, bytes: tq1_0::BLOCK_BYTES },
@@ -134,6 +186,7 @@ impl Format {
                 scale: ScalePlacement::BlockEnd,
                 activation_hint: i8_hint,
                 cols_multiple: ternary::QK,
+                rows_multiple: 1,
             },
             Format::Tq2_0 => BlockSpec {
                 blocking: Blocking::Fixed { elems: ternary::QK, bytes: tq2_0::BLOCK_BYTES },
@@ -141,13 +194,15 @@ impl Format {
                 scale: ScalePlacement::BlockEnd,
                 activation_hint: i8_hint,
                 cols_multiple: ternary::QK,
+                rows_multiple: 1,
             },
             Format::BitnetB158 => BlockSpec {
-                blocking: Blocking::WholeTensor { elems_per_byte: 4, scale_bytes: 4 },
+                blocking: Blocking::WholeTensor { elems_per_byte: 4, scale_bytes: bitnet::SCALE_BYTES, pad_bytes: 0 },
                 bits_per_element: 2.0,
                 scale: ScalePlacement::TensorEnd,
                 activation_hint: i8_hint,
                 cols_multiple: 4,
+                rows_multiple: 1,
             },
             Format::I8Absmax => BlockSpec {
                 blocking: Blocking::PerRow { code_bytes_per_elem: 1, scale_bytes: 4 },
@@ -155,6 +210,27 @@ impl Format {
                 scale: ScalePlacement::RowsEnd,
                 activation_hint: None,
                 cols_multiple: 1,
+                rows_multiple: 1,
+            },
+            Format::Q2_0 => BlockSpec {
+                blocking: Blocking::Fixed { elems: q2_0::QK, bytes: q2_0::BLOCK_BYTES },
+                bits_per_element: (q2_0::BLOCK_BYTES * 8) as f64 / q2_0::QK as f64,
+                scale: ScalePlacement::BlockStart,
+                activation_hint: i8_hint,
+                cols_multiple: q2_0::QK,
+                rows_multiple: 1,
+            },
+            Format::I2S | Format::I2S64 | Format::I2SR4 => BlockSpec {
+                blocking: Blocking::WholeTensor {
+                    elems_per_byte: 4,
+                    scale_bytes: i2_s::SCALE_BYTES,
+                    pad_bytes: i2_s::TAIL_BYTES - i2_s::SCALE_BYTES,
+                },
+                bits_per_element: 2.0,
+                scale: ScalePlacement::TensorEnd,
+                activation_hint: i8_hint,
+                cols_multiple: if self == Format::I2S64 { 64 } else { 128 },
+                rows_multiple: if self == Format::I2SR4 { 4 } else { 1 },
             },
         }
     }
@@ -170,12 +246,17 @@ impl Format {
         if rows == 0 || cols == 0 {
             return invalid("rows and cols must be non-zero");
         }
-        let multiple = self.spec().cols_multiple;
-        if !cols.is_multiple_of(multiple) {
-            return invalid(match multiple {
+        let spec = self.spec();
+        if !cols.is_multiple_of(spec.cols_multiple) {
+            return invalid(match spec.cols_multiple {
                 4 => "cols must be a multiple of 4 so that rows start on a byte",
+                64 => "cols must be a multiple of the 64-element block",
+                128 => "cols must be a multiple of the 128-element block",
                 _ => "cols must be a multiple of the 256-element block",
             });
+        }
+        if !rows.is_multiple_of(spec.rows_multiple) {
+            return invalid("rows must be a multiple of 4: I2_S_R4 interleaves rows in fours");
         }
         rows.checked_mul(cols).ok_or(Error::SizeOverflow { rows, cols })?;
         Ok(())
@@ -191,8 +272,8 @@ impl Format {
             Blocking::PerRow { code_bytes_per_elem, scale_bytes } => n
                 .checked_mul(code_bytes_per_elem)
                 .and_then(|c| rows.checked_mul(scale_bytes).and_then(|s| c.checked_add(s))),
-            Blocking::WholeTensor { elems_per_byte, scale_bytes } => {
-                n.div_ceil(elems_per_byte).checked_add(scale_bytes)
+            Blocking::WholeTensor { elems_per_byte, scale_bytes, pad_bytes } => {
+                n.div_ceil(elems_per_byte).checked_add(scale_bytes + pad_bytes)
             }
         };
         bytes.ok_or(overflow)
@@ -210,11 +291,11 @@ impl Format {
         match self {
             Format::F32 => f32::encode(src, dst),
             Format::Tq1_0 => {
-                ternary::check_block_scales(src)?;
+                ternary::check_block_scales(src, ternary::QK)?;
                 tq1_0::encode(src, dst)
             }
             Format::Tq2_0 => {
-                ternary::check_block_scales(src)?;
+                ternary::check_block_scales(src, ternary::QK)?;
                 tq2_0::encode(src, dst)
             }
             Format::BitnetB158 => bitnet::encode(src, dst),
@@ -222,6 +303,11 @@ impl Format {
                 i8_absmax::check_row_scales(src, cols)?;
                 i8_absmax::encode(src, cols, dst)
             }
+            Format::Q2_0 => {
+                ternary::check_block_scales(src, q2_0::QK)?;
+                q2_0::encode(src, dst)
+            }
+            Format::I2S | Format::I2S64 | Format::I2SR4 => i2_s::encode(self.i2s_packing_of(), src, cols, dst),
         }
         Ok(need)
     }
@@ -238,6 +324,8 @@ impl Format {
             Format::Tq2_0 => tq2_0::decode(src, dst),
             Format::BitnetB158 => bitnet::decode(src, dst),
             Format::I8Absmax => i8_absmax::decode(src, cols, dst),
+            Format::Q2_0 => q2_0::decode(src, dst),
+            Format::I2S | Format::I2S64 | Format::I2SR4 => i2_s::decode(self.i2s_packing_of(), src, cols, dst),
         }
         Ok(())
     }
@@ -255,11 +343,14 @@ impl Format {
             Format::Tq2_0 => tq2_0::get(src, index),
             Format::BitnetB158 => bitnet::get(src, index),
             Format::I8Absmax => i8_absmax::get(src, rows, cols, row, col),
+            Format::Q2_0 => q2_0::get(src, index),
+            Format::I2S | Format::I2S64 | Format::I2SR4 => i2_s::get(self.i2s_packing_of(), src, cols, index),
         })
     }
 
-    /// Reports the first corrupt element: a code outside the format's alphabet, a
-    /// non-canonical TQ1_0 byte, or a scale no encoder writes: not finite, or with the sign
+    /// Reports the first corrupt element: a code outside the format's alphabet (code 3 of
+    /// TQ2_0, BITNET_B1_58 and I2_S; every Q2_0 code is valid), a non-canonical TQ1_0 byte,
+    /// or a scale no encoder writes: not finite, or with the sign
     /// bit set (negative or -0.0). Kernels compute with
     /// any bytes; validation says whether they are what an encoder makes.
     pub fn validate(self, src: &[u8], rows: usize, cols: usize) -> Result<()> {
@@ -275,11 +366,48 @@ impl Format {
             Format::Tq2_0 => tq2_0::first_corrupt(src),
             Format::BitnetB158 => bitnet::first_corrupt(src),
             Format::I8Absmax => i8_absmax::first_corrupt(src, rows, cols),
+            Format::Q2_0 => q2_0::first_corrupt(src),
+            Format::I2S | Format::I2S64 | Format::I2SR4 => i2_s::first_corrupt(self.i2s_packing_of(), src, cols),
         };
         match corrupt {
             Some(index) => Err(Error::CorruptCode { index }),
             None => Ok(()),
         }
+    }
+
+    /// Rewrites a `rows x cols` tensor of one single-scale ternary format (BITNET_B1_58,
+    /// I2_S, I2_S_64, I2_S_R4) in another of them, losslessly: the same trits and the same
+    /// f32 scale, so both decode to the same floats bit for bit. Every valid tensor
+    /// converts; refused, with nothing written: a format outside that family
+    /// (`InvalidArgument`), a shape the target cannot hold (`InvalidShape`: I2_S needs cols
+    /// a multiple of 128, I2_S_64 of 64, I2_S_R4 also rows a multiple of 4), `src` of the
+    /// wrong length, `src` that does not validate (a code 3 or a scale no encoder writes:
+    /// `CorruptCode`), a short `dst`. Returns the bytes written (I2_S padding is zeros).
+    pub fn transcode(self, src: &[u8], rows: usize, cols: usize, to: Format, dst: &mut [u8]) -> Result<usize> {
+        let single_scale = |f| matches!(f, Format::BitnetB158 | Format::I2S | Format::I2S64 | Format::I2SR4);
+        if !single_scale(self) || !single_scale(to) {
+            return Err(Error::InvalidArgument(
+                "transcode converts only between BITNET_B1_58, I2_S, I2_S_64 and I2_S_R4",
+            ));
+        }
+        let need = to.bytes_for(rows, cols)?;
+        self.validate(src, rows, cols)?;
+        check_len_at_least("dst (bytes)", dst.len(), need)?;
+        let mut codes = vec![0u8; rows * cols];
+        let scale = if self == Format::BitnetB158 {
+            bitnet::read_codes(src, &mut codes);
+            bitnet::scale(src)
+        } else {
+            i2_s::read_codes(self.i2s_packing_of(), src, cols, &mut codes);
+            i2_s::scale(src)
+        };
+        let dst = &mut dst[..need];
+        if to == Format::BitnetB158 {
+            bitnet::write_codes(&codes, scale, dst);
+        } else {
+            i2_s::write_codes(to.i2s_packing_of(), &codes, cols, scale, dst);
+        }
+        Ok(need)
     }
 
     /// Checks that `src` is exactly the bytes of a `rows x cols` matrix.
@@ -304,28 +432,31 @@ fn check_len_at_least(what: &'static str, got: usize, want: usize) -> Result<()>
     }
 }
 
-/// Ternary weights as kernels see them: signed trits (code - 1; a corrupt code 3 comes out
-/// as +2, as ggml decodes it) and one scale per kernel block.
+/// Ternary weights as kernels see them: signed trits (code - 1; code 3 comes out as +2: valid
+/// in Q2_0, corrupt elsewhere, where ggml decodes it so too) and one scale per kernel block.
 impl Format {
-    /// The block scale of a TQ1_0/TQ2_0 matrix whose blocks all carry the same scale (bit
+    /// The block scale of a TQ1_0/TQ2_0/Q2_0 matrix whose blocks all carry the same scale (bit
     /// for bit), as a BitNet checkpoint converted to GGUF has; `None` otherwise and for the
     /// other formats. `src` must have been checked. Reads two bytes per block.
     pub fn uniform_block_scale(self, src: &[u8]) -> Option<f32> {
-        let block = match self {
-            Format::Tq1_0 => tq1_0::BLOCK_BYTES,
-            Format::Tq2_0 => tq2_0::BLOCK_BYTES,
+        // (block bytes, offset of the f16 scale in the block)
+        let (block, at) = match self {
+            Format::Tq1_0 => (tq1_0::BLOCK_BYTES, tq1_0::BLOCK_BYTES - 2),
+            Format::Tq2_0 => (tq2_0::BLOCK_BYTES, tq2_0::BLOCK_BYTES - 2),
+            Format::Q2_0 => (q2_0::BLOCK_BYTES, 0),
             _ => return None,
         };
-        let mut scales = src.chunks_exact(block).map(|b| [b[block - 2], b[block - 1]]);
+        let mut scales = src.chunks_exact(block).map(|b| [b[at], b[at + 1]]);
         let first = scales.next()?;
         scales.all(|s| s == first).then(|| half::f16::from_le_bytes(first).to_f32())
     }
 
-    /// Elements per scale block when `cols` is the row length: 256 for TQ1_0/TQ2_0, the
-    /// whole row for BITNET_B1_58 (its one scale is per tensor).
+    /// Elements per scale block when `cols` is the row length: 256 for TQ1_0/TQ2_0, 64 for
+    /// Q2_0, the whole row for BITNET_B1_58 and I2_S (their one scale is per tensor).
     pub fn kernel_block(self, cols: usize) -> usize {
         match self {
             Format::Tq1_0 | Format::Tq2_0 => ternary::QK,
+            Format::Q2_0 => q2_0::QK,
             _ => cols,
         }
     }
@@ -337,6 +468,10 @@ impl Format {
             Format::Tq1_0 => tq1_0::row_trits(bytes, cols, row, trits, scales),
             Format::Tq2_0 => tq2_0::row_trits(bytes, cols, row, trits, scales),
             Format::BitnetB158 => bitnet::row_trits(bytes, cols, row, trits, scales),
+            Format::Q2_0 => q2_0::row_trits(bytes, cols, row, trits, scales),
+            Format::I2S | Format::I2S64 | Format::I2SR4 => {
+                i2_s::row_trits(self.i2s_packing_of(), bytes, cols, row, trits, scales)
+            }
             _ => unreachable!("{self:?} is not ternary"),
         }
     }

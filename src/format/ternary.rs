@@ -41,10 +41,10 @@ pub fn absmax(xs: &[f32]) -> f32 {
     lanes.iter().fold(tail, |m, &x| m.max(x))
 }
 
-/// Refuses input whose block max overflows the f16 scale (ggml would store +Inf and decode
-/// NaNs); runs before anything is written.
-pub fn check_block_scales(src: &[f32]) -> Result<()> {
-    for (block, xs) in src.chunks_exact(QK).enumerate() {
+/// Refuses input whose max over a block of `block_elems` overflows the f16 scale (ggml
+/// would store +Inf and decode NaNs); runs before anything is written.
+pub fn check_block_scales(src: &[f32], block_elems: usize) -> Result<()> {
+    for (block, xs) in src.chunks_exact(block_elems).enumerate() {
         let amax = absmax(xs);
         if f16::from_f32(amax).is_infinite() {
             return Err(Error::ScaleOverflow { block, amax });

@@ -12,7 +12,7 @@ use crate::format::Format;
 const ANY: Geometry = Geometry { rows: 1, tokens: 1 };
 
 pub(crate) fn kernels() -> Vec<Kernel> {
-    let ternary = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158].map(|weight| Kernel {
+    let ternary = Format::ALL.into_iter().filter(|f| f.is_ternary()).map(|weight| Kernel {
         name: c"bitnet_gemv/reference",
         weight,
         act: Format::I8Absmax,
@@ -34,7 +34,7 @@ pub(crate) fn kernels() -> Vec<Kernel> {
         prepare: raw,
         run: dense_gemv,
     };
-    ternary.into_iter().chain([dense]).collect()
+    ternary.chain([dense]).collect()
 }
 
 /// The fallback for pairs no kernel serves: decode both operands to f32, then multiply.
