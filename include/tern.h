@@ -62,6 +62,30 @@
 #define TERN_FORMAT_I8_ABSMAX 5u
 
 /**
+ * Format id of Q2_0 (ggml type 42): 64-element blocks of 18 bytes, f16 scale FIRST; codes
+ * 0..3 mean -1, 0, +1, +2.
+ */
+#define TERN_FORMAT_Q2_0 6u
+
+/**
+ * Format id of I2_S (GGUF type 36) as bitnet.cpp's x86 build packs it, the packing of the
+ * official BitNet b1.58 2B4T file: 128-element blocks of 32 bytes, then one f32 scale and
+ * 28 bytes of padding (`rows * cols / 4 + 32` bytes).
+ */
+#define TERN_FORMAT_I2_S 7u
+
+/**
+ * Format id of I2_S as bitnet.cpp's ARM build packs it: 64-element blocks of 16 bytes.
+ */
+#define TERN_FORMAT_I2_S_64 8u
+
+/**
+ * Format id of I2_S as bitnet.cpp's x86 build packs it without ACT_PARALLEL: four rows
+ * interleaved in each byte (rows a multiple of 4).
+ */
+#define TERN_FORMAT_I2_S_R4 9u
+
+/**
  * `tern_block_spec.blocking`: fixed-size blocks laid end to end along each row.
  */
 #define TERN_BLOCKING_FIXED 1u
@@ -95,6 +119,11 @@
  * `tern_block_spec.scale_placement`: one f32 for the whole tensor, after all the codes.
  */
 #define TERN_SCALE_TENSOR_END 3u
+
+/**
+ * `tern_block_spec.scale_placement`: an f16 at the start of every block (Q2_0).
+ */
+#define TERN_SCALE_BLOCK_START 4u
 
 /**
  * `tern_dispatcher_options.flags`: no silent fallback. A pair no dedicated kernel serves
@@ -640,7 +669,10 @@ tern_status tern_kernel_info_get(size_t index, struct tern_kernel_info *out);
 tern_status tern_encoding_get(uint32_t format, const struct tern_encoding **out);
 
 /**
- * Maps a ggml type id (F32 = 0, TQ1_0 = 34, TQ2_0 = 35) to a tern format id.
+ * Maps a ggml type id (F32 = 0, TQ1_0 = 34, TQ2_0 = 35, I2_S = 36, Q2_0 = 42) to a tern
+ * format id. Type 36 gives `TERN_FORMAT_I2_S`, the packing of bitnet.cpp's x86 build and
+ * of the official BitNet b1.58 2B4T file: a GGUF file does not record the packing, so a
+ * caller holding a file made by bitnet.cpp on ARM names `TERN_FORMAT_I2_S_64` itself.
  *
  * Errors: `out_format` NULL, or a ggml type tern has no format for
  * (`TERN_ERR_UNKNOWN_FORMAT`). Thread-safe.
@@ -654,7 +686,8 @@ tern_status tern_format_from_ggml_type(uint32_t ggml_type, uint32_t *out_format)
 uint32_t tern_encoding_format(const struct tern_encoding *enc);
 
 /**
- * The name of an encoding ("F32", "TQ1_0", "TQ2_0", "BITNET_B1_58", "I8_ABSMAX") as a
+ * The name of an encoding ("F32", "TQ1_0", "TQ2_0", "BITNET_B1_58", "I8_ABSMAX", "Q2_0",
+ * "I2_S", "I2_S_64", "I2_S_R4") as a
  * static NUL-terminated string, or "" if `enc` is NULL. Never NULL; must not be freed.
  * Thread-safe.
  */
@@ -700,8 +733,8 @@ tern_status tern_encode_checked(const struct tern_encoding *enc, const float *sr
  *
  * `src_len` (bytes) must be exactly `tern_encoding_bytes_for(rows, cols)`; `dst_len`
  * (floats) at least `rows * cols`, of which exactly `rows * cols` are written. The
- * buffers must not overlap. Decoding does not validate: a corrupt TQ2_0 code 3 decodes
- * as +2 (as ggml does); call `tern_validate` to find corrupt bytes. On error nothing is
+ * buffers must not overlap. Decoding does not validate: a corrupt code 3 (TQ2_0,
+ * BITNET_B1_58, I2_S) decodes as +2 (as ggml's decoder and bitnet.cpp's kernels do); call `tern_validate` to find corrupt bytes. On error nothing is
  * written. Thread-safe for distinct `dst` buffers.
  */
 tern_status tern_decode(const struct tern_encoding *enc, const void *src, size_t src_len, size_t rows, size_t cols, float *dst, size_t dst_len);
@@ -709,7 +742,8 @@ tern_status tern_decode(const struct tern_encoding *enc, const void *src, size_t
 /**
  * Checks encoded bytes: `src_len` must be exactly the size of a `rows x cols` matrix,
  * and every code and scale must be valid. Returns `TERN_OK`, `TERN_ERR_CORRUPT_CODE` for
- * an invalid code or scale (a TQ2_0 code 3, a non-canonical TQ1_0 byte, a scale that is
+ * an invalid code or scale (a code 3 of TQ2_0, BITNET_B1_58 or I2_S, where Q2_0's code 3
+ * is +2 and valid; a non-canonical TQ1_0 byte, a scale that is
  * not finite or has its sign bit set: negative or -0.0, which no encoder writes), `TERN_ERR_NON_FINITE` for an F32 NaN or infinity, or a shape, length
  * or NULL error. Reads only. Thread-safe.
  */
@@ -727,6 +761,23 @@ tern_status tern_validate(const struct tern_encoding *enc, const void *src, size
  * shape or lengths, NULL pointers. Thread-safe for distinct `dst` buffers.
  */
 tern_status tern_bitnet_import(const int8_t *trits, size_t trits_len, float scale, size_t rows, size_t cols, void *dst, size_t dst_len);
+
+/**
+ * Rewrites a `rows x cols` tensor from one single-scale ternary encoding to another
+ * (BITNET_B1_58, I2_S, I2_S_64, I2_S_R4) without loss: the same trits and the same f32
+ * scale, so both decode to the same floats. This is how a BitNet tensor becomes an I2_S
+ * tensor bitnet.cpp reads, and how an I2_S tensor of one packing becomes another.
+ *
+ * `src_len` must be exactly the size of the tensor in `from`; `dst_len` at least its size
+ * in `to`, and exactly that many bytes are written (I2_S padding as zeros). Errors, with
+ * nothing written: an encoding outside that family (`TERN_ERR_INVALID_ARGUMENT`), a shape
+ * `to` cannot hold (`TERN_ERR_INVALID_SHAPE`: I2_S needs cols a multiple of 128, I2_S_64
+ * of 64, I2_S_R4 also rows a multiple of 4), `src` that does not validate
+ * (`TERN_ERR_CORRUPT_CODE`: a code 3, a negative or non-finite scale), lengths
+ * (`TERN_ERR_LENGTH_MISMATCH`), overlapping buffers, NULL pointers. Thread-safe for
+ * distinct `dst` buffers.
+ */
+tern_status tern_transcode(const struct tern_encoding *from, const void *src, size_t src_len, size_t rows, size_t cols, const struct tern_encoding *to, void *dst, size_t dst_len);
 
 /**
  * Opens the GGUF file at `path` (NUL-terminated; bytes on Unix, UTF-8 elsewhere) by

@@ -309,7 +309,7 @@ fn encoding_get() {
     let mut e = sentinel::<tern_encoding>().cast_const();
     unsafe {
         assert_eq!(tern_encoding_get(0, &mut e), TERN_ERR_UNKNOWN_FORMAT);
-        assert_eq!(tern_encoding_get(6, &mut e), TERN_ERR_UNKNOWN_FORMAT);
+        assert_eq!(tern_encoding_get(10, &mut e), TERN_ERR_UNKNOWN_FORMAT);
         assert_eq!(tern_encoding_get(1, ptr::null_mut()), TERN_ERR_NULL_POINTER);
     }
     assert_eq!(e, sentinel::<tern_encoding>().cast_const());
@@ -447,6 +447,43 @@ fn bitnet_import() {
         assert_eq!(tern_bitnet_import(trits.as_ptr(), 8, 1.0, 4, 2, d, 6), TERN_ERR_INVALID_SHAPE);
     }
     assert!(dst.iter().all(|&b| b == CANARY_BYTE));
+}
+
+fn transcode() {
+    // A valid 4 x 128 BITNET_B1_58 tensor (all zero trits, scale 1), and I2_S room for it.
+    let mut src = vec![0x55u8; 4 * 128 / 4 + 4];
+    src[128..].copy_from_slice(&1.0f32.to_le_bytes());
+    let mut dst = [CANARY_BYTE; 4 * 128 / 4 + 32 + 8];
+    let (bit, i2s, i2s_r4) = (enc(TERN_FORMAT_BITNET_B1_58), enc(TERN_FORMAT_I2_S), enc(TERN_FORMAT_I2_S_R4));
+    let tq2 = enc(TERN_FORMAT_TQ2_0);
+    unsafe {
+        let (s, d) = (src.as_ptr().cast(), dst.as_mut_ptr().cast());
+        assert_eq!(tern_transcode(tq2, s, 132, 4, 128, i2s, d, 160), TERN_ERR_INVALID_ARGUMENT);
+        assert_eq!(tern_transcode(bit, s, 132, 4, 128, tq2, d, 160), TERN_ERR_INVALID_ARGUMENT);
+        assert_eq!(tern_transcode(bit, s, 131, 4, 128, i2s, d, 160), TERN_ERR_LENGTH_MISMATCH);
+        assert_eq!(tern_transcode(bit, s, 132, 4, 128, i2s, d, 159), TERN_ERR_LENGTH_MISMATCH);
+        // 2 x 256 fits BITNET_B1_58 but not I2_S_R4 (rows in fours); 8 x 64 not I2_S.
+        assert_eq!(tern_transcode(bit, s, 132, 2, 256, i2s_r4, d, 160), TERN_ERR_INVALID_SHAPE);
+        assert_eq!(tern_transcode(bit, s, 132, 8, 64, i2s, d, 160), TERN_ERR_INVALID_SHAPE);
+        assert_eq!(tern_transcode(ptr::null(), s, 132, 4, 128, i2s, d, 160), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_transcode(bit, s, 132, 4, 128, ptr::null(), d, 160), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_transcode(bit, ptr::null(), 132, 4, 128, i2s, d, 160), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_transcode(bit, s, 132, 4, 128, i2s, ptr::null_mut(), 160), TERN_ERR_NULL_POINTER);
+        let mut corrupt = src.clone();
+        corrupt[7] = 0xFF; // four code-3 trits
+        let c = corrupt.as_ptr().cast();
+        assert_eq!(tern_transcode(bit, c, 132, 4, 128, i2s, d, 160), TERN_ERR_CORRUPT_CODE);
+        corrupt[7] = 0x55;
+        corrupt[128..].copy_from_slice(&(-1.0f32).to_le_bytes());
+        assert_eq!(tern_transcode(bit, c, 132, 4, 128, i2s, d, 160), TERN_ERR_CORRUPT_CODE);
+        // The output overlapping the input is refused too.
+        assert_eq!(
+            tern_transcode(bit, s, 132, 4, 128, i2s, src.as_ptr() as *mut c_void, 160),
+            TERN_ERR_INVALID_ARGUMENT
+        );
+    }
+    assert!(dst.iter().all(|&b| b == CANARY_BYTE));
+    assert_eq!(&src[..128], &[0x55; 128][..], "the input is only read");
 }
 
 fn scope_new() {
@@ -721,6 +758,7 @@ const TABLE: &[Entry] = &[
     Entry { name: "tern_decode", kind: Kind::Refused, check: decode },
     Entry { name: "tern_validate", kind: Kind::Refused, check: validate },
     Entry { name: "tern_bitnet_import", kind: Kind::Refused, check: bitnet_import },
+    Entry { name: "tern_transcode", kind: Kind::Refused, check: transcode },
     Entry {
         name: "tern_last_error",
         kind: Kind::CannotFail("takes no argument; returns the thread's message, never NULL"),

@@ -32,6 +32,8 @@ fn values(n: usize, seed: u32, amp: f32) -> Vec<f32> {
 fn shape_of(format: Format) -> (usize, usize) {
     match format {
         Format::Tq1_0 | Format::Tq2_0 => (3, 512),
+        Format::Q2_0 => (3, 128),
+        Format::I2S | Format::I2S64 | Format::I2SR4 => (4, 256),
         _ => (3, 8),
     }
 }
@@ -93,12 +95,16 @@ fn lookups() {
         assert_eq!(out, TERN_FORMAT_TQ1_0);
         assert_eq!(tern_format_from_ggml_type(35, &mut out), TERN_OK);
         assert_eq!(out, TERN_FORMAT_TQ2_0);
+        assert_eq!(tern_format_from_ggml_type(36, &mut out), TERN_OK);
+        assert_eq!(out, TERN_FORMAT_I2_S, "type 36 is the x86 packing, the official file's");
+        assert_eq!(tern_format_from_ggml_type(42, &mut out), TERN_OK);
+        assert_eq!(out, TERN_FORMAT_Q2_0);
         out = 77;
         assert_eq!(tern_format_from_ggml_type(1, &mut out), TERN_ERR_UNKNOWN_FORMAT);
         assert_eq!(out, 77);
         assert_eq!(tern_format_from_ggml_type(34, null_mut()), TERN_ERR_NULL_POINTER);
 
-        for bad in [0, 6, u32::MAX] {
+        for bad in [0, 10, u32::MAX] {
             assert_eq!(tern_encoding_get(bad, &mut e), TERN_ERR_UNKNOWN_FORMAT);
             assert!(e.is_null());
         }
@@ -133,6 +139,15 @@ fn block_specs_describe_the_layouts() {
     let i8 = spec(TERN_FORMAT_I8_ABSMAX);
     assert_eq!((i8.blocking, i8.code_bits, i8.scale_bytes), (TERN_BLOCKING_PER_ROW, 8, 4));
     assert_eq!((i8.scale_placement, i8.activation_hint), (TERN_SCALE_ROWS_END, 0));
+    let q2 = spec(TERN_FORMAT_Q2_0);
+    assert_eq!((q2.blocking, q2.block_elems, q2.block_bytes), (TERN_BLOCKING_FIXED, 64, 18));
+    assert_eq!((q2.scale_placement, q2.scale_bytes, q2.cols_multiple), (TERN_SCALE_BLOCK_START, 2, 64));
+    assert_eq!((q2.bits_per_element, q2.activation_hint), (2.25, TERN_FORMAT_I8_ABSMAX));
+    for (id, cols_multiple) in [(TERN_FORMAT_I2_S, 128), (TERN_FORMAT_I2_S_64, 64), (TERN_FORMAT_I2_S_R4, 128)] {
+        let i2s = spec(id);
+        assert_eq!((i2s.blocking, i2s.code_bits, i2s.scale_bytes), (TERN_BLOCKING_WHOLE_TENSOR, 2, 4));
+        assert_eq!((i2s.scale_placement, i2s.cols_multiple), (TERN_SCALE_TENSOR_END, cols_multiple));
+    }
     let f32 = spec(TERN_FORMAT_F32);
     assert_eq!((f32.block_elems, f32.block_bytes, f32.scale_placement), (1, 4, TERN_SCALE_NONE));
     assert_eq!(f32.activation_hint, TERN_FORMAT_F32);

@@ -678,8 +678,7 @@ fn sizes_that_overflow_usize_are_refused() {
 
 #[test]
 fn format_ids_are_stable() {
-    for (id, format) in
-    [
+    for (id, format) in [
         (1, Format::F32),
         (2, Format::Tq1_0),
         (3, Format::Tq2_0),
