@@ -1,8 +1,17 @@
 #!/usr/bin/env python3
-"""Generates the TQ1_0/TQ2_0 parity fixtures in tests/fixtures/ with gguf's numpy quantizer.
+"""Generates the parity fixtures in tests/fixtures/: TQ1_0/TQ2_0 with gguf's numpy quantizer,
+Q2_0 and the three I2_S packings with the element-by-element transcriptions below.
 
 gguf (PyPI, 0.19.0) is byte-identical to ggml's C reference quantizer, so these files pin
-tern's encoder and decoder to ggml. Every case is written for both formats as
+tern's encoder and decoder to ggml. gguf 0.19.0 knows neither Q2_0 (ggml type 42) nor
+bitnet.cpp's I2_S (type 36), so for those the script transcribes docs/design.md §1:
+ggml's `quantize_row_q2_0_ref` and bitnet.cpp's `quantize_i2_s` in each packing. The Q2_0
+bytes are checked against ggml's own quantizer by the peer crate (peer/, `--formats`),
+which quantizes every committed Q2_0 input with ggml and compares; the I2_S bytes are
+read back by a decoder written the other way round (byte by byte, where the encoder goes
+element by element), and tests/formats.rs checks hand-derived I2_S bytes.
+
+Every case is written for its formats as
     <fmt>_<case>.in.f32    input, raw little-endian f32, rows x cols row-major
     <fmt>_<case>.q.bin     gguf.quants.quantize bytes
     <fmt>_<case>.deq.f32   gguf.quants.dequantize of those bytes, raw little-endian f32
@@ -26,6 +35,9 @@ QK = 256
 F16_MAX = 65504.0
 OUT = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 FORMATS = {"tq1_0": T.TQ1_0, "tq2_0": T.TQ2_0}
+QK2_0 = 64
+# I2_S packings: name -> elements per block (None: four rows interleaved).
+I2S_PACKINGS = {"i2_s": 128, "i2_s_64": 64, "i2_s_r4": None}
 
 
 def f32(xs) -> np.ndarray:
@@ -160,6 +172,126 @@ def design_decode(fmt: str, q: bytes, n: int) -> np.ndarray:
     return out
 
 
+def q2_0_encode(x: np.ndarray) -> bytes:
+    """ggml's quantize_row_q2_0_ref: per 64 elements d = max |x| as f16 (FIRST), id = 1/max
+    in f32 from the unrounded max, code round_half_away(x * id) + 1 clamped to 0..3; element
+    j in byte j // 4 at bit shift 2 * (j % 4)."""
+    out = bytearray()
+    for block in x.reshape(-1, QK2_0):
+        amax = np.float32(np.max(np.abs(block)))
+        inv = np.float32(1.0) / amax if amax > 0 else np.float32(0.0)
+        qs = [0] * (QK2_0 // 4)
+        for j, v in enumerate(block):
+            q = min(3, max(0, round_away(np.float32(v * inv)) + 1))
+            qs[j // 4] |= q << (2 * (j % 4))
+        out += np.float16(amax).tobytes() + bytes(qs)
+    return bytes(out)
+
+
+def q2_0_decode(q: bytes, n: int) -> np.ndarray:
+    out = np.zeros(n, dtype=np.float32)
+    bb = 2 + QK2_0 // 4
+    for b in range(n // QK2_0):
+        block = q[b * bb:(b + 1) * bb]
+        d = np.float32(np.frombuffer(block[:2], dtype="<f2")[0])
+        for m, byte in enumerate(block[2:]):
+            for f in range(4):
+                out[b * QK2_0 + 4 * m + f] = np.float32(((byte >> (2 * f)) & 3) - 1) * d
+    return out
+
+
+def i2s_encode(packing: str, x: np.ndarray) -> bytes:
+    """bitnet.cpp's quantize_i2_s: scale = max |x| over the tensor (f32 after a double max);
+    code 1 where |x| < 1e-6 (compared in double), else 2 for x > 0 and 0 for x < 0. Then the
+    packing (element -> byte, shift), the f32 scale at byte n / 4, and 28 zero bytes."""
+    rows, cols = x.shape
+    n = x.size
+    scale = np.float32(np.max(np.abs(x))) if n else np.float32(0)
+    packed = bytearray(n // 4)
+    block = I2S_PACKINGS[packing]
+    for i, v in enumerate(x.reshape(-1)):
+        code = 1 if abs(float(v)) < 1e-6 else (2 if v > 0 else 0)
+        if block is None:
+            r, c = divmod(i, cols)
+            byte, shift = (r // 4) * cols + c, 6 - 2 * (r % 4)
+        else:
+            group = block // 4
+            j = i % block
+            byte, shift = (i // block) * group + j % group, 6 - 2 * (j // group)
+        packed[byte] |= code << shift
+    return bytes(packed) + scale.tobytes() + bytes(28)
+
+
+def i2s_decode(packing: str, q: bytes, rows: int, cols: int) -> np.ndarray:
+    """The other way round: walk the bytes and say which element each 2-bit field holds
+    (field f is bits 7-6 for f = 0 down to bits 1-0 for f = 3). Code 3 is not expected."""
+    n = rows * cols
+    scale = np.float32(np.frombuffer(q[n // 4:n // 4 + 4], dtype="<f4")[0])
+    out = np.full(n, np.nan, dtype=np.float32)
+    block = I2S_PACKINGS[packing]
+    for m, byte in enumerate(q[:n // 4]):
+        for f in range(4):
+            code = (byte >> (6 - 2 * f)) & 3
+            assert code != 3, f"{packing}: code 3 at byte {m}"
+            if block is None:
+                element = (4 * (m // cols) + f) * cols + m % cols
+            else:
+                group = block // 4
+                element = (m // group) * block + f * group + m % group
+            out[element] = np.float32(code - 1) * scale
+    assert not np.isnan(out).any(), "every element decoded once"
+    return out
+
+
+def ties64_case(rng) -> np.ndarray:
+    """ties_case with a maximum in every 64-element block (Q2_0's block)."""
+    blocks = []
+    for amax in (1.0, 0.125, 4096.0, 3.0, 0.7, 1e-3, 6.0, 0.3):
+        amax = np.float32(amax)
+        half = np.float32(amax * np.float32(0.5))
+        pool = [half, -half, nudge(half, 0), nudge(half, 1e9), -nudge(half, 0), -nudge(half, 1e9), 0.0]
+        b = f32(rng.choice(f32(pool), QK2_0))
+        b[rng.integers(QK2_0)] = amax if rng.integers(2) else -amax
+        blocks.append(b)
+    return np.concatenate(blocks).reshape(2, 4 * QK2_0)
+
+
+def i2s_ternary_case(rng) -> np.ndarray:
+    """What bitnet.cpp's converter hands its quantizer: weights already in {-s, 0, +s}."""
+    s = np.float32(0.7321)
+    return f32(rng.choice(f32([-s, 0.0, s]), (8, 384)))
+
+
+def i2s_rand_case(rng) -> np.ndarray:
+    """Real-valued weights: the quantizer keeps only their signs."""
+    return f32(rng.standard_normal((4, 256)) * np.float32(0.05))
+
+
+def i2s_deadzone_case(rng) -> np.ndarray:
+    """Values at the 1e-6 dead zone: f32(1e-6) is just below the double 1e-6 (zero code),
+    the next f32 above it is not; -0.0 and denormals are zeros; one large value sets the
+    scale, negative."""
+    at = np.float32(1e-6)
+    pool = [at, -at, nudge(at, 1), -nudge(at, 1), nudge(at, 0), 0.0, -0.0, 1e-45, 2.0, -3.5]
+    x = f32(rng.choice(f32(pool), (4, 128)))
+    x[2, 77] = -9.25
+    return x
+
+
+def i2s_tiny_case(rng) -> np.ndarray:
+    """Every |x| below 1e-6: all codes zero, the scale still the (tiny) max."""
+    return f32(rng.uniform(-9e-7, 9e-7, (4, 256)))
+
+
+I2S_CASES = [
+    ("ternary", i2s_ternary_case),
+    ("rand", i2s_rand_case),
+    ("deadzone", i2s_deadzone_case),
+    ("tiny", i2s_tiny_case),
+    ("zeros", lambda r: np.zeros((4, 128), dtype=np.float32)),
+]
+
+
 CASES = [
     ("rand_1e-3", lambda r: random_case(r, 1e-3)),
     ("rand_1e-1", lambda r: random_case(r, 1e-1)),
@@ -175,16 +307,27 @@ CASES = [
 ]
 
 
+def write_case(manifest: list, fmt: str, case: str, x: np.ndarray, q: bytes, deq: np.ndarray) -> None:
+    stem = OUT / f"{fmt}_{case}"
+    stem.with_name(stem.name + ".in.f32").write_bytes(x.astype("<f4").tobytes())
+    stem.with_name(stem.name + ".q.bin").write_bytes(q)
+    stem.with_name(stem.name + ".deq.f32").write_bytes(deq.astype("<f4").tobytes())
+    manifest.append(f"{fmt} {case} {x.shape[0]} {x.shape[1]}")
+
+
+def seeded(case: str) -> np.random.Generator:
+    # One seed per case so that adding a case does not change the others.
+    return np.random.default_rng([0x7E2, zlib.crc32(case.encode())])
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     manifest = []
-    for case, make in CASES:
-        # One seed per case so that adding a case does not change the others.
-        x = make(np.random.default_rng([0x7E2, zlib.crc32(case.encode())]))
-        assert x.dtype == np.float32 and x.ndim == 2 and x.shape[1] % QK == 0
+    for case, make in CASES + [("ties64", ties64_case)]:
+        x = make(seeded(case))
+        assert x.dtype == np.float32 and x.ndim == 2 and x.shape[1] % QK2_0 == 0
         assert np.all(np.isfinite(x)) and np.all(np.abs(x) < 65520.0)
-        rows, cols = x.shape
-        for fmt, qtype in FORMATS.items():
+        for fmt, qtype in FORMATS.items() if x.shape[1] % QK == 0 else ():
             q = quants.quantize(x, qtype)
             qb = q.tobytes()
             deq = quants.dequantize(q, qtype).astype(np.float32)
@@ -193,14 +336,18 @@ def main() -> None:
             assert np.array_equal(
                 deq.reshape(-1).view(np.uint32), design_decode(fmt, qb, x.size).view(np.uint32)
             ), f"{fmt} {case}: gguf decode differs from docs/design.md §1"
-            stem = OUT / f"{fmt}_{case}"
-            stem.with_name(stem.name + ".in.f32").write_bytes(x.astype("<f4").tobytes())
-            stem.with_name(stem.name + ".q.bin").write_bytes(qb)
-            stem.with_name(stem.name + ".deq.f32").write_bytes(deq.astype("<f4").tobytes())
-            manifest.append(f"{fmt} {case} {rows} {cols}")
+            write_case(manifest, fmt, case, x, qb, deq)
+        q = q2_0_encode(x)
+        write_case(manifest, "q2_0", case, x, q, q2_0_decode(q, x.size))
+    for case, make in I2S_CASES:
+        x = make(seeded("i2_s " + case))
+        assert np.all(np.isfinite(x)) and x.shape[0] % 4 == 0 and x.shape[1] % 128 == 0
+        for packing in I2S_PACKINGS:
+            q = i2s_encode(packing, x)
+            write_case(manifest, packing, case, x, q, i2s_decode(packing, q, *x.shape))
     header = "# format case rows cols  (generated by scripts/gen_fixtures.py; do not edit)\n"
     (OUT / "manifest.txt").write_text(header + "\n".join(manifest) + "\n")
-    total = sum(p.stat().st_size for p in OUT.iterdir())
+    total = sum(p.stat().st_size for p in OUT.iterdir() if p.is_file())
     print(f"{len(manifest)} fixtures, {total} bytes in {OUT}")
 
 

@@ -41,6 +41,7 @@ fn f32_at(bytes: &[u8], at: usize) -> f32 {
 
 struct Fixture {
     format: Format,
+    case: String,
     name: String,
     rows: usize,
     cols: usize,
@@ -62,11 +63,16 @@ fn fixtures() -> Vec<Fixture> {
             let format = match f[0] {
                 "tq1_0" => Format::Tq1_0,
                 "tq2_0" => Format::Tq2_0,
+                "q2_0" => Format::Q2_0,
+                "i2_s" => Format::I2S,
+                "i2_s_64" => Format::I2S64,
+                "i2_s_r4" => Format::I2SR4,
                 other => panic!("unknown fixture format {other}"),
             };
             let stem = format!("{}_{}", f[0], f[1]);
             Fixture {
                 format,
+                case: f[1].to_owned(),
                 name: stem.clone(),
                 rows: f[2].parse().unwrap(),
                 cols: f[3].parse().unwrap(),
@@ -79,24 +85,34 @@ fn fixtures() -> Vec<Fixture> {
 }
 
 #[test]
-fn fixtures_cover_both_formats_and_every_case() {
+fn fixtures_cover_every_format_and_case() {
     let all = fixtures();
-    for format in [Format::Tq1_0, Format::Tq2_0] {
-        let names: Vec<&str> = all.iter().filter(|f| f.format == format).map(|f| &f.name[6..]).collect();
-        for case in [
-            "rand_1e-3",
-            "rand_1e-1",
-            "rand_1",
-            "rand_1e2",
-            "rand_1e4",
-            "ties",
-            "zeros",
-            "single",
-            "negmax",
-            "subnormal",
-            "huge",
-        ] {
-            assert!(names.contains(&case), "{format:?} lacks fixture {case}");
+    let ggml_cases = [
+        "rand_1e-3",
+        "rand_1e-1",
+        "rand_1",
+        "rand_1e2",
+        "rand_1e4",
+        "ties",
+        "zeros",
+        "single",
+        "negmax",
+        "subnormal",
+        "huge",
+    ];
+    let i2s_cases = ["ternary", "rand", "deadzone", "tiny", "zeros"];
+    for (format, extra) in [
+        (Format::Tq1_0, &[][..]),
+        (Format::Tq2_0, &[]),
+        (Format::Q2_0, &["ties64"]),
+        (Format::I2S, &i2s_cases),
+        (Format::I2S64, &i2s_cases),
+        (Format::I2SR4, &i2s_cases),
+    ] {
+        let cases: Vec<&str> = all.iter().filter(|f| f.format == format).map(|f| f.case.as_str()).collect();
+        let ggml = if format.ggml_type() == Some(36) { &[][..] } else { &ggml_cases[..] };
+        for case in ggml.iter().chain(extra) {
+            assert!(cases.contains(case), "{format:?} lacks fixture {case}");
         }
     }
     for f in &all {
@@ -363,13 +379,15 @@ fn valid_encodings_validate() {
 #[test]
 fn scales_with_the_sign_bit_are_corrupt() {
     let (rows, cols) = (2, 512);
-    for format in [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I8Absmax] {
+    for format in [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I8Absmax, Format::Q2_0, Format::I2S] {
         let good = encode(format, &Rng(9).weights(rows * cols, 1.0), rows, cols);
         // (byte offset of the second scale, or the only one, its width, first element it covers)
         let (at, width, index) = match format {
             Format::Tq1_0 => (54 + 52, 2, QK),
             Format::Tq2_0 => (66 + 64, 2, QK),
             Format::BitnetB158 => (good.len() - 4, 4, 0),
+            Format::Q2_0 => (18, 2, 64),
+            Format::I2S => (rows * cols / 4, 4, 0),
             _ => (rows * cols + 4, 4, cols),
         };
         for (value, want_ok) in [(-1.0f32, false), (-0.0, false), (0.0, true)] {
@@ -569,6 +587,13 @@ fn encode_refuses_shapes_that_do_not_fit() {
         (Format::BitnetB158, 2, 6),
         (Format::BitnetB158, 1, 1),
         (Format::BitnetB158, 3, 10),
+        (Format::Q2_0, 1, 32),
+        (Format::Q2_0, 2, 96),
+        (Format::I2S, 1, 64),
+        (Format::I2S, 4, 192),
+        (Format::I2S64, 1, 96),
+        (Format::I2SR4, 2, 128),
+        (Format::I2SR4, 4, 64),
     ]
     .into_iter()
     .chain(Format::ALL.into_iter().flat_map(|f| [(f, 0, 256), (f, 1, 0), (f, 0, 0)]))
@@ -735,4 +760,192 @@ fn i8_absmax_refuses_a_scale_that_decodes_to_infinity() {
         Err(tern::Error::ScaleOverflow { .. })
     ));
     assert_eq!(scope.stats().allocations, 0);
+}
+
+// ---------------------------------------------------------------- Q2_0 and I2_S
+
+/// Q2_0 by hand (docs/design.md §1): max |x| = 2 gives d = f16 2.0 (bytes 00 40) FIRST, and
+/// id = 0.5; x[0] = 2 -> 1 -> code 2; x[1] = -1 -> -0.5 -> rounds away to -1 -> code 0;
+/// x[2] = 0.99 -> 0.495 -> 0 -> code 1; x[3] = 1 -> 0.5 -> 1 -> code 2; so byte 0 is
+/// 2 | 0 << 2 | 1 << 4 | 2 << 6 = 0x92. Zeros are code 1 (0x55 for four); x[63] = -2 is
+/// code 0 in the top bits of byte 15: 1 | 1 << 2 | 1 << 4 = 0x15.
+#[test]
+fn q2_0_bytes_by_hand() {
+    let mut x = vec![0f32; 64];
+    (x[0], x[1], x[2], x[3], x[63]) = (2.0, -1.0, 0.99, 1.0, -2.0);
+    let mut want = vec![0x00, 0x40, 0x92];
+    want.extend([0x55; 14]);
+    want.push(0x15);
+    assert_eq!(encode(Format::Q2_0, &x, 1, 64), want);
+    let y = decode(Format::Q2_0, &want, 1, 64);
+    assert_eq!((y[0], y[1], y[2], y[3], y[4], y[63]), (2.0, -2.0, 0.0, 2.0, 0.0, -2.0));
+}
+
+/// Every Q2_0 byte value, so every code in every field: code 3 is +2 * d, valid (not
+/// corruption), and the kernels compute it as such.
+#[test]
+fn q2_0_every_byte_decodes_by_the_layout_and_validates() {
+    let d = half::f16::from_f32(0.375);
+    // 16 blocks of 16 bytes carry the byte values 0..=255 in order.
+    let bytes: Vec<u8> =
+        (0..16u8).flat_map(|b| d.to_le_bytes().into_iter().chain((0..16).map(move |m| b * 16 + m))).collect();
+    let (rows, cols) = (4, 256);
+    assert_eq!(Format::Q2_0.validate(&bytes, rows, cols), Ok(()));
+    let y = decode(Format::Q2_0, &bytes, rows, cols);
+    for (i, &y) in y.iter().enumerate() {
+        let byte = (i / 4) as u32; // 16 bytes of 4 elements a block: element i is in byte i / 4
+        let code = (byte >> (2 * (i % 4))) & 3;
+        assert_eq!(y, (code as f32 - 1.0) * 0.375, "element {i}");
+        assert_eq!(Format::Q2_0.get(&bytes, rows, cols, i / cols, i % cols), Ok(y));
+    }
+    assert!(y.contains(&0.75), "code 3 (+2 * d) is there");
+}
+
+#[test]
+fn q2_0_block_max_above_the_f16_limit_is_a_scale_overflow() {
+    let mut x = Rng(30).weights(2 * 128, 1.0);
+    x[70] = 65519.0;
+    assert!(Format::Q2_0.encode(&x, 2, 128, &mut vec![0; 72]).is_ok());
+    x[130] = -65520.0;
+    encode_fails(Format::Q2_0, &x, 2, 128, 72, Error::ScaleOverflow { block: 2, amax: 65520.0 });
+}
+
+/// One 1 x 128 tensor, derived by hand for the two block packings, and a 4 x 128 one for the
+/// row-interleaved packing (docs/design.md §1). Codes: +x -> 2, -x -> 0, 0 -> 1 (0x55 for
+/// four zeros). The scale is max |x| as an f32 after the codes, then 28 zero bytes.
+#[test]
+fn i2_s_bytes_by_hand_for_each_packing() {
+    let mut x = vec![0f32; 128];
+    (x[0], x[1], x[32], x[64], x[96], x[127]) = (1.5, -0.5, 0.25, -1.0, 0.75, -0.125);
+    let tail = |scale: f32| scale.to_le_bytes().into_iter().chain([0; 28]);
+
+    // 128-element blocks: byte g holds elements g, 32 + g, 64 + g, 96 + g at shifts 6, 4, 2,
+    // 0. Byte 0: 2 << 6 | 2 << 4 | 0 << 2 | 2 = 0xA2; byte 1: 0 | 1 << 4 | 1 << 2 | 1 = 0x15;
+    // byte 31: 1 << 6 | 1 << 4 | 1 << 2 | 0 = 0x54.
+    let mut want = vec![0xA2, 0x15];
+    want.extend([0x55; 29]);
+    want.push(0x54);
+    want.extend(tail(1.5));
+    assert_eq!(encode(Format::I2S, &x, 1, 128), want);
+
+    // 64-element blocks of 16 bytes: byte g of block b holds elements 64 b + g, + 16, + 32,
+    // + 48. Byte 0: e0 = 2, e16 = 1, e32 = 2, e48 = 1: 0x80 | 0x10 | 0x08 | 0x01 = 0x99;
+    // byte 1: e1 = 0: 0x15; byte 16: e64 = 0, e80 = 1, e96 = 2, e112 = 1: 0x19; byte 31:
+    // e79, e95, e111 = 1, e127 = 0: 0x54.
+    let mut want = vec![0x99, 0x15];
+    want.extend([0x55; 14]);
+    want.push(0x19);
+    want.extend([0x55; 14]);
+    want.push(0x54);
+    want.extend(tail(1.5));
+    assert_eq!(encode(Format::I2S64, &x, 1, 128), want);
+
+    // Four rows interleaved: byte c holds column c of rows 0, 1, 2, 3 at shifts 6, 4, 2, 0.
+    // Row 0 is x, row 1 has -2 at column 0, row 2 +2 at column 0, row 3 is zero; scale 2.
+    let mut x4 = x.clone();
+    x4.extend((0..384).map(|i| match i {
+        0 => -2.0,
+        128 => 2.0,
+        _ => 0.0,
+    }));
+    let mut want = vec![0x55; 128];
+    want[0] = 0x80 | 0x08 | 0x01; // 2, 0, 2, 1
+    for (c, code) in [(1, 0), (32, 2), (64, 0), (96, 2), (127, 0)] {
+        want[c] = code << 6 | 0x15;
+    }
+    want.extend(tail(2.0));
+    assert_eq!(encode(Format::I2SR4, &x4, 4, 128), want);
+    let y = decode(Format::I2SR4, &want, 4, 128);
+    assert_eq!((y[0], y[1], y[128], y[256], y[384], y[96]), (2.0, -2.0, -2.0, 2.0, 0.0, 2.0));
+}
+
+/// bitnet.cpp's quantizer keeps signs, not magnitudes: |x| < 1e-6 (in double) is 0, any other
+/// value +-scale; the scale is max |x| (here 3, from a negative).
+#[test]
+fn i2_s_quantizes_signs_with_a_dead_zone_and_the_absmax_scale() {
+    let mut x = vec![0f32; 128];
+    let at = 1e-6f32; // just below the double 1e-6: a zero
+    (x[0], x[1], x[2], x[3], x[4]) = (at, f32::from_bits(at.to_bits() + 1), -0.001, -3.0, -0.0);
+    let y = decode(Format::I2S, &encode(Format::I2S, &x, 1, 128), 1, 128);
+    assert_eq!((y[0], y[1], y[2], y[3], y[4], y[5]), (0.0, 3.0, -3.0, -3.0, 0.0, 0.0));
+}
+
+#[test]
+fn i2_s_code_3_and_bad_scales_are_corrupt_and_the_padding_is_not_read() {
+    let (rows, cols) = (4, 256);
+    for format in [Format::I2S, Format::I2S64, Format::I2SR4] {
+        let good = encode(format, &Rng(31).weights(rows * cols, 1.0), rows, cols);
+        let mut bad = good.clone();
+        bad[100] |= 0b11 << 4; // one code 3
+        let Err(Error::CorruptCode { index }) = corrupt(format, &bad, rows, cols) else {
+            panic!("{format:?}: a code 3 must be corrupt");
+        };
+        // It decodes as +2 * scale (what bitnet.cpp's kernels compute).
+        let scale = f32_at(&good, rows * cols / 4);
+        assert_eq!(format.get(&bad, rows, cols, index / cols, index % cols), Ok(2.0 * scale), "{format:?}");
+        for scale in [f32::NAN, f32::INFINITY, -1.0] {
+            let mut bad = good.clone();
+            bad[rows * cols / 4..][..4].copy_from_slice(&scale.to_le_bytes());
+            assert_eq!(corrupt(format, &bad, rows, cols), Err(Error::CorruptCode { index: 0 }), "{format:?}");
+        }
+        let mut padded = good.clone();
+        let len = padded.len();
+        padded[len - 28..].fill(0xEE);
+        assert_eq!(corrupt(format, &padded, rows, cols), Ok(()), "{format:?}: the padding is not read");
+        assert_eq!(decode(format, &padded, rows, cols), decode(format, &good, rows, cols));
+    }
+}
+
+/// BITNET_B1_58 -> I2_S -> I2_S_R4 -> I2_S_64 -> BITNET_B1_58 gives back the same bytes, and
+/// every step decodes to the same floats bit for bit.
+#[test]
+fn transcode_is_lossless_between_bitnet_and_every_i2_s_packing() {
+    let (rows, cols) = (8, 384);
+    let bitnet = encode(Format::BitnetB158, &Rng(32).weights(rows * cols, 0.3), rows, cols);
+    let want = bits(&decode(Format::BitnetB158, &bitnet, rows, cols));
+    let mut from = (Format::BitnetB158, bitnet.clone());
+    for to in [Format::I2S, Format::I2SR4, Format::I2S64, Format::BitnetB158] {
+        let mut dst = vec![CANARY; to.bytes_for(rows, cols).unwrap() + 3];
+        let n = from.0.transcode(&from.1, rows, cols, to, &mut dst).unwrap();
+        assert_eq!(n, dst.len() - 3);
+        assert_untouched(&dst[n..]);
+        dst.truncate(n);
+        assert_eq!(bits(&decode(to, &dst, rows, cols)), want, "{:?} -> {to:?}", from.0);
+        assert_eq!(to.validate(&dst, rows, cols), Ok(()));
+        from = (to, dst);
+    }
+    assert_eq!(from.1, bitnet);
+    // An I2_S tensor straight from bitnet.cpp's quantizer converts the same way.
+    let i2s = encode(Format::I2S, &Rng(33).weights(rows * cols, 1.0), rows, cols);
+    let mut b = vec![0; Format::BitnetB158.bytes_for(rows, cols).unwrap()];
+    Format::I2S.transcode(&i2s, rows, cols, Format::BitnetB158, &mut b).unwrap();
+    assert_eq!(bits(&decode(Format::BitnetB158, &b, rows, cols)), bits(&decode(Format::I2S, &i2s, rows, cols)));
+}
+
+#[test]
+fn transcode_refuses_without_writing() {
+    let (rows, cols) = (4, 128);
+    let bitnet = encode(Format::BitnetB158, &Rng(34).weights(rows * cols, 1.0), rows, cols);
+    let mut dst = vec![CANARY; 256];
+    let mut refused = |from: Format, src: &[u8], rows, cols, to: Format, len: usize| {
+        let err = from.transcode(src, rows, cols, to, &mut dst[..len]).unwrap_err();
+        assert_untouched(&dst);
+        err
+    };
+    let not_family = Error::InvalidArgument("transcode converts only between BITNET_B1_58, I2_S, I2_S_64 and I2_S_R4");
+    assert_eq!(refused(Format::BitnetB158, &bitnet, rows, cols, Format::Tq2_0, 256), not_family);
+    assert_eq!(refused(Format::Q2_0, &bitnet, rows, cols, Format::I2S, 256), not_family);
+    assert!(matches!(refused(Format::BitnetB158, &bitnet, 2, 256, Format::I2SR4, 256), Error::InvalidShape { .. }));
+    assert!(matches!(refused(Format::BitnetB158, &bitnet, 8, 64, Format::I2S, 256), Error::InvalidShape { .. }));
+    assert_eq!(
+        refused(Format::BitnetB158, &bitnet[1..], rows, cols, Format::I2S, 256),
+        Error::LengthMismatch { what: "encoded data (bytes)", want: 132, got: 131 }
+    );
+    assert_eq!(
+        refused(Format::BitnetB158, &bitnet, rows, cols, Format::I2S, 159),
+        Error::LengthMismatch { what: "dst (bytes)", want: 160, got: 159 }
+    );
+    let mut bad = bitnet.clone();
+    bad[5] |= 0b11 << 2;
+    assert_eq!(refused(Format::BitnetB158, &bad, rows, cols, Format::I2S, 256), Error::CorruptCode { index: 21 });
 }
