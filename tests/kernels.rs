@@ -12,6 +12,10 @@ use tern::kernel::{registry, Kernel, MatRef, OutTile};
 use tern::Format;
 
 const TERNARY: [Format; 3] = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
+/// Weight formats only the reference kernel serves so far (their SIMD kernels come with the
+/// format-layout trait): checked against the decoded product, and every other kernel that
+/// registers for them against the reference.
+const REFERENCE_ONLY: [Format; 4] = [Format::Q2_0, Format::I2S, Format::I2S64, Format::I2SR4];
 const REFERENCE: &str = "bitnet_gemv/reference";
 
 fn kernel(name: &str, weight: Format) -> &'static Kernel {
@@ -603,4 +607,81 @@ fn insn_probe() {
         kern.run(&w, &a, &mut OutTile::new(&mut out, m, n).unwrap()).unwrap();
     }
     assert!(out.iter().all(|x| x.is_finite()));
+}
+
+/// `out[t][r] = sum_k act[t][k] * w[r][k]` from both operands decoded to f32, summed in f64,
+/// with `sum_k |act[t][k] * w[r][k]|` (each decoded activation carries one f32 rounding).
+fn decoded_product(format: Format, wbytes: &[u8], abytes: &[u8], m: usize, n: usize, k: usize) -> Vec<(f64, f64)> {
+    let mut w = vec![0f32; n * k];
+    format.decode(wbytes, n, k, &mut w).unwrap();
+    let mut a = vec![0f32; m * k];
+    Format::I8Absmax.decode(abytes, m, k, &mut a).unwrap();
+    let mut out = vec![(0f64, 0f64); m * n];
+    for t in 0..m {
+        for r in 0..n {
+            let products = || w[r * k..][..k].iter().zip(&a[t * k..][..k]).map(|(&w, &a)| w as f64 * a as f64);
+            out[t * n + r] = (products().sum(), products().map(f64::abs).sum());
+        }
+    }
+    out
+}
+
+/// Q2_0 (with its valid +2 code) and the I2_S packings through the registry: the reference
+/// kernel equals the decoded product up to f32 rounding (one rounding of each decoded
+/// activation, bounded by eps of the sum of |products|, and a few of the result), and
+/// every other kernel for them matches the reference as `check` demands.
+#[test]
+fn reference_only_formats_match_the_decoded_product() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0010);
+    for format in REFERENCE_ONLY {
+        for (n, k) in [(4, 128), (12, 384), (8, 1024)] {
+            let mut cases = vec![weights(&mut rng, format, n, k)];
+            if format == Format::Q2_0 {
+                // Random codes (all four, +2 included) under valid block scales.
+                let mut w = rng.bytes(format.bytes_for(n, k).unwrap());
+                for (i, b) in w.chunks_exact_mut(18).enumerate() {
+                    b[..2].copy_from_slice(&half::f16::from_f32(0.02 + (i % 5) as f32 * 0.3).to_le_bytes());
+                }
+                assert_eq!(format.validate(&w, n, k), Ok(()), "every Q2_0 code is valid");
+                cases.push(w);
+            }
+            for w in cases {
+                for m in [1, 3, 9] {
+                    let a = activations(&mut rng, m, k);
+                    let (wm, am) =
+                        (MatRef::new(format, n, k, &w).unwrap(), MatRef::new(Format::I8Absmax, m, k, &a).unwrap());
+                    let got = run(kernel(REFERENCE, format), &wm, &am, 0..n, 0..m);
+                    let want = decoded_product(format, &w, &a, m, n, k);
+                    let blocks = (k / format.kernel_block(k)) as f64;
+                    for (i, (&g, &(x, abs))) in got.iter().zip(&want).enumerate() {
+                        let tol = (2.0 * blocks + 2.0) * f32::EPSILON as f64 * (abs + x.abs()) + 1e-30;
+                        assert!((g as f64 - x).abs() <= tol, "{} n={n} k={k} m={m} out {i}: {g} vs {x}", format.name());
+                    }
+                    check_block(format, &w, &a, n, k, 0..n, 0..m);
+                }
+            }
+        }
+    }
+}
+
+/// The same trits under the same one scale give the same sums in the same order: an I2_S
+/// tensor of any packing computes bit-identically to its BITNET_B1_58 transcode.
+#[test]
+fn i2_s_computes_exactly_like_its_bitnet_transcode() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0011);
+    let (n, k) = (8, 640);
+    for format in [Format::I2S, Format::I2S64, Format::I2SR4] {
+        let w = weights(&mut rng, format, n, k);
+        let mut b = vec![0; Format::BitnetB158.bytes_for(n, k).unwrap()];
+        format.transcode(&w, n, k, Format::BitnetB158, &mut b).unwrap();
+        for m in [1, 5] {
+            let a = activations(&mut rng, m, k);
+            let am = MatRef::new(Format::I8Absmax, m, k, &a).unwrap();
+            let got = run(kernel(REFERENCE, format), &MatRef::new(format, n, k, &w).unwrap(), &am, 0..n, 0..m);
+            let bit = MatRef::new(Format::BitnetB158, n, k, &b).unwrap();
+            let want = run(kernel(REFERENCE, Format::BitnetB158), &bit, &am, 0..n, 0..m);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "{}", format.name());
+        }
+    }
 }
