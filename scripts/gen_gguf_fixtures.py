@@ -6,7 +6,9 @@
 
 Deterministic: the same package version writes the same bytes. tests/gguf.rs checks tern's
 decoding against tiny_bitnet.expected.gguf; cli/tests/cli.rs runs `tern inspect` on the
-model (and on truncated and corrupted copies it makes). tiny_attention.gguf holds one
+model (and on truncated and corrupted copies it makes) and on tiny_q2_i2s.gguf, whose Q2_0
+(type 42) and I2_S (type 36) tensors gguf 0.19.0 has no quantizer for: their bytes come
+from scripts/gen_fixtures.py's transcriptions, written as raw tensors of those type ids. tiny_attention.gguf holds one
 attention block's Q/K/V for the engine example (c_tests/example_engine.c, in the README).
 """
 
@@ -83,8 +85,33 @@ def write_attention(path: Path) -> None:
     writer.close()
 
 
+def write_q2_i2s(path: Path) -> None:
+    """One Q2_0 and one I2_S (x86 packing, as the official 2B4T file) weight beside an F32
+    norm, as a converted Ternary-Bonsai or BitNet b1.58 file would hold them."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from gen_fixtures import i2s_encode, q2_0_encode
+
+    rng = np.random.default_rng(91011)
+    writer = GGUFWriter(str(path), arch="bitnet")
+    writer.add_name("tern Q2_0 and I2_S fixture")
+    w = (rng.standard_normal((32, 192)) * 0.02).astype(np.float32)
+    q2 = np.frombuffer(q2_0_encode(w), dtype=np.int8)
+    writer.add_tensor("blk.0.attn_q.weight", q2, raw_shape=(32, 192), raw_dtype=42)
+    s = np.float32(0.031)
+    t = rng.choice(np.array([-s, 0, s], dtype=np.float32), (16, 256))
+    i2s = np.frombuffer(i2s_encode("i2_s", t), dtype=np.int8)
+    writer.add_tensor("blk.0.ffn_up.weight", i2s, raw_shape=(16, 256), raw_dtype=36)
+    writer.add_tensor("output_norm.weight", np.ones(256, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 if __name__ == "__main__":
     OUT.mkdir(parents=True, exist_ok=True)
     write_model(OUT / "tiny_bitnet.gguf", OUT / "tiny_bitnet.expected.gguf")
     write_attention(OUT / "tiny_attention.gguf")
-    print(f"wrote {OUT}/tiny_bitnet.gguf, tiny_bitnet.expected.gguf and tiny_attention.gguf")
+    write_q2_i2s(OUT / "tiny_q2_i2s.gguf")
+    print(f"wrote {OUT}/tiny_bitnet.gguf, tiny_bitnet.expected.gguf, tiny_attention.gguf and tiny_q2_i2s.gguf")

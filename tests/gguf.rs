@@ -397,3 +397,67 @@ fn files_written_by_the_gguf_package_parse_and_decode_like_gguf() {
     }
     assert_eq!(checked, 3);
 }
+
+const I2_S: u32 = 36;
+const Q2_0: u32 = 42;
+
+/// bitnet.cpp's I2_S (type 36: `elements / 4 + 32` bytes) and ggml's Q2_0 (type 42: 18 bytes
+/// per 64 elements) are sized, and wrap in place as `Format::I2S` (the x86 packing, the
+/// official file's) and `Format::Q2_0`.
+#[test]
+fn i2_s_and_q2_0_tensors_are_sized_and_wrap_in_place() {
+    let src: Vec<f32> = (0..4 * 256).map(|i| ((i * 7919) % 5) as f32 - 2.0).collect();
+    let mut b = Builder::valid();
+    b.tensors.push(TensorSpec {
+        name: "i2s".into(),
+        dims: vec![256, 4],
+        ty: I2_S,
+        data: Tensor::encode(Format::I2S, &src, 4, 256).unwrap().bytes().unwrap().to_vec(),
+        offset: None,
+    });
+    b.tensors.push(TensorSpec {
+        name: "q2".into(),
+        dims: vec![128, 8],
+        ty: Q2_0,
+        data: Tensor::encode(Format::Q2_0, &src, 8, 128).unwrap().bytes().unwrap().to_vec(),
+        offset: None,
+    });
+    let bytes = b.build();
+    let g = Gguf::parse(&bytes).unwrap();
+    for (name, format, rows, cols, size) in
+        [("i2s", Format::I2S, 4, 256, 4 * 256 / 4 + 32), ("q2", Format::Q2_0, 8, 128, 16 * 18)]
+    {
+        let t = g.tensor(name).unwrap();
+        assert_eq!((t.size, t.ggml_type.format()), (Some(size as u64), Some(format)), "{name}");
+        assert_eq!(t.matrix(), (rows as u64, cols as u64));
+        let data = g.tensor_data(t).unwrap();
+        let at = data.as_ptr() as usize - bytes.as_ptr() as usize;
+        assert_eq!(at as u64, g.data_start + t.offset, "{name}: the file's own bytes");
+        let w = Tensor::wrap(format, data, rows, cols).unwrap();
+        assert_eq!(w.validate(), Ok(()));
+        assert_eq!(w.decode().unwrap(), Tensor::encode(format, &src, rows, cols).unwrap().decode().unwrap());
+    }
+    assert_eq!(g.tensor("i2s").unwrap().ggml_type.name(), Some("I2_S"));
+    assert_eq!(g.tensor("q2").unwrap().ggml_type.name(), Some("Q2_0"));
+
+    // Bad sizes: a Q2_0 row that is not whole blocks is refused by the parser, an I2_S row
+    // of 64 by the format (x86 I2_S needs 128-element blocks), and a file cut inside the
+    // I2_S padding has no room for the tensor.
+    let mut q = b.clone();
+    q.tensors[4].dims = vec![96, 8];
+    assert!(matches!(parse_err(&q), GgufError::BadBlockShape { ne0: 96, block: 64, .. }));
+    let mut i = b.clone();
+    i.tensors[3].dims = vec![64, 16];
+    let bytes = i.build();
+    let g = Gguf::parse(&bytes).unwrap();
+    let t = g.tensor("i2s").unwrap();
+    assert_eq!(t.size, Some(16 * 64 / 4 + 32));
+    assert!(matches!(
+        Tensor::wrap(Format::I2S, g.tensor_data(t).unwrap(), 16, 64).map(|_| ()),
+        Err(tern::Error::InvalidShape { .. })
+    ));
+    let mut cut = b.clone();
+    cut.tensors.truncate(4);
+    let bytes = cut.build();
+    assert!(Gguf::parse(&bytes[..bytes.len() - 1]).is_err(), "the I2_S padding is part of the tensor");
+}

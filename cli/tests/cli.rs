@@ -313,6 +313,32 @@ fn inspect_lists_a_gguf_package_file_and_runs_its_ternary_tensors() {
     assert!(!out.contains("token_embd.weight F32"), "non-ternary tensors are never run:\n{out}");
 }
 
+/// Q2_0 (ggml type 42) and I2_S (bitnet.cpp type 36) tensors written by the gguf package
+/// (scripts/gen_gguf_fixtures.py): listed with their sizes, wrapped, validated and run.
+#[test]
+fn inspect_runs_q2_0_and_i2_s_tensors() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/gguf/tiny_q2_i2s.gguf");
+    let o = tern(&["inspect", path]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}\n{out}", stderr(&o));
+    for (name, ty, shape, bytes) in [
+        ("blk.0.attn_q.weight", "Q2_0", "[192, 32]", "1,728"), // 32 * 192 / 64 blocks of 18 bytes
+        ("blk.0.ffn_up.weight", "I2_S", "[256, 16]", "1,056"), // 16 * 256 / 4 + 32
+    ] {
+        let listed = out.lines().any(|l| {
+            let f: Vec<_> = l.split_whitespace().collect();
+            f.first() == Some(&name) && f.get(1) == Some(&ty) && l.contains(shape) && f.get(4) == Some(&bytes)
+        });
+        assert!(listed, "{name} {ty} {shape} {bytes} not listed:\n{out}");
+    }
+    assert!(out.contains("blk.0.attn_q.weight Q2_0 32x192 (n x k):"), "{out}");
+    assert!(out.contains("blk.0.ffn_up.weight I2_S 16x256 (n x k):"), "{out}");
+    assert_eq!(out.matches("codes and scales valid").count(), 2, "{out}");
+    assert!(out.contains("Q2_0 x I8_ABSMAX, out 1x32, 1,728 weight bytes"), "{out}");
+    assert!(out.contains("I2_S x I8_ABSMAX, out 1x16, 1,056 weight bytes"), "{out}");
+    assert!(out.contains("2 of 2 ternary tensors ok"), "{out}");
+}
+
 #[test]
 fn inspect_reads_version_2() {
     let mut bytes = std::fs::read(FIXTURE).unwrap();
