@@ -6,9 +6,10 @@
 # time; the target dir is reused afterwards), with -C target-cpu=native so that ggml
 # compiles its best kernels (GGML_NATIVE) and tern's runtime-detected kernels run as well.
 #
-# Usage: scripts/bench-peer.sh [--quick] [--gemv | --batched]
+# Usage: scripts/bench-peer.sh [--quick] [--gemv | --batched | --formats]
 #   --quick    shorter budget
 #   --gemv     only the m = 1 part;  --batched  only the batched part
+#   --formats  only the Q2_0 byte parity (ggml's quantizer and dequantizer vs tern's)
 # Env:   CARGO_TARGET_DIR (default: peer/target)
 set -euo pipefail
 

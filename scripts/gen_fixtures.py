@@ -179,8 +179,14 @@ def q2_0_encode(x: np.ndarray) -> bytes:
     out = bytearray()
     for block in x.reshape(-1, QK2_0):
         amax = np.float32(np.max(np.abs(block)))
-        inv = np.float32(1.0) / amax if amax > 0 else np.float32(0.0)
+        with np.errstate(over="ignore"):
+            inv = np.float32(1.0) / amax if amax > 0 else np.float32(0.0)
         qs = [0] * (QK2_0 // 4)
+        if np.isinf(inv):
+            # 1/max overflows f32: ggml converts +-inf and NaN to int, which x86 makes
+            # INT_MIN, clamped to code 0 (C leaves it undefined; tern writes 0 too).
+            out += np.float16(amax).tobytes() + bytes(qs)
+            continue
         for j, v in enumerate(block):
             q = min(3, max(0, round_away(np.float32(v * inv)) + 1))
             qs[j // 4] |= q << (2 * (j % 4))
@@ -256,6 +262,16 @@ def ties64_case(rng) -> np.ndarray:
     return np.concatenate(blocks).reshape(2, 4 * QK2_0)
 
 
+def underflow64_case(rng) -> np.ndarray:
+    """Q2_0 blocks whose max is so small that 1/max overflows f32 (below about 2.9e-39),
+    next to ordinary blocks."""
+    x = rng.uniform(-1.0, 1.0, (4, QK2_0)).astype(np.float32)
+    for b, m in enumerate((1e-40, 2e-45, 3e-39, 1.0)):
+        x[b] *= np.float32(m)
+        x[b, rng.integers(QK2_0)] = -m if b % 2 else m
+    return f32(x.reshape(2, 2 * QK2_0))
+
+
 def i2s_ternary_case(rng) -> np.ndarray:
     """What bitnet.cpp's converter hands its quantizer: weights already in {-s, 0, +s}."""
     s = np.float32(0.7321)
@@ -323,7 +339,7 @@ def seeded(case: str) -> np.random.Generator:
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     manifest = []
-    for case, make in CASES + [("ties64", ties64_case)]:
+    for case, make in CASES + [("ties64", ties64_case), ("underflow64", underflow64_case)]:
         x = make(seeded(case))
         assert x.dtype == np.float32 and x.ndim == 2 and x.shape[1] % QK2_0 == 0
         assert np.all(np.isfinite(x)) and np.all(np.abs(x) < 65520.0)

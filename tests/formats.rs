@@ -104,7 +104,7 @@ fn fixtures_cover_every_format_and_case() {
     for (format, extra) in [
         (Format::Tq1_0, &[][..]),
         (Format::Tq2_0, &[]),
-        (Format::Q2_0, &["ties64"]),
+        (Format::Q2_0, &["ties64", "underflow64"]),
         (Format::I2S, &i2s_cases),
         (Format::I2S64, &i2s_cases),
         (Format::I2SR4, &i2s_cases),

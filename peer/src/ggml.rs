@@ -18,6 +18,7 @@ use std::sync::Once;
 pub const TYPE_Q8_K: u32 = sys::GGML_TYPE_Q8_K;
 pub const TYPE_TQ1_0: u32 = sys::GGML_TYPE_TQ1_0;
 pub const TYPE_TQ2_0: u32 = sys::GGML_TYPE_TQ2_0;
+pub const TYPE_Q2_0: u32 = sys::GGML_TYPE_Q2_0;
 
 /// Bytes of one Q8_K block: `float d; int8_t qs[256]; int16_t bsums[16]`.
 const Q8_K_BLOCK_BYTES: usize = 4 + 256 + 2 * 16;
@@ -32,6 +33,47 @@ pub fn init() {
     static INIT: Once = Once::new();
     // SAFETY: ggml_cpu_init takes no arguments and is idempotent; Once serialises it.
     INIT.call_once(|| unsafe { sys::ggml_cpu_init() });
+}
+
+/// `ggml_quantize_chunk` of a `rows x k` matrix of a type that needs no importance matrix
+/// (TQ1_0, TQ2_0, Q2_0); returns the bytes ggml says it wrote.
+pub fn quantize_chunk(ty: u32, src: &[f32], rows: usize, k: usize, dst: &mut Aligned) -> usize {
+    assert_eq!(src.len(), rows * k);
+    init();
+    // SAFETY: a pointer into ggml's static type table, for a valid type id.
+    let traits = unsafe { &*sys::ggml_get_type_traits(ty) };
+    assert_eq!(k % traits.blck_size as usize, 0, "whole blocks per row");
+    assert_eq!(dst.len, rows * k / traits.blck_size as usize * traits.type_size, "dst holds the matrix");
+    // SAFETY: src holds rows*k floats, dst the rows*k/block blocks ggml writes for `rows`
+    // rows of `k` (8-aligned, above the 2-byte alignment of the f16 in these blocks); these
+    // types need no imatrix.
+    unsafe {
+        sys::ggml_quantize_chunk(
+            ty,
+            src.as_ptr(),
+            dst.bytes_mut().as_mut_ptr().cast(),
+            0,
+            rows as i64,
+            k as i64,
+            std::ptr::null(),
+        )
+    }
+}
+
+/// ggml's dequantizer (`type_traits.to_float`) for `n` elements of type `ty`.
+pub fn to_float(ty: u32, bytes: &[u8], n: usize) -> Vec<f32> {
+    init();
+    // SAFETY: a pointer into ggml's static type table, for a valid type id.
+    let traits = unsafe { &*sys::ggml_get_type_traits(ty) };
+    assert_eq!(bytes.len(), n / traits.blck_size as usize * traits.type_size, "whole blocks");
+    let to_float = traits.to_float.expect("a quantized type has to_float");
+    let mut src = Aligned::zeroed(bytes.len());
+    src.bytes_mut().copy_from_slice(bytes);
+    let mut out = vec![0f32; n];
+    // SAFETY: src holds the n / blck_size blocks (aligned as ggml's structs need), out n
+    // writable floats.
+    unsafe { to_float(src.bytes().as_ptr().cast(), out.as_mut_ptr(), n as i64) };
+    out
 }
 
 /// A ggml weight type with its CPU dot product, as ggml's matmul would use it.
@@ -72,22 +114,8 @@ impl Quant {
 
     /// ggml's reference quantizer over a whole `rows x k` matrix.
     pub fn quantize(&self, src: &[f32], rows: usize, k: usize) -> Aligned {
-        assert_eq!(src.len(), rows * k);
         let mut dst = Aligned::zeroed(rows * self.row_bytes);
-        // SAFETY: src holds rows*k floats, dst rows*row_bytes bytes (8-aligned, above the
-        // 2-byte alignment of block_tq*_0), which is what ggml_quantize_chunk writes for
-        // `rows` rows of `k`; TQ types need no imatrix.
-        let written = unsafe {
-            sys::ggml_quantize_chunk(
-                self.ty,
-                src.as_ptr(),
-                dst.bytes_mut().as_mut_ptr().cast(),
-                0,
-                rows as i64,
-                k as i64,
-                std::ptr::null(),
-            )
-        };
+        let written = quantize_chunk(self.ty, src, rows, k, &mut dst);
         assert_eq!(written, dst.len, "ggml_quantize_chunk wrote an unexpected size");
         dst
     }

@@ -6,13 +6,17 @@
 //! - `batched`: ggml's real `ggml_mul_mat` graph on a persistent threadpool against
 //!   tern's dispatcher (F32 activations on both sides), m up to 512, 1 and 2 threads.
 //!
-//! Usage: `cargo run --release [-- --quick] [--gemv | --batched]` (see scripts/bench-peer.sh).
+//! - `formats`: Q2_0 byte parity of ggml's quantizer and dequantizer with tern's (no timing).
+//!
+//! Usage: `cargo run --release [-- --quick] [--gemv | --batched | --formats]` (see
+//! scripts/bench-peer.sh).
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod batched;
 mod check;
 mod data;
+mod formats;
 mod gemv;
 mod ggml;
 mod timing;
@@ -21,18 +25,20 @@ use tern::kernel::registry;
 use tern::Format;
 use timing::Budget;
 
-const USAGE: &str = "usage: tern-peer [--quick] [--gemv | --batched]
+const USAGE: &str = "usage: tern-peer [--quick] [--gemv | --batched | --formats]
   --quick    shorter budget (and the DRAM-resident GEMV shape in TQ2_0 only)
   --gemv     only the m = 1 part (ggml vec_dot vs every tern kernel, one thread)
-  --batched  only the batched part (ggml_mul_mat graph vs tern's dispatcher, m = 1..512, 1-2 threads)";
+  --batched  only the batched part (ggml_mul_mat graph vs tern's dispatcher, m = 1..512, 1-2 threads)
+  --formats  only the Q2_0 byte parity (ggml's quantizer and dequantizer vs tern's, every fixture)";
 
 fn main() {
-    let (mut quick, mut gemv, mut batched) = (false, false, false);
+    let (mut quick, mut gemv, mut batched, mut formats) = (false, false, false, false);
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
             "--quick" => quick = true,
             "--gemv" => gemv = true,
             "--batched" => batched = true,
+            "--formats" => formats = true,
             "-h" | "--help" => return println!("{USAGE}"),
             other => {
                 eprintln!("tern-peer: unknown argument {other:?}\n{USAGE}");
@@ -40,14 +46,18 @@ fn main() {
             }
         }
     }
-    if !gemv && !batched {
-        (gemv, batched) = (true, true);
+    if !gemv && !batched && !formats {
+        (gemv, batched, formats) = (true, true, true);
     }
 
     ggml::init();
     println!("tern peer benchmark: ggml vs tern");
     print_kernels();
     let mut failures = 0;
+    if formats {
+        failures += formats::run();
+        println!();
+    }
     if gemv {
         let budgets = [Budget::new(200, 7), Budget::new(1000, 15)];
         failures += run_part(quick, budgets, |budget| gemv::run(quick, budget));

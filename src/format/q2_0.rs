@@ -11,12 +11,19 @@ pub const BLOCK_BYTES: usize = D_BYTES + QK / 4;
 
 /// ggml's `quantize_row_q2_0_ref`: d = max |x| of the block as f16, `id = 1 / max` from the
 /// unrounded max, code `round_half_away(x * id) + 1`. |x * id| <= 1, so the clamp to 0..=3
-/// never acts and the rounding is `code_of_scaled`'s.
+/// never acts and the rounding is `code_of_scaled`'s. A block whose max is below about
+/// 2.9e-39 has an infinite `id`: ggml then converts +-inf and NaN to int (undefined in C;
+/// x86 gives INT_MIN, clamped to code 0), so every code is 0, as tern writes too. Such a
+/// block's d is 0 either way.
 pub fn encode(src: &[f32], dst: &mut [u8]) {
     for (x, block) in src.chunks_exact(QK).zip(dst.chunks_exact_mut(BLOCK_BYTES)) {
         let (d, id) = block_scale(x);
         let (scale, qs) = block.split_at_mut(D_BYTES);
         scale.copy_from_slice(&d.to_le_bytes());
+        if id.is_infinite() {
+            qs.fill(0);
+            continue;
+        }
         for (q, x) in qs.iter_mut().zip(x.chunks_exact(4)) {
             *q = x.iter().enumerate().fold(0, |q, (j, &v)| q | code_of_scaled(v * id) << (2 * j));
         }
