@@ -64,16 +64,27 @@ fn info(g: *const tern_gguf, index: usize) -> tern_gguf_tensor_info {
 }
 
 /// Opening by path and from bytes gives the table the Rust reader gives, and each tensor of
-/// a tern format wraps over the file's own bytes with rows = ne[1], cols = ne[0].
+/// a tern format wraps over the file's own bytes with rows = ne[1], cols = ne[0]: the TQ
+/// model, and the file of Q2_0 (type 42) and I2_S (type 36) tensors.
 #[test]
 #[cfg_attr(
     target_family = "wasm",
     ignore = "wasm32 has no mmap and no temp dir: tern_gguf_open is refused there; the bytes entry points are tested"
 )]
-fn the_fixture_opens_lists_finds_and_wraps() {
-    let bytes = fixture();
+fn the_fixtures_open_list_find_and_wrap() {
+    let q2_i2s = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gguf/tiny_q2_i2s.gguf");
+    opens_lists_finds_and_wraps(FIXTURE, &[TERN_FORMAT_TQ1_0, TERN_FORMAT_TQ2_0]);
+    opens_lists_finds_and_wraps(q2_i2s, &[TERN_FORMAT_Q2_0, TERN_FORMAT_I2_S]);
+}
+
+/// See `the_fixtures_open_list_find_and_wrap`; `formats` are the ternary formats the file
+/// holds.
+fn opens_lists_finds_and_wraps(file: &str, formats: &[u32]) {
+    let bytes = std::fs::read(file).unwrap();
     let reference = Gguf::parse(&bytes).unwrap();
-    let path = CString::new(FIXTURE).unwrap();
+    let held: Vec<u32> = reference.tensors.iter().filter_map(|t| t.ggml_type.format()).map(|f| f.id()).collect();
+    assert!(formats.iter().all(|f| held.contains(f)), "{file} holds {held:?}");
+    let path = CString::new(file).unwrap();
     let (mut mapped, mut lent) = (null_mut(), null_mut());
     // SAFETY (all calls): live handles, writable out-parameters, `bytes` outlives `lent`
     // and every tensor wrapped from it.

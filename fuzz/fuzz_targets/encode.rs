@@ -4,8 +4,9 @@
 //! Properties: no call panics; a refused call leaves the whole destination untouched and
 //! a successful one writes exactly `bytes_for` bytes; `tern_encode` and
 //! `tern_encode_checked` agree; what the encoder writes validates; F32 round-trips bit for
-//! bit; re-encoding a decode is stable: TQ1_0/TQ2_0 decode to the same values again, and
-//! BITNET_B1_58 and I8_ABSMAX keep their codes (their scales are re-derived from the
+//! bit; re-encoding a decode is stable: TQ1_0/TQ2_0/Q2_0 decode to the same values again,
+//! I2_S (every packing) gives the same bytes unless its scale is inside the 1e-6 dead zone,
+//! and BITNET_B1_58 and I8_ABSMAX keep their codes (their scales are re-derived from the
 //! decoded values, so only the codes are a fixpoint).
 
 #![no_main]
@@ -56,7 +57,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let again = encode(enc, &decoded, rows, cols, bytes.len()).expect("a decode re-encodes");
     match format {
-        Format::Tq1_0 | Format::Tq2_0 => {
+        Format::Tq1_0 | Format::Tq2_0 | Format::Q2_0 => {
             let redecoded = decode(enc, &again, rows, cols).expect("encoded bytes decode");
             assert_eq!(decoded, redecoded, "{format:?}: decode(encode(decode(x))) != decode(x)");
         }
@@ -80,6 +81,15 @@ fuzz_target!(|data: &[u8]| {
                 if scale.is_normal() {
                     assert_eq!(&bytes[row.clone()], &again[row], "I8_ABSMAX row {r} (scale {scale}) changed its codes");
                 }
+            }
+        }
+        Format::I2S | Format::I2S64 | Format::I2SR4 => {
+            // The re-derived scale is the max of +-s: s again; the codes stay unless s is
+            // inside the 1e-6 dead zone, where every code becomes 0.
+            let codes = bytes.len() - 32;
+            let scale = f32::from_le_bytes(bytes[codes..codes + 4].try_into().unwrap());
+            if f64::from(scale) >= 1e-6 {
+                assert_eq!(bytes, again, "{format:?} changed on re-encode");
             }
         }
         Format::F32 => unreachable!("returned above"),

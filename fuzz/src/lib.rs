@@ -45,9 +45,9 @@ impl<'a> Input<'a> {
         self.u8() & 1 == 1
     }
 
-    /// A format id, valid (1..=5) or not (0, 6).
+    /// A format id, valid (1..=9) or not (0, 10).
     pub fn format_id(&mut self) -> u32 {
-        u32::from(self.u8() % 7)
+        u32::from(self.u8() % 11)
     }
 
     /// A dimension: zero, small, a multiple of 4 or of 256 (the formats' blocks), any byte,
