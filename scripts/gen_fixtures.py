@@ -59,15 +59,21 @@ def ties_case(rng) -> np.ndarray:
     """Elements at exactly +-0.5 * block max and one ulp either side, for block maxima that
     are powers of two (the product x * (1/max) is then exactly 0.5) and ones that are not
     (where the f32 product decides)."""
+    return tie_blocks(rng, (1.0, 0.125, 4096.0, 3.0, 0.7, 1e-3), QK).reshape(2, 3 * QK)
+
+
+def tie_blocks(rng, maxima, block: int) -> np.ndarray:
+    """One block per max: elements drawn from +-max/2, one ulp either side, and 0, with the
+    max (of either sign) at one place."""
     blocks = []
-    for amax in (1.0, 0.125, 4096.0, 3.0, 0.7, 1e-3):
+    for amax in maxima:
         amax = np.float32(amax)
         half = np.float32(amax * np.float32(0.5))
         pool = [half, -half, nudge(half, 0), nudge(half, 1e9), -nudge(half, 0), -nudge(half, 1e9), 0.0]
-        b = f32(rng.choice(f32(pool), QK))
-        b[rng.integers(QK)] = amax if rng.integers(2) else -amax
+        b = f32(rng.choice(f32(pool), block))
+        b[rng.integers(block)] = amax if rng.integers(2) else -amax
         blocks.append(b)
-    return np.concatenate(blocks).reshape(2, 3 * QK)
+    return np.concatenate(blocks)
 
 
 def zeros_case(_rng) -> np.ndarray:
@@ -251,15 +257,7 @@ def i2s_decode(packing: str, q: bytes, rows: int, cols: int) -> np.ndarray:
 
 def ties64_case(rng) -> np.ndarray:
     """ties_case with a maximum in every 64-element block (Q2_0's block)."""
-    blocks = []
-    for amax in (1.0, 0.125, 4096.0, 3.0, 0.7, 1e-3, 6.0, 0.3):
-        amax = np.float32(amax)
-        half = np.float32(amax * np.float32(0.5))
-        pool = [half, -half, nudge(half, 0), nudge(half, 1e9), -nudge(half, 0), -nudge(half, 1e9), 0.0]
-        b = f32(rng.choice(f32(pool), QK2_0))
-        b[rng.integers(QK2_0)] = amax if rng.integers(2) else -amax
-        blocks.append(b)
-    return np.concatenate(blocks).reshape(2, 4 * QK2_0)
+    return tie_blocks(rng, (1.0, 0.125, 4096.0, 3.0, 0.7, 1e-3, 6.0, 0.3), QK2_0).reshape(2, 4 * QK2_0)
 
 
 def underflow64_case(rng) -> np.ndarray:

@@ -805,7 +805,7 @@ fn q2_0_every_byte_decodes_by_the_layout_and_validates() {
 fn q2_0_block_max_above_the_f16_limit_is_a_scale_overflow() {
     let mut x = Rng(30).weights(2 * 128, 1.0);
     x[70] = 65519.0;
-    assert!(Format::Q2_0.encode(&x, 2, 128, &mut vec![0; 72]).is_ok());
+    assert!(Format::Q2_0.encode(&x, 2, 128, &mut [0; 72]).is_ok());
     x[130] = -65520.0;
     encode_fails(Format::Q2_0, &x, 2, 128, 72, Error::ScaleOverflow { block: 2, amax: 65520.0 });
 }

@@ -171,6 +171,15 @@ impl Format {
     /// Static facts about the layout.
     pub fn spec(self) -> BlockSpec {
         let i8_hint = Some(Format::I8Absmax);
+        // A ternary weight format of fixed blocks with an f16 scale each.
+        let blocks = |elems: usize, bytes: usize, scale| BlockSpec {
+            blocking: Blocking::Fixed { elems, bytes },
+            bits_per_element: (bytes * 8) as f64 / elems as f64,
+            scale,
+            activation_hint: i8_hint,
+            cols_multiple: elems,
+            rows_multiple: 1,
+        };
         match self {
             Format::F32 => BlockSpec {
                 blocking: Blocking::Fixed { elems: 1, bytes: 4 },
@@ -180,22 +189,8 @@ impl Format {
                 cols_multiple: 1,
                 rows_multiple: 1,
             },
-            Format::Tq1_0 => BlockSpec {
-                blocking: Blocking::Fixed { elems: ternary::QK, bytes: tq1_0::BLOCK_BYTES },
-                bits_per_element: (tq1_0::BLOCK_BYTES * 8) as f64 / ternary::QK as f64,
-                scale: ScalePlacement::BlockEnd,
-                activation_hint: i8_hint,
-                cols_multiple: ternary::QK,
-                rows_multiple: 1,
-            },
-            Format::Tq2_0 => BlockSpec {
-                blocking: Blocking::Fixed { elems: ternary::QK, bytes: tq2_0::BLOCK_BYTES },
-                bits_per_element: (tq2_0::BLOCK_BYTES * 8) as f64 / ternary::QK as f64,
-                scale: ScalePlacement::BlockEnd,
-                activation_hint: i8_hint,
-                cols_multiple: ternary::QK,
-                rows_multiple: 1,
-            },
+            Format::Tq1_0 => blocks(ternary::QK, tq1_0::BLOCK_BYTES, ScalePlacement::BlockEnd),
+            Format::Tq2_0 => blocks(ternary::QK, tq2_0::BLOCK_BYTES, ScalePlacement::BlockEnd),
             Format::BitnetB158 => BlockSpec {
                 blocking: Blocking::WholeTensor { elems_per_byte: 4, scale_bytes: bitnet::SCALE_BYTES, pad_bytes: 0 },
                 bits_per_element: 2.0,
@@ -212,14 +207,7 @@ impl Format {
                 cols_multiple: 1,
                 rows_multiple: 1,
             },
-            Format::Q2_0 => BlockSpec {
-                blocking: Blocking::Fixed { elems: q2_0::QK, bytes: q2_0::BLOCK_BYTES },
-                bits_per_element: (q2_0::BLOCK_BYTES * 8) as f64 / q2_0::QK as f64,
-                scale: ScalePlacement::BlockStart,
-                activation_hint: i8_hint,
-                cols_multiple: q2_0::QK,
-                rows_multiple: 1,
-            },
+            Format::Q2_0 => blocks(q2_0::QK, q2_0::BLOCK_BYTES, ScalePlacement::BlockStart),
             Format::I2S | Format::I2S64 | Format::I2SR4 => BlockSpec {
                 blocking: Blocking::WholeTensor {
                     elems_per_byte: 4,
