@@ -346,8 +346,10 @@ typedef struct tern_block_spec {
     size_t block_bytes;
     /**
      * Bits of each element's code for the row and tensor blockings (8 for I8_ABSMAX, 2
-     * for BITNET_B1_58, packed little-end first); 0 for `TERN_BLOCKING_FIXED`, whose
-     * codes are laid out per format (docs/design.md §1).
+     * for BITNET_B1_58, packed little-end first, and for the I2_S formats, packed as
+     * docs/design.md §1 says); 0 for `TERN_BLOCKING_FIXED`, whose codes are laid out per
+     * format. I2_S has 28 bytes of padding after its scale: `tern_encoding_bytes_for`
+     * gives every format's exact size.
      */
     size_t code_bits;
     /**

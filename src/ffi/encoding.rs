@@ -113,8 +113,10 @@ pub struct tern_block_spec {
     /// Bytes per block (codes and scale) for `TERN_BLOCKING_FIXED`; 0 otherwise.
     pub block_bytes: usize,
     /// Bits of each element's code for the row and tensor blockings (8 for I8_ABSMAX, 2
-    /// for BITNET_B1_58, packed little-end first); 0 for `TERN_BLOCKING_FIXED`, whose
-    /// codes are laid out per format (docs/design.md §1).
+    /// for BITNET_B1_58, packed little-end first, and for the I2_S formats, packed as
+    /// docs/design.md §1 says); 0 for `TERN_BLOCKING_FIXED`, whose codes are laid out per
+    /// format. I2_S has 28 bytes of padding after its scale: `tern_encoding_bytes_for`
+    /// gives every format's exact size.
     pub code_bits: usize,
     /// Bytes of each scale (2 for an f16, 4 for an f32, 0 for none).
     pub scale_bytes: usize,

@@ -76,16 +76,15 @@ pub fn encode(p: Packing, src: &[f32], cols: usize, dst: &mut [u8]) {
             ZERO_CODE + 1 - 2 * (x < 0.0) as u8
         }
     };
-    let codes: Vec<u8> = src.iter().map(|&x| code(x)).collect();
-    write_codes(p, &codes, cols, scale, dst);
+    write_codes(p, src.iter().map(|&x| code(x)), cols, scale, dst);
 }
 
 /// Writes `codes` (row-major, each in 0..=3) in packing `p`, the scale, and a zero pad.
 /// `dst` must be exactly the tensor's size.
-pub fn write_codes(p: Packing, codes: &[u8], cols: usize, scale: f32, dst: &mut [u8]) {
+pub fn write_codes(p: Packing, codes: impl IntoIterator<Item = u8>, cols: usize, scale: f32, dst: &mut [u8]) {
     let (packed, tail) = dst.split_at_mut(dst.len() - TAIL_BYTES);
     packed.fill(0);
-    for (i, &c) in codes.iter().enumerate() {
+    for (i, c) in codes.into_iter().enumerate() {
         let (byte, shift) = p.position(cols, i);
         packed[byte] |= c << shift;
     }

@@ -393,7 +393,7 @@ impl Format {
         if to == Format::BitnetB158 {
             bitnet::write_codes(&codes, scale, dst);
         } else {
-            i2_s::write_codes(to.i2s_packing_of(), &codes, cols, scale, dst);
+            i2_s::write_codes(to.i2s_packing_of(), codes, cols, scale, dst);
         }
         Ok(need)
     }
