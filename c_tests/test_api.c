@@ -4,9 +4,11 @@
  */
 #include "check.h"
 
-static const uint32_t FORMATS[] = {TERN_FORMAT_F32, TERN_FORMAT_TQ1_0, TERN_FORMAT_TQ2_0,
-                                   TERN_FORMAT_BITNET_B1_58, TERN_FORMAT_I8_ABSMAX};
-static const char *const NAMES[] = {"F32", "TQ1_0", "TQ2_0", "BITNET_B1_58", "I8_ABSMAX"};
+static const uint32_t FORMATS[] = {TERN_FORMAT_F32,       TERN_FORMAT_TQ1_0,     TERN_FORMAT_TQ2_0,
+                                   TERN_FORMAT_BITNET_B1_58, TERN_FORMAT_I8_ABSMAX, TERN_FORMAT_Q2_0,
+                                   TERN_FORMAT_I2_S,      TERN_FORMAT_I2_S_64,   TERN_FORMAT_I2_S_R4};
+static const char *const NAMES[] = {"F32",  "TQ1_0", "TQ2_0",   "BITNET_B1_58", "I8_ABSMAX",
+                                    "Q2_0", "I2_S",  "I2_S_64", "I2_S_R4"};
 
 static void test_version(void) {
     char expect[32];
@@ -46,19 +48,31 @@ static void test_encodings(void) {
         CHECK(tern_encoding_format(enc) == FORMATS[i]);
         CHECK(strcmp(tern_encoding_name(enc), NAMES[i]) == 0);
         CHECK_OK(tern_encoding_block_spec(enc, &spec));
-        CHECK(spec.cols_multiple == 1 || spec.cols_multiple == 4 || spec.cols_multiple == 256);
-        CHECK_OK(tern_encoding_bytes_for(enc, 2, 256, &bytes));
+        CHECK(spec.cols_multiple == 1 || spec.cols_multiple == 4 || spec.cols_multiple == 64 ||
+              spec.cols_multiple == 128 || spec.cols_multiple == 256);
+        CHECK_OK(tern_encoding_bytes_for(enc, 4, 256, &bytes));
         switch (FORMATS[i]) {
-        case TERN_FORMAT_F32: CHECK(bytes == 2 * 256 * 4); break;
-        case TERN_FORMAT_TQ1_0: CHECK(bytes == 2 * 54 && spec.block_bytes == 54); break;
-        case TERN_FORMAT_TQ2_0: CHECK(bytes == 2 * 66 && spec.block_bytes == 66); break;
+        case TERN_FORMAT_F32: CHECK(bytes == 4 * 256 * 4); break;
+        case TERN_FORMAT_TQ1_0: CHECK(bytes == 4 * 54 && spec.block_bytes == 54); break;
+        case TERN_FORMAT_TQ2_0: CHECK(bytes == 4 * 66 && spec.block_bytes == 66); break;
+        case TERN_FORMAT_Q2_0:
+            CHECK(bytes == 4 * 4 * 18 && spec.block_elems == 64 && spec.block_bytes == 18);
+            CHECK(spec.scale_placement == TERN_SCALE_BLOCK_START && spec.scale_bytes == 2);
+            break;
+        case TERN_FORMAT_I2_S:
+        case TERN_FORMAT_I2_S_64:
+        case TERN_FORMAT_I2_S_R4:
+            CHECK(bytes == 4 * 256 / 4 + 32); /* codes, the f32 scale, 28 bytes of padding */
+            CHECK(spec.blocking == TERN_BLOCKING_WHOLE_TENSOR && spec.code_bits == 2);
+            CHECK(spec.scale_placement == TERN_SCALE_TENSOR_END && spec.scale_bytes == 4);
+            break;
         case TERN_FORMAT_BITNET_B1_58:
-            CHECK(bytes == 2 * 256 / 4 + 4);
+            CHECK(bytes == 4 * 256 / 4 + 4);
             CHECK(spec.blocking == TERN_BLOCKING_WHOLE_TENSOR && spec.code_bits == 2);
             CHECK(spec.scale_placement == TERN_SCALE_TENSOR_END && spec.scale_bytes == 4);
             break;
         case TERN_FORMAT_I8_ABSMAX:
-            CHECK(bytes == 2 * 256 + 2 * 4);
+            CHECK(bytes == 4 * 256 + 4 * 4);
             CHECK(spec.blocking == TERN_BLOCKING_PER_ROW && spec.code_bits == 8);
             CHECK(spec.scale_placement == TERN_SCALE_ROWS_END && spec.activation_hint == 0);
             break;
@@ -82,7 +96,7 @@ static void test_encodings(void) {
 /* Every format round-trips ternary data (values in {-s, 0, s} per block) exactly, up to
  * the f16 block scale of TQ1_0/TQ2_0, which is exact for s = 0.5. */
 static void test_round_trip(void) {
-    enum { ROWS = 2, COLS = 256, N = ROWS * COLS };
+    enum { ROWS = 4, COLS = 256, N = ROWS * COLS }; /* I2_S_R4 takes rows in fours */
     float src[N], out[N];
     for (size_t i = 0; i < N; i++) src[i] = (float)((int)(i % 3) - 1) * 0.5f;
     for (size_t f = 0; f < sizeof FORMATS / sizeof FORMATS[0]; f++) {
@@ -111,6 +125,28 @@ static void test_round_trip(void) {
         CHECK_OK(tern_encode_checked(enc, src, N, ROWS, COLS, buf, bytes));
         free(buf);
     }
+}
+
+/* BITNET_B1_58 -> I2_S (bitnet.cpp's x86 packing) -> BITNET_B1_58 gives back the bytes, and
+ * the I2_S bytes decode to the same floats. */
+static void test_transcode(void) {
+    enum { ROWS = 2, COLS = 128, N = ROWS * COLS };
+    float src[N], a[N], b[N];
+    unsigned char bitnet[N / 4 + 4], i2s[N / 4 + 32], back[N / 4 + 4];
+    const tern_encoding *bit = NULL, *i2 = NULL, *q2 = NULL;
+    for (size_t i = 0; i < N; i++) src[i] = (float)((int)(i % 5) - 2) * 0.25f;
+    CHECK_OK(tern_encoding_get(TERN_FORMAT_BITNET_B1_58, &bit));
+    CHECK_OK(tern_encoding_get(TERN_FORMAT_I2_S, &i2));
+    CHECK_OK(tern_encoding_get(TERN_FORMAT_Q2_0, &q2));
+    CHECK_OK(tern_encode(bit, src, ROWS, COLS, bitnet, sizeof bitnet));
+    CHECK_OK(tern_transcode(bit, bitnet, sizeof bitnet, ROWS, COLS, i2, i2s, sizeof i2s));
+    CHECK_OK(tern_transcode(i2, i2s, sizeof i2s, ROWS, COLS, bit, back, sizeof back));
+    CHECK(memcmp(bitnet, back, sizeof back) == 0);
+    CHECK_OK(tern_decode(bit, bitnet, sizeof bitnet, ROWS, COLS, a, N));
+    CHECK_OK(tern_decode(i2, i2s, sizeof i2s, ROWS, COLS, b, N));
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    CHECK_ERROR(tern_transcode(bit, bitnet, sizeof bitnet, ROWS, COLS, q2, i2s, sizeof i2s),
+                TERN_ERR_INVALID_ARGUMENT, "BITNET_B1_58, I2_S, I2_S_64 and I2_S_R4");
 }
 
 static void test_bitnet_import(void) {
@@ -183,6 +219,7 @@ int main(void) {
     test_encodings();
     test_round_trip();
     test_bitnet_import();
+    test_transcode();
     test_tensors();
     return check_report("test_api");
 }

@@ -35,7 +35,7 @@ static void test_lookup_errors(void) {
     size_t bytes = 99;
 
     CHECK_STATUS(tern_encoding_get(0, &enc), TERN_ERR_UNKNOWN_FORMAT);
-    CHECK_STATUS(tern_encoding_get(6, &enc), TERN_ERR_UNKNOWN_FORMAT);
+    CHECK_STATUS(tern_encoding_get(10, &enc), TERN_ERR_UNKNOWN_FORMAT);
     CHECK_STATUS(tern_encoding_get(UINT32_MAX, &enc), TERN_ERR_UNKNOWN_FORMAT);
     CHECK(enc == canary);
     CHECK_ERROR(tern_encoding_get(TERN_FORMAT_TQ1_0, NULL), TERN_ERR_NULL_POINTER,
@@ -45,7 +45,7 @@ static void test_lookup_errors(void) {
     enc = canary;
 
     CHECK_STATUS(tern_format_from_ggml_type(1, &format), TERN_ERR_UNKNOWN_FORMAT);
-    CHECK_STATUS(tern_format_from_ggml_type(36, &format), TERN_ERR_UNKNOWN_FORMAT);
+    CHECK_STATUS(tern_format_from_ggml_type(37, &format), TERN_ERR_UNKNOWN_FORMAT);
     CHECK(format == 77);
     CHECK_STATUS(tern_format_from_ggml_type(34, NULL), TERN_ERR_NULL_POINTER);
 

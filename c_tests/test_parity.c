@@ -42,6 +42,10 @@ static unsigned char *read_case(const char *dir, const char *format, const char 
 static uint32_t format_id(const char *name) {
     if (strcmp(name, "tq1_0") == 0) return TERN_FORMAT_TQ1_0;
     if (strcmp(name, "tq2_0") == 0) return TERN_FORMAT_TQ2_0;
+    if (strcmp(name, "q2_0") == 0) return TERN_FORMAT_Q2_0;
+    if (strcmp(name, "i2_s") == 0) return TERN_FORMAT_I2_S;
+    if (strcmp(name, "i2_s_64") == 0) return TERN_FORMAT_I2_S_64;
+    if (strcmp(name, "i2_s_r4") == 0) return TERN_FORMAT_I2_S_R4;
     return 0;
 }
 
