@@ -778,6 +778,10 @@ tern_status tern_bitnet_import(const int8_t *trits, size_t trits_len, float scal
  * (`TERN_ERR_CORRUPT_CODE`: a code 3, a negative or non-finite scale), lengths
  * (`TERN_ERR_LENGTH_MISMATCH`), overlapping buffers, NULL pointers. Thread-safe for
  * distinct `dst` buffers.
+ *
+ * # Safety
+ * `from` and `to` must be NULL or handles from `tern_encoding_get`; `src` must be NULL or
+ * valid for reading `src_len` bytes, and `dst` NULL or valid for writing `dst_len` bytes.
  */
 tern_status tern_transcode(const struct tern_encoding *from, const void *src, size_t src_len, size_t rows, size_t cols, const struct tern_encoding *to, void *dst, size_t dst_len);
 

@@ -412,6 +412,10 @@ pub unsafe extern "C" fn tern_bitnet_import(
 /// (`TERN_ERR_CORRUPT_CODE`: a code 3, a negative or non-finite scale), lengths
 /// (`TERN_ERR_LENGTH_MISMATCH`), overlapping buffers, NULL pointers. Thread-safe for
 /// distinct `dst` buffers.
+///
+/// # Safety
+/// `from` and `to` must be NULL or handles from `tern_encoding_get`; `src` must be NULL or
+/// valid for reading `src_len` bytes, and `dst` NULL or valid for writing `dst_len` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn tern_transcode(
     from: *const tern_encoding,
