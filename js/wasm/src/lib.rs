@@ -554,7 +554,10 @@ pub unsafe extern "C" fn tjs_gguf_wrap(handle: u32, index: usize, out: *mut u32)
             let t = g.gguf.tensors.get(index).ok_or_else(|| out_of_bounds(index, g.gguf.tensors.len()))?;
             let Some(format) = t.ggml_type.format() else {
                 let ty = t.ggml_type.0;
-                return Err(Fail(TERN_ERR_UNSUPPORTED, format!("tensor {:?}: ggml type {ty} has no tern format", t.name)));
+                return Err(Fail(
+                    TERN_ERR_UNSUPPORTED,
+                    format!("tensor {:?}: ggml type {ty} has no tern format", t.name),
+                ));
             };
             if t.dims[2] != 1 || t.dims[3] != 1 {
                 let msg = format!("tensor {:?}: ne = {:?} is not a matrix (ne[2] = ne[3] = 1)", t.name, t.dims);
