@@ -491,22 +491,36 @@ pub unsafe extern "C" fn tjs_gguf_open(bytes: *mut u8, len: usize, out: *mut u32
     })
 }
 
+/// Runs `f` on the GGUF file behind `handle` and writes what it returns to `out`.
+///
+/// # Safety
+/// `out` must be writable for `N` `T`s.
+unsafe fn gguf_query<T: Copy, const N: usize>(
+    handle: u32,
+    out: *mut T,
+    f: impl FnOnce(&GgufFile) -> Result<[T; N], Fail>,
+) -> tern_status {
+    call(|| {
+        let values = with_gguf(handle, f)?;
+        // SAFETY: the caller's promise.
+        unsafe { put(out, &values) };
+        Ok(())
+    })
+}
+
+/// Entry `index` of `items`, or `TERN_ERR_OUT_OF_BOUNDS`.
+fn at<T>(items: &[T], index: usize) -> Result<&T, Fail> {
+    items.get(index).ok_or_else(|| Error::OutOfBounds { row: index, col: 0, rows: items.len(), cols: 1 }.into())
+}
+
 /// The number of tensors and of metadata entries, in `out[0..2]`.
 ///
 /// # Safety
 /// `out` must be writable for 2 `u32`s.
 #[no_mangle]
 pub unsafe extern "C" fn tjs_gguf_counts(handle: u32, out: *mut u32) -> tern_status {
-    call(|| {
-        let counts = with_gguf(handle, |g| Ok([g.gguf.tensors.len() as u32, g.gguf.metadata.len() as u32]))?;
-        // SAFETY: the caller's promise.
-        unsafe { put(out, &counts) };
-        Ok(())
-    })
-}
-
-fn out_of_bounds(index: usize, count: usize) -> Fail {
-    Error::OutOfBounds { row: index, col: 0, rows: count, cols: 1 }.into()
+    // SAFETY: the caller's promise.
+    unsafe { gguf_query(handle, out, |g| Ok([g.gguf.tensors.len() as u32, g.gguf.metadata.len() as u32])) }
 }
 
 /// Tensor `index`: `out[0..11]` = ggml type, tern format id (0: none), n_dims, ne[0..4]
@@ -517,9 +531,10 @@ fn out_of_bounds(index: usize, count: usize) -> Fail {
 /// `out` must be writable for 11 f64s.
 #[no_mangle]
 pub unsafe extern "C" fn tjs_gguf_info(handle: u32, index: usize, out: *mut f64) -> tern_status {
-    call(|| {
-        let info = with_gguf(handle, |g| {
-            let t = g.gguf.tensors.get(index).ok_or_else(|| out_of_bounds(index, g.gguf.tensors.len()))?;
+    // SAFETY: the caller's promise (11 slots).
+    unsafe {
+        gguf_query(handle, out, |g| {
+            let t = at(&g.gguf.tensors, index)?;
             let format = t.ggml_type.format().map_or(0, Format::id);
             Ok([
                 t.ggml_type.0 as f64,
@@ -534,11 +549,8 @@ pub unsafe extern "C" fn tjs_gguf_info(handle: u32, index: usize, out: *mut f64)
                 t.name.as_ptr() as u32 as f64,
                 t.name.len() as f64,
             ])
-        })?;
-        // SAFETY: the caller's promise (11 slots).
-        unsafe { put(out, &info) };
-        Ok(())
-    })
+        })
+    }
 }
 
 /// Tensor `index` as a tensor of its tern format over the file's bytes (a view, no copy;
@@ -551,7 +563,7 @@ pub unsafe extern "C" fn tjs_gguf_info(handle: u32, index: usize, out: *mut f64)
 pub unsafe extern "C" fn tjs_gguf_wrap(handle: u32, index: usize, out: *mut u32) -> tern_status {
     call(|| {
         let obj = with_gguf(handle, |g| {
-            let t = g.gguf.tensors.get(index).ok_or_else(|| out_of_bounds(index, g.gguf.tensors.len()))?;
+            let t = at(&g.gguf.tensors, index)?;
             let Some(format) = t.ggml_type.format() else {
                 let ty = t.ggml_type.0;
                 return Err(Fail(
@@ -584,20 +596,18 @@ pub unsafe extern "C" fn tjs_gguf_wrap(handle: u32, index: usize, out: *mut u32)
 /// `out` must be writable for 4 `u32`s.
 #[no_mangle]
 pub unsafe extern "C" fn tjs_gguf_meta(handle: u32, index: usize, out: *mut u32) -> tern_status {
-    call(|| {
-        let info = with_gguf(handle, |g| {
-            let kv = g.gguf.metadata.get(index).ok_or_else(|| out_of_bounds(index, g.gguf.metadata.len()))?;
+    // SAFETY: the caller's promise.
+    unsafe {
+        gguf_query(handle, out, |g| {
+            let kv = at(&g.gguf.metadata, index)?;
             VALUE.with(|v| {
                 let mut v = v.borrow_mut();
                 v.clear();
                 encode_value(&kv.value, &mut v);
                 Ok([kv.key.as_ptr() as u32, kv.key.len() as u32, v.as_ptr() as u32, v.len() as u32])
             })
-        })?;
-        // SAFETY: the caller's promise.
-        unsafe { put(out, &info) };
-        Ok(())
-    })
+        })
+    }
 }
 
 fn encode_value(value: &Value, out: &mut Vec<u8>) {
