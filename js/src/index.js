@@ -104,6 +104,8 @@ async function fetchBytes(url) {
  */
 export async function load(options = {}) {
     checkOptions('load', options, ['variant', 'baseUrl', 'env']);
+    const env = options.env ?? {};
+    expect(typeof env === 'object' && Object.values(env).every((v) => typeof v === 'string'), 'env must be an object of strings');
     const base = new URL(options.baseUrl ?? new URL('../dist/', import.meta.url), import.meta.url);
     const names = options.variant ? [options.variant] : Object.keys(VARIANTS);
     const skipped = [];
@@ -113,7 +115,7 @@ export async function load(options = {}) {
         const bytes = await fetchBytes(new URL(file, base));
         let reason = null;
         if (WebAssembly.validate(bytes)) {
-            const tern = await Tern.instantiate(await WebAssembly.compile(bytes), variant, options.env ?? {});
+            const tern = await Tern.instantiate(await WebAssembly.compile(bytes), variant, env);
             try {
                 reason = tern._knownAnswerCheck();
             } catch (e) {

@@ -21,6 +21,7 @@ test('load picks the best build this engine runs as specified', async () => {
     }
     await rejected(loadTern({ variant: 'sse2' }), 'TERN_ERR_INVALID_ARGUMENT', /unknown variant sse2/);
     await rejected(loadTern({ varaint: 'simd128' }), 'TERN_ERR_INVALID_ARGUMENT', /unknown load option varaint/);
+    await rejected(loadTern({ env: { TERN_KERNEL: 3 } }), 'TERN_ERR_INVALID_ARGUMENT', /env must be an object of strings/);
     await rejected(loadTern({ baseUrl: 'file:///nonexistent/' }), 'TERN_ERR_IO', /reading file:\/\/\/nonexistent\/tern-/);
 });
 
