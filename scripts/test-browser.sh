@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The browser page end to end (js/web/e2e.mjs): Debian's headless Chromium, driven by
-# playwright-core from the npm registry (js/package-lock.json), against the page's own
-# server: the server's model is listed, one token runs with the relaxed-SIMD kernel, and
-# corrupt or truncated files show tern's error while the page keeps working. Uses the
-# modules scripts/test-wasm.sh builds into js/dist. About 10 s after the one-time installs.
+# The browser page end to end (js/web/e2e.mjs) from the packed package: `npm pack` installed
+# into a fresh project outside the repository (scripts/wasm/js-project.sh), with
+# playwright-core (the version js/package-lock.json pins) beside it, driving Debian's
+# headless Chromium against the page's own server. A model from the tests' GGUF writer is
+# listed with its metadata; one token and a batch run through each ternary weight with the
+# relaxed-SIMD kernel and agree with the reference kernel; corrupt or truncated files
+# picked with the file picker show tern's error while the page keeps working. Builds
+# js/dist if needed (npm pack does). About 15 s after the one-time installs.
 #
 # Usage: scripts/test-browser.sh [--screenshot docs/wasm-browser.png]
 set -euo pipefail
@@ -20,11 +23,19 @@ if ! [ -x /usr/bin/chromium ]; then
         exit 1
     fi
 fi
-for module in tern-simd128.wasm tern-relaxed-simd128.wasm; do
-    [ -f "js/dist/$module" ] || { echo "test-browser: js/dist/$module is missing: run scripts/test-wasm.sh" >&2 && exit 1; }
+args=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        # The project is elsewhere: the screenshot path is taken from here.
+        --screenshot) args+=(--screenshot "$(realpath -m "$2")") && shift 2 ;;
+        *) echo "usage: $0 [--screenshot FILE.png]" >&2 && exit 2 ;;
+    esac
 done
-[ -d js/node_modules/playwright-core ] || (cd js && npm ci --silent --no-audit --no-fund)
+playwright="$(node -p "require('./js/package-lock.json').packages['node_modules/playwright-core'].version")"
+fresh="$(mktemp -d)"
+trap 'rm -rf "$fresh"' EXIT
+scripts/wasm/js-project.sh "$fresh" "playwright-core@$playwright"
 
-echo "test-browser: $(/usr/bin/chromium --version)"
+echo "test-browser: $(/usr/bin/chromium --version), playwright-core $playwright"
 # A hung browser must not hang CI.
-timeout 300 node js/web/e2e.mjs "$@"
+(cd "$fresh/project" && timeout 300 node node_modules/tern-wasm/web/e2e.mjs "${args[@]}")

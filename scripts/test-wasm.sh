@@ -11,10 +11,13 @@
 #    unwinding or the host's C compiler are not run there and say so);
 # 2. the C harness built with clang --target=wasm32-wasi against that build's libtern.a,
 #    with the KERNEL_SELECTED name asserted (TERN_EXPECT_KERNEL);
-# 3. the JS package's module of that build (js/dist).
-# Then clippy on the wasm code, and the JS package's tests (node --test): under node 22,
-# where load() must pick the relaxed build, and under node 20 with relaxed SIMD switched on,
-# where it must fall back to simd128 (the relaxed build fails its known-answer check).
+# 3. the JS package's module of that build (js/scripts/build.mjs, what `npm run build` runs).
+# Then clippy on the wasm code, and the JS package as a user gets it: `npm pack` installed
+# into a fresh project outside the repository (scripts/wasm/js-project.sh). From there, its
+# README example and its tests (node --test) run under node 22, where load() must pick the
+# relaxed build, with read access to that project only (node's permission model); then the
+# tests under node 20 with relaxed SIMD switched on, where load() must fall back to simd128
+# (the relaxed build fails its known-answer check).
 #
 # Usage: scripts/test-wasm.sh [simd128] [relaxed]  (default: both, then clippy and JS).
 # Target dirs target/wasm-simd128, target/wasm-relaxed; node 22 in target/wasm-tools.
@@ -65,10 +68,7 @@ for build in "${builds[@]}"; do
     done
 
     echo "test-wasm: $build build: the JS package's module (js/dist/$module)"
-    # No debug info in the shipped module (the release profile keeps it for native profiling).
-    CARGO_PROFILE_RELEASE_DEBUG=0 cargo build -q --release --target wasm32-wasip1 --target-dir "$dir" -p tern-js
-    mkdir -p js/dist
-    cp "$dir/wasm32-wasip1/release/tern_js.wasm" "js/dist/$module"
+    node js/scripts/build.mjs "$build"
 done
 unset RUSTFLAGS
 
@@ -76,10 +76,23 @@ if [ ${#builds[@]} = 2 ]; then
     echo "test-wasm: clippy on the wasm code (relaxed build: it compiles both kernel families)"
     RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" cargo clippy -q --target wasm32-wasip1 \
         --target-dir target/wasm-relaxed -p tern -p tern-js -- -D warnings
-    echo "test-wasm: the JS package under node 22 (load() must pick relaxed-simd128)"
-    (cd js && TERN_JS_EXPECT_VARIANT=relaxed-simd128 "$TERN_NODE22" --test --test-reporter=spec test/*.test.js)
-    echo "test-wasm: the JS package under node 20 with relaxed SIMD on (load() must fall back to simd128)"
-    (cd js && TERN_JS_EXPECT_VARIANT=simd128 node --experimental-wasm-relaxed-simd --no-warnings --test \
-        --test-reporter=spec test/*.test.js)
+    echo "test-wasm: the JS package: npm pack, installed into a fresh project"
+    fresh="$(mktemp -d)"
+    trap 'rm -rf "$fresh"' EXIT
+    scripts/wasm/js-project.sh "$fresh"
+    project="$fresh/project"
+    # Read access to the project only; the test runner passes the flags on to each file's process.
+    sandbox=(--permission "--allow-fs-read=$project/" --allow-child-process --disable-warning=SecurityWarning)
+    echo "test-wasm: the README example under node 22"
+    example="$(cd "$project" && "$TERN_NODE22" "${sandbox[@]}" example.mjs)"
+    echo "$example" | sed 's/^/  /'
+    grep -qx 'KERNEL_SELECTED bitnet_gemv/wasm-relaxed-simd128' <<<"$example"
+    grep -qx 'out 64, batch 512' <<<"$example"
+    echo "test-wasm: the installed package's tests under node 22 (load() must pick relaxed-simd128)"
+    (cd "$project/node_modules/tern-wasm" && TERN_JS_EXPECT_VARIANT=relaxed-simd128 "$TERN_NODE22" "${sandbox[@]}" \
+        --test --test-reporter=spec test/*.test.js)
+    echo "test-wasm: the installed package's tests under node 20 with relaxed SIMD on (load() must fall back to simd128)"
+    (cd "$project/node_modules/tern-wasm" && TERN_JS_EXPECT_VARIANT=simd128 node --experimental-wasm-relaxed-simd \
+        --no-warnings --test --test-reporter=spec test/*.test.js)
 fi
 echo "test-wasm: all passed"

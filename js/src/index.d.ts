@@ -15,7 +15,7 @@ export interface VariantInfo {
 export declare const VARIANTS: Readonly<{ 'relaxed-simd128': VariantInfo; simd128: VariantInfo }>;
 export type Variant = keyof typeof VARIANTS;
 
-/** A refused or failed call. */
+/** A refused or failed call (the caller's outputs are left as they were). */
 export declare class TernError extends Error {
     name: 'TernError';
     /** tern's status name, e.g. "TERN_ERR_LENGTH_MISMATCH". */
@@ -28,7 +28,8 @@ export interface LoadOptions {
     /** Force a build; default: relaxed-simd128 if the engine validates it and passes a
      *  known-answer check against the reference kernel, else simd128. */
     variant?: Variant;
-    /** Where the .wasm files are; default: ../dist/ next to src/index.js. */
+    /** Where the .wasm files are; default: ../dist/ next to src/index.js (a bundler user
+     *  copies dist/*.wasm to their static files and points here). */
     baseUrl?: URL | string;
     /** Environment variables tern reads (TERN_KERNEL). */
     env?: Record<string, string>;
@@ -54,14 +55,28 @@ export interface TernEvent {
     nanos: number;
 }
 
+/** The C API's dispatcher options that make sense in JS; any other key is refused. */
 export interface DispatcherOptions {
     /** Force this kernel for the pairs it serves. */
     kernel?: string;
+    /** Refuse pairs no dedicated kernel serves (what would run matmul/reference, e.g.
+     *  swapped operands) with TERN_ERR_UNSUPPORTED. */
+    strict?: boolean;
+    /** Do not read TERN_KERNEL from load()'s `env`. */
+    ignoreEnv?: boolean;
     /** Called once per event, after the matmul has returned. */
     onEvent?: ((event: TernEvent) => void) | null;
     /** Threads per matmul: wasm has none, so more than 1 is refused. */
     threads?: number;
 }
+
+export interface ReadGgufOptions {
+    /** The file's size in bytes, when the source does not say (a bare stream). */
+    size?: number;
+}
+
+/** A GGUF metadata value: u64/i64 as BigInt, other numbers as number. */
+export type GgufValue = number | bigint | boolean | string | GgufValue[];
 
 export declare class Tern {
     /** The build that was loaded. */
@@ -70,13 +85,19 @@ export declare class Tern {
     readonly skipped: { variant: Variant; reason: string }[];
     /** Bytes of wasm memory (grows, never shrinks). */
     readonly memoryBytes: number;
+    /** The version of tern compiled into the module, and of the module's export layer
+     *  (js/wasm); both equal the package's version. */
+    readonly versions: Readonly<{ tern: string; module: string }>;
     static instantiate(module: WebAssembly.Module, variant: Variant, env?: Record<string, string>): Promise<Tern>;
     /** Encodes rows x cols floats (row-major) into a tensor of `format`. */
     encode(format: FormatId, data: Float32Array, rows: number, cols: number): Tensor;
-    /** A tensor over a copy of bytes already encoded in `format` (e.g. GGUF tensor data). */
+    /** A tensor over bytes already encoded in `format`, copied once into wasm memory. */
     wrap(format: FormatId, bytes: Uint8Array, rows: number, cols: number): Tensor;
-    /** Parses GGUF file bytes with tern's checked reader. */
+    /** Parses GGUF file bytes (copied once into wasm memory) with tern's checked reader. */
     openGguf(bytes: Uint8Array): GgufFile;
+    /** Reads a GGUF file chunk by chunk into memory the module allocated (no copy of the
+     *  file on the JS side), then parses it. */
+    readGguf(source: Response | Blob | ReadableStream<Uint8Array>, options?: ReadGgufOptions): Promise<GgufFile>;
     dispatcher(options?: DispatcherOptions): Dispatcher;
 }
 
@@ -101,6 +122,9 @@ export declare class Tensor extends Handle {
 export declare class Dispatcher extends Handle {
     /** out[m][n] = sum_k act[m][k] * weight[n][k]; returns `out` (a new array if omitted). */
     matmul(act: Tensor, weight: Tensor, out?: Float32Array): Float32Array;
+    /** `act` times each weight in one call (the activation requantized once); outs[i] is
+     *  m x weights[i].rows floats; returns `outs` (new arrays if omitted). */
+    matmulMany(act: Tensor, weights: Tensor[], outs?: Float32Array[]): Float32Array[];
 }
 
 export interface GgufTensorInfo {
@@ -118,6 +142,11 @@ export interface GgufTensorInfo {
 
 export declare class GgufFile extends Handle {
     readonly tensors: GgufTensorInfo[];
-    /** A tensor as a tern Tensor (a copy of its bytes; rows = ne[1], cols = ne[0]). */
+    /** The metadata keys, in file order. */
+    readonly metadataKeys: string[];
+    /** The value of a metadata key; TERN_ERR_NOT_FOUND if the file has no such key. */
+    metadata(key: string): GgufValue;
+    /** A tensor as a tern Tensor: a view into the file's bytes in wasm memory, no copy
+     *  (rows = ne[1], cols = ne[0]); it keeps those bytes alive after the file is closed. */
     tensor(nameOrIndex: string | number): Tensor;
 }

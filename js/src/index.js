@@ -1,6 +1,7 @@
-// tern for JavaScript: the wasm build of tern (tern_js.wasm, from js/wasm) behind a small
+// tern for JavaScript: the wasm build of tern (dist/*.wasm, from js/wasm) behind a small
 // API for node and the browser. Arguments are checked here, before anything is copied into
-// wasm; tern checks them again. Every failure is a TernError carrying tern's status name.
+// wasm; tern checks them again. Every failure is a TernError carrying tern's status name,
+// and a failed call leaves the caller's outputs as they were.
 import { wasiImports } from './wasi.js';
 
 /** tern's format ids (stable). */
@@ -32,13 +33,32 @@ const STATUS = {
     TERN_ERR_LENGTH_MISMATCH: 5,
     TERN_ERR_OUT_OF_BOUNDS: 9,
     TERN_ERR_SHAPE_MISMATCH: 11,
+    TERN_ERR_UNSUPPORTED: 14,
+    TERN_ERR_ALLOCATION_FAILED: 16,
     TERN_ERR_INVALID_ARGUMENT: 17,
     TERN_ERR_PANIC: 18,
     TERN_ERR_NOT_FOUND: 19,
+    TERN_ERR_IO: 21,
 };
+
+// tern_dispatcher_options.flags of the C API (include/tern.h).
+const TERN_DISPATCH_STRICT = 1;
+const TERN_DISPATCH_IGNORE_ENV = 2;
 
 function refuse(code, message) {
     return new TernError(code, STATUS[code], message);
+}
+
+/** A TERN_ERR_INVALID_ARGUMENT unless `ok`. */
+function expect(ok, message) {
+    if (!ok) throw refuse('TERN_ERR_INVALID_ARGUMENT', message);
+}
+
+/** Refuses an options object with keys outside `known` (a misspelt option must not be ignored). */
+function checkOptions(what, options, known) {
+    expect(options !== null && typeof options === 'object', `${what} options must be an object, got ${options}`);
+    const unknown = Object.keys(options).filter((k) => !known.includes(k));
+    expect(unknown.length === 0, `unknown ${what} option ${unknown.join(', ')}: known are ${known.join(', ')}`);
 }
 
 function checkDim(name, v) {
@@ -62,13 +82,17 @@ function checkShape(rows, cols) {
 }
 
 async function fetchBytes(url) {
-    if (url.protocol === 'file:') {
-        const { readFile } = await import('node:fs/promises');
-        return readFile(url);
+    try {
+        if (url.protocol === 'file:') {
+            const { readFile } = await import('node:fs/promises');
+            return await readFile(url);
+        }
+        const response = await fetch(url);
+        if (!response.ok) throw new Error(`HTTP ${response.status}`);
+        return new Uint8Array(await response.arrayBuffer());
+    } catch (e) {
+        throw refuse('TERN_ERR_IO', `reading ${url}: ${e.message}`);
     }
-    const response = await fetch(url);
-    if (!response.ok) throw new Error(`fetching ${url}: HTTP ${response.status}`);
-    return new Uint8Array(await response.arrayBuffer());
 }
 
 /**
@@ -79,18 +103,19 @@ async function fetchBytes(url) {
  * TERN_KERNEL). The builds passed over are in the result's `skipped`, with the reason.
  */
 export async function load(options = {}) {
-    const base = options.baseUrl ?? new URL('../dist/', import.meta.url);
+    checkOptions('load', options, ['variant', 'baseUrl', 'env']);
+    const env = options.env ?? {};
+    expect(typeof env === 'object' && Object.values(env).every((v) => typeof v === 'string'), 'env must be an object of strings');
+    const base = new URL(options.baseUrl ?? new URL('../dist/', import.meta.url), import.meta.url);
     const names = options.variant ? [options.variant] : Object.keys(VARIANTS);
     const skipped = [];
     for (const variant of names) {
-        if (!Object.hasOwn(VARIANTS, variant)) {
-            throw new TypeError(`unknown variant ${variant}: ${Object.keys(VARIANTS).join(' or ')}`);
-        }
+        expect(Object.hasOwn(VARIANTS, variant), `unknown variant ${variant}: ${Object.keys(VARIANTS).join(' or ')}`);
         const { file } = VARIANTS[variant];
         const bytes = await fetchBytes(new URL(file, base));
         let reason = null;
         if (WebAssembly.validate(bytes)) {
-            const tern = await Tern.instantiate(await WebAssembly.compile(bytes), variant, options.env ?? {});
+            const tern = await Tern.instantiate(await WebAssembly.compile(bytes), variant, env);
             try {
                 reason = tern._knownAnswerCheck();
             } catch (e) {
@@ -103,10 +128,10 @@ export async function load(options = {}) {
         } else {
             reason = 'this engine does not validate it';
         }
-        if (options.variant) throw new Error(`the ${variant} build (${file}) cannot be used: ${reason}`);
+        if (options.variant) throw refuse('TERN_ERR_UNSUPPORTED', `the ${variant} build (${file}) cannot be used: ${reason}`);
         skipped.push({ variant, reason });
     }
-    throw new Error(`no tern build works here: ${skipped.map((s) => `${s.variant}: ${s.reason}`).join('; ')}`);
+    throw refuse('TERN_ERR_UNSUPPORTED', `no tern build works here: ${skipped.map((s) => `${s.variant}: ${s.reason}`).join('; ')}`);
 }
 
 export class Tern {
@@ -141,6 +166,9 @@ export class Tern {
         tern.#memory = instance.exports.memory;
         tern.variant = variant;
         tern.skipped = [];
+        const version = (which) => tern.#cstring(tern.#x.tjs_version(which));
+        /** tern's version compiled into the module, and the module's (js/wasm) own. */
+        tern.versions = Object.freeze({ tern: version(0), module: version(1) });
         return tern;
     }
 
@@ -180,10 +208,16 @@ export class Tern {
         return this.#decoder.decode(bytes.subarray(0, bytes.indexOf(0)));
     }
 
+    /** `len` bytes of wasm memory from tjs_alloc. */
+    #alloc(len) {
+        const ptr = this.#x.tjs_alloc(len);
+        if (ptr === 0) throw refuse('TERN_ERR_ALLOCATION_FAILED', `wasm memory cannot hold ${len} more bytes`);
+        return ptr;
+    }
+
     /** Runs `f(ptr)` with `len` bytes of scratch wasm memory, freed afterwards. */
     #scratch(len, f) {
-        const ptr = this.#x.tjs_alloc(len);
-        if (ptr === 0) throw refuse('TERN_ERR_INVALID_ARGUMENT', `wasm memory cannot hold ${len} more bytes`);
+        const ptr = this.#alloc(len);
         try {
             return f(ptr);
         } finally {
@@ -211,7 +245,7 @@ export class Tern {
     /** Encodes `rows x cols` floats (row-major) into a tensor of `format`. */
     encode(format, data, rows, cols) {
         checkFormat(format);
-        if (!(data instanceof Float32Array)) throw new TypeError('data must be a Float32Array');
+        expect(data instanceof Float32Array, 'data must be a Float32Array');
         checkShape(rows, cols);
         if (data.length !== rows * cols) {
             throw refuse('TERN_ERR_LENGTH_MISMATCH', `data holds ${data.length} floats, rows x cols = ${rows * cols}`);
@@ -222,37 +256,102 @@ export class Tern {
         return new Tensor(this, h);
     }
 
-    /** A tensor over a copy of `bytes`, already encoded in `format` (e.g. GGUF tensor data). */
+    /** A handle from `take(ptr, len, out)`, which takes over a wasm copy of `bytes`. */
+    #takeCopy(bytes, take) {
+        return this.#call(() => {
+            const ptr = this.#alloc(bytes.length);
+            new Uint8Array(this.#memory.buffer, ptr, bytes.length).set(bytes);
+            // `take` owns the buffer from here on, on success and on failure.
+            return this.#handle((out) => take(ptr, bytes.length, out));
+        });
+    }
+
+    /** A tensor over `bytes`, already encoded in `format`: one copy, in wasm memory. */
     wrap(format, bytes, rows, cols) {
         checkFormat(format);
-        if (!(bytes instanceof Uint8Array)) throw new TypeError('bytes must be a Uint8Array');
+        expect(bytes instanceof Uint8Array, 'bytes must be a Uint8Array');
         checkShape(rows, cols);
-        const h = this.#call((x) =>
-            this.#withCopy(bytes, (ptr) => this.#handle((out) => x.tjs_tensor_wrap(format, ptr, bytes.length, rows, cols, out))),
-        );
-        return new Tensor(this, h);
+        return new Tensor(this, this.#takeCopy(bytes, (ptr, len, out) => this.#x.tjs_tensor_wrap(format, ptr, len, rows, cols, out)));
     }
 
-    /** Parses GGUF file bytes with tern's checked reader. */
+    /**
+     * Parses GGUF file bytes with tern's checked reader. The bytes are copied once into wasm
+     * memory (the module's one copy; tensors are views into it); for a large file,
+     * `readGguf` reads it into wasm memory without a whole copy on the JS side.
+     */
     openGguf(bytes) {
-        if (!(bytes instanceof Uint8Array)) throw new TypeError('bytes must be a Uint8Array');
-        const h = this.#call((x) => {
-            const ptr = x.tjs_alloc(bytes.length);
-            if (ptr === 0) throw refuse('TERN_ERR_INVALID_ARGUMENT', `wasm memory cannot hold a ${bytes.length}-byte file`);
-            new Uint8Array(this.#memory.buffer, ptr, bytes.length).set(bytes);
-            // tjs_gguf_open takes the buffer over, on success and on failure.
-            return this.#handle((out) => x.tjs_gguf_open(ptr, bytes.length, out));
-        });
-        return new GgufFile(this, h);
+        expect(bytes instanceof Uint8Array, 'bytes must be a Uint8Array');
+        return new GgufFile(this, this.#takeCopy(bytes, (ptr, len, out) => this.#x.tjs_gguf_open(ptr, len, out)));
     }
 
-    /** A dispatcher; `kernel` forces a kernel by name, `onEvent` receives its events. */
-    dispatcher({ kernel = '', onEvent = null, threads = 1 } = {}) {
-        if (typeof kernel !== 'string') throw new TypeError('kernel must be a string');
-        if (onEvent !== null && typeof onEvent !== 'function') throw new TypeError('onEvent must be a function');
+    /**
+     * Reads a GGUF file from a `Response`, a `Blob` (a `File` from a file picker) or a
+     * `ReadableStream` of bytes straight into wasm memory the module allocated, chunk by
+     * chunk, then parses it. The size comes from the Blob, the Content-Length header or
+     * `options.size`; with none, or a stream that runs longer, the buffer grows inside wasm.
+     */
+    async readGguf(source, options = {}) {
+        checkOptions('readGguf', options, ['size']);
+        let stream = source;
+        let size = options.size;
+        if (typeof Response !== 'undefined' && source instanceof Response) {
+            if (!source.ok) throw refuse('TERN_ERR_IO', `reading ${source.url}: HTTP ${source.status}`);
+            size ??= Number(source.headers.get('content-length') ?? NaN);
+            stream = source.body;
+        } else if (typeof Blob !== 'undefined' && source instanceof Blob) {
+            size ??= source.size;
+            stream = source.stream();
+        }
+        expect(stream && typeof stream.getReader === 'function', 'source must be a Response, a Blob or a ReadableStream');
+        expect(size === undefined || Number.isNaN(size) || (Number.isSafeInteger(size) && size >= 0), `size must be a byte count, got ${size}`);
+        const exact = Number.isSafeInteger(size);
+        let cap = exact ? size : 1 << 20;
+        let ptr = this.#call(() => this.#alloc(cap));
+        let len = 0;
+        const resize = (want) => {
+            const moved = this.#call((x) => x.tjs_realloc(ptr, cap, want));
+            if (moved === 0) throw refuse('TERN_ERR_ALLOCATION_FAILED', `wasm memory cannot hold ${want} bytes of the file`);
+            [ptr, cap] = [moved, want];
+        };
+        const reader = stream.getReader();
+        try {
+            for (;;) {
+                const { done, value } = await reader.read();
+                if (done) break;
+                expect(value instanceof Uint8Array, 'the stream must yield Uint8Array chunks');
+                if (len + value.length > cap) resize(Math.max(len + value.length, Math.ceil(cap * 1.5)));
+                new Uint8Array(this.#memory.buffer, ptr, cap).set(value, len);
+                len += value.length;
+            }
+            if (len !== cap) resize(len);
+        } catch (e) {
+            this.#call((x) => x.tjs_free(ptr, cap));
+            reader.cancel().catch(() => {});
+            throw e instanceof TernError ? e : refuse('TERN_ERR_IO', `reading the GGUF file: ${e.message}`);
+        }
+        // tjs_gguf_open owns the buffer from here on, on success and on failure.
+        return new GgufFile(this, this.#call((x) => this.#handle((out) => x.tjs_gguf_open(ptr, len, out))));
+    }
+
+    /**
+     * A dispatcher. Options (others are refused): `kernel` forces a kernel by name for the
+     * pairs it serves; `strict` refuses pairs no dedicated kernel serves (what would run
+     * `matmul/reference`, e.g. swapped operands) with TERN_ERR_UNSUPPORTED; `ignoreEnv`
+     * does not read TERN_KERNEL from `load()`'s `env`; `onEvent` receives its events;
+     * `threads` is 0 or 1 (wasm has no threads).
+     */
+    dispatcher(options = {}) {
+        checkOptions('dispatcher', options, ['kernel', 'strict', 'ignoreEnv', 'onEvent', 'threads']);
+        const { kernel = '', strict = false, ignoreEnv = false, onEvent = null, threads = 1 } = options;
+        expect(typeof kernel === 'string', `kernel must be a string, got ${kernel}`);
+        expect(typeof strict === 'boolean', `strict must be a boolean, got ${strict}`);
+        expect(typeof ignoreEnv === 'boolean', `ignoreEnv must be a boolean, got ${ignoreEnv}`);
+        expect(onEvent === null || typeof onEvent === 'function', 'onEvent must be a function');
+        expect(Number.isSafeInteger(threads) && threads >= 0, `threads must be a count, got ${threads}`);
+        const flags = (strict ? TERN_DISPATCH_STRICT : 0) | (ignoreEnv ? TERN_DISPATCH_IGNORE_ENV : 0);
         const name = new TextEncoder().encode(kernel);
         const h = this.#call((x) =>
-            this.#withCopy(name, (ptr) => this.#handle((out) => x.tjs_dispatcher_new(ptr, name.length, threads, out))),
+            this.#withCopy(name, (ptr) => this.#handle((out) => x.tjs_dispatcher_new(ptr, name.length, threads, flags, out))),
         );
         return new Dispatcher(this, h, onEvent);
     }
@@ -319,14 +418,22 @@ export class Tern {
         );
     }
 
-    _matmul(d, act, weight, out, onEvent) {
-        const n = out.length;
+    /** `act` times each of `weights` (handles) into `outs` (checked Float32Arrays), written only on success. */
+    _matmulMany(d, act, weights, outs, onEvent) {
+        const n = outs.reduce((sum, o) => sum + o.length, 0);
         this.#events.length = 0;
         try {
             this.#call((x) =>
-                this.#scratch(4 * n, (ptr) => {
-                    this.#check(x.tjs_matmul(d, act, weight, ptr, n));
-                    out.set(new Float32Array(this.#memory.buffer, ptr, n));
+                this.#scratch(4 * weights.length, (handles) => {
+                    new Uint32Array(this.#memory.buffer, handles, weights.length).set(weights);
+                    this.#scratch(4 * n, (ptr) => {
+                        this.#check(x.tjs_matmul_many(d, act, handles, weights.length, ptr, n));
+                        let at = ptr;
+                        for (const out of outs) {
+                            out.set(new Float32Array(this.#memory.buffer, at, out.length));
+                            at += 4 * out.length;
+                        }
+                    });
                 }),
             );
         } finally {
@@ -336,13 +443,21 @@ export class Tern {
         }
     }
 
-    _ggufTensors(h) {
+    /** The tensors and the metadata keys of a GGUF file. */
+    _ggufContents(h) {
         return this.#call((x) => {
-            const count = this.#scratch(4, (out) => {
-                this.#check(x.tjs_gguf_count(h, out));
-                return new DataView(this.#memory.buffer).getUint32(out, true);
+            const [count, metaCount] = this.#scratch(8, (out) => {
+                this.#check(x.tjs_gguf_counts(h, out));
+                return Array.from(new Uint32Array(this.#memory.buffer, out, 2));
             });
-            return this.#scratch(88, (out) => {
+            const keys = this.#scratch(16, (out) =>
+                Array.from({ length: metaCount }, (_, i) => {
+                    this.#check(x.tjs_gguf_meta(h, i, out));
+                    const v = new Uint32Array(this.#memory.buffer, out, 2);
+                    return this.#string(v[0], v[1]);
+                }),
+            );
+            const tensors = this.#scratch(88, (out) => {
                 const tensors = [];
                 for (let i = 0; i < count; i++) {
                     this.#check(x.tjs_gguf_info(h, i, out));
@@ -358,12 +473,63 @@ export class Tern {
                 }
                 return tensors;
             });
+            return { tensors, keys };
         });
+    }
+
+    /** Metadata entry `index` of a GGUF file, decoded (the encoding of tjs_gguf_meta). */
+    _ggufMeta(h, index) {
+        return this.#call((x) =>
+            this.#scratch(16, (out) => {
+                this.#check(x.tjs_gguf_meta(h, index, out));
+                const [, , ptr, len] = new Uint32Array(this.#memory.buffer, out, 4);
+                return decodeValue(new DataView(this.#memory.buffer, ptr, len), this.#decoder);
+            }),
+        );
     }
 
     _ggufWrap(h, index) {
         return new Tensor(this, this.#call((x) => this.#handle((out) => x.tjs_gguf_wrap(h, index, out))));
     }
+}
+
+// GGUF value types (their ids in the file) and how one value of each reads.
+const SCALARS = {
+    0: [1, (v, at) => v.getUint8(at)],
+    1: [1, (v, at) => v.getInt8(at)],
+    2: [2, (v, at) => v.getUint16(at, true)],
+    3: [2, (v, at) => v.getInt16(at, true)],
+    4: [4, (v, at) => v.getUint32(at, true)],
+    5: [4, (v, at) => v.getInt32(at, true)],
+    6: [4, (v, at) => v.getFloat32(at, true)],
+    7: [1, (v, at) => v.getUint8(at) !== 0],
+    10: [8, (v, at) => v.getBigUint64(at, true)],
+    11: [8, (v, at) => v.getBigInt64(at, true)],
+    12: [8, (v, at) => v.getFloat64(at, true)],
+};
+const GGUF_STRING = 8;
+const GGUF_ARRAY = 9;
+
+/** One value as tjs_gguf_meta encodes it: numbers (BigInt for 64-bit integers), booleans, strings and arrays. */
+function decodeValue(view, decoder) {
+    let at = 0;
+    const next = () => {
+        const type = view.getUint8(at++);
+        if (type === GGUF_STRING) {
+            const len = view.getUint32(at, true);
+            at += 4 + len;
+            return decoder.decode(new Uint8Array(view.buffer, view.byteOffset + at - len, len));
+        }
+        if (type === GGUF_ARRAY) {
+            const count = view.getUint32(at + 1, true);
+            at += 5;
+            return Array.from({ length: count }, next);
+        }
+        const [size, read] = SCALARS[type];
+        at += size;
+        return read(view, at - size);
+    };
+    return next();
 }
 
 /** Something that holds a handle: `close()` frees it (also `using`). */
@@ -427,32 +593,65 @@ export class Dispatcher extends Handle {
      * once the call has returned.
      */
     matmul(act, weight, out) {
-        if (!(act instanceof Tensor) || !(weight instanceof Tensor)) throw new TypeError('act and weight must be Tensors');
-        if (act._tern !== this._tern || weight._tern !== this._tern) {
-            throw refuse('TERN_ERR_INVALID_ARGUMENT', 'act, weight and dispatcher come from different tern instances');
+        return this.matmulMany(act, [weight], out === undefined ? undefined : [out])[0];
+    }
+
+    /**
+     * `act` times each of `weights` (Q/K/V, gate/up) in one call: the activation is
+     * requantized once, everything is checked before anything runs, and `outs[i]` (m x
+     * weights[i].rows floats; new Float32Arrays unless given) receives act x weights[i].
+     * Returns `outs`; results are bit-identical to separate `matmul` calls.
+     */
+    matmulMany(act, weights, outs) {
+        expect(act instanceof Tensor, 'act must be a Tensor');
+        expect(Array.isArray(weights) && weights.length > 0 && weights.every((w) => w instanceof Tensor), 'weights must be a non-empty array of Tensors');
+        const tern = this._tern;
+        expect(act._tern === tern && weights.every((w) => w._tern === tern), 'act, weights and dispatcher come from different tern instances');
+        for (const [i, w] of weights.entries()) {
+            if (act.cols !== w.cols) {
+                throw refuse('TERN_ERR_SHAPE_MISMATCH', `act has ${act.cols} cols, weight ${i} ${w.cols}: they must agree (k)`);
+            }
         }
-        if (act.cols !== weight.cols) {
-            throw refuse('TERN_ERR_SHAPE_MISMATCH', `act has ${act.cols} cols, weight ${weight.cols}: they must agree (k)`);
+        outs ??= weights.map((w) => new Float32Array(act.rows * w.rows));
+        expect(Array.isArray(outs) && outs.every((o) => o instanceof Float32Array), 'outs must be an array of Float32Arrays');
+        if (outs.length !== weights.length) {
+            throw refuse('TERN_ERR_LENGTH_MISMATCH', `outs holds ${outs.length} arrays, one per weight (${weights.length}) is needed`);
         }
-        const n = act.rows * weight.rows;
-        out ??= new Float32Array(n);
-        if (!(out instanceof Float32Array)) throw new TypeError('out must be a Float32Array');
-        if (out.length !== n) {
-            throw refuse('TERN_ERR_LENGTH_MISMATCH', `out holds ${out.length} floats, act.rows x weight.rows = ${n}`);
+        for (const [i, w] of weights.entries()) {
+            if (outs[i].length !== act.rows * w.rows) {
+                throw refuse('TERN_ERR_LENGTH_MISMATCH', `out ${i} holds ${outs[i].length} floats, act.rows x weight.rows = ${act.rows * w.rows}`);
+            }
         }
-        this._tern._matmul(this._h, act._h, weight._h, out, this.#onEvent);
-        return out;
+        tern._matmulMany(this._h, act._h, weights.map((w) => w._h), outs, this.#onEvent);
+        return outs;
     }
 }
 
 export class GgufFile extends Handle {
+    #keys;
+
     constructor(tern, h) {
         super(tern, h);
+        const { tensors, keys } = tern._ggufContents(h);
         /** Every tensor: name, ggmlType, format (tern's id, or null), shape (ne), offset, byteLength. */
-        this.tensors = tern._ggufTensors(h);
+        this.tensors = tensors;
+        /** The metadata keys, in file order. */
+        this.metadataKeys = keys;
+        this.#keys = new Map(keys.map((k, i) => [k, i]));
     }
 
-    /** Tensor `nameOrIndex` as a tern Tensor (a copy of its bytes; rows = ne[1], cols = ne[0]). */
+    /**
+     * The metadata value of `key`: a number (a BigInt for u64/i64), a boolean, a string
+     * (GGUF strings decoded as UTF-8, invalid bytes replaced) or an array of these.
+     */
+    metadata(key) {
+        expect(typeof key === 'string', `key must be a string, got ${key}`);
+        const index = this.#keys.get(key);
+        if (index === undefined) throw refuse('TERN_ERR_NOT_FOUND', `no metadata key named ${JSON.stringify(key)} in this file`);
+        return this._tern._ggufMeta(this._h, index);
+    }
+
+    /** Tensor `nameOrIndex` as a tern Tensor: a view into the file's bytes in wasm memory, no copy (rows = ne[1], cols = ne[0]). It keeps those bytes alive after the file is closed. */
     tensor(nameOrIndex) {
         const index =
             typeof nameOrIndex === 'number' ? nameOrIndex : this.tensors.findIndex((t) => t.name === nameOrIndex);

@@ -1,13 +1,16 @@
-// The page: open a GGUF file (from disk or from the server), list its tensors, run one
-// random F32 token through the dispatcher for every tensor tern has a kernel for, and show
-// the events and timings. Errors (a corrupt file, a refused call) go to #error; the page
-// keeps working.
+// The page: open a GGUF file (a file picker, or the server's /model.gguf) straight into
+// wasm memory (readGguf: no copy of the file on the JS side), list its tensors and
+// metadata, and run one random token and a batch through a chosen weight: the kernel the
+// dispatcher picked, its time, and parity against tern's reference kernel. Errors (a
+// corrupt file, a refused call) go to #error; the page keeps working.
 import { Format, load } from '../src/index.js';
 
 const $ = (id) => document.getElementById(id);
 const FORMATS = Object.fromEntries(Object.entries(Format).map(([k, v]) => [v, k]));
 const TERNARY = [Format.TQ1_0, Format.TQ2_0, Format.BITNET_B1_58];
 const GGML_TYPES = { 0: 'F32', 1: 'F16', 34: 'TQ1_0', 35: 'TQ2_0' };
+/** The README's parity tolerance: max |got - want| / max(1, |want|). */
+const TOLERANCE = 1e-5;
 
 let tern;
 let file = null;
@@ -27,24 +30,36 @@ function showError(e) {
     $('error').textContent = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
 }
 
-function open(bytes, source) {
+/** A metadata value for a table cell: long arrays shortened. */
+function show(value) {
+    if (Array.isArray(value)) {
+        const shown = value.slice(0, 8).map(show).join(', ');
+        return `[${shown}${value.length > 8 ? `, … ${value.length - 8} more` : ''}]`;
+    }
+    return typeof value === 'string' ? JSON.stringify(value) : String(value);
+}
+
+async function open(source, label) {
     $('error').textContent = '';
-    for (const id of ['tensors', 'events']) $(id).querySelector('tbody').replaceChildren();
-    $('tensors').hidden = $('events').hidden = $('events-title').hidden = true;
-    $('run').disabled = true;
+    for (const id of ['tensors', 'metadata', 'results']) $(id).querySelector('tbody').replaceChildren();
+    $('contents').hidden = $('results').hidden = true;
     $('timing').textContent = '';
+    $('weight').replaceChildren();
     file?.close();
     file = null;
     const start = performance.now();
     try {
-        file = tern.openGguf(bytes);
+        file = await tern.readGguf(source);
     } catch (e) {
-        $('source').textContent = `${source}: ${bytes.length.toLocaleString()} bytes, not opened`;
+        $('source').textContent = `${label}: not opened`;
         showError(e);
         return;
     }
     const ms = performance.now() - start;
-    $('source').textContent = `${source}: ${bytes.length.toLocaleString()} bytes, ${file.tensors.length} tensors, parsed in ${ms.toFixed(2)} ms`;
+    const bytes = file.tensors.reduce((n, t) => n + (t.byteLength ?? 0), 0);
+    $('source').textContent =
+        `${label}: ${file.tensors.length} tensors (${bytes.toLocaleString()} bytes of data), ` +
+        `${file.metadataKeys.length} metadata keys, read into wasm memory and parsed in ${ms.toFixed(1)} ms`;
     for (const t of file.tensors) {
         row('tensors', [
             [t.name, 'mono'],
@@ -53,70 +68,86 @@ function open(bytes, source) {
             [t.shape.join(' x '), 'num'],
             [t.byteLength?.toLocaleString() ?? '?', 'num'],
         ]);
+        if (TERNARY.includes(t.format) && t.shape.length <= 2) $('weight').append(new Option(t.name, t.name));
     }
-    $('tensors').hidden = false;
-    $('run').disabled = !file.tensors.some((t) => TERNARY.includes(t.format));
+    for (const key of file.metadataKeys) row('metadata', [[key, 'mono'], [show(file.metadata(key)), 'mono']]);
+    $('run').disabled = $('weight').options.length === 0;
+    $('contents').hidden = false;
 }
 
-function runOneToken() {
-    $('error').textContent = '';
-    $('events').querySelector('tbody').replaceChildren();
+/** One matmul through `dispatcher`: its output, the kernel it ran, the kernel's and the page's time. */
+function timed(dispatcher, kernels, act, weight) {
+    kernels.length = 0;
     const start = performance.now();
-    let calls = 0;
+    const out = dispatcher.matmul(act, weight);
+    return { out, ms: performance.now() - start, kernel: kernels.at(-1) };
+}
+
+function run() {
+    $('error').textContent = '';
+    $('results').querySelector('tbody').replaceChildren();
+    const name = $('weight').value;
+    const batch = Number($('batch').value);
+    const handles = [];
     try {
-        for (const [index, info] of file.tensors.entries()) {
-            if (!TERNARY.includes(info.format)) continue;
-            const weight = file.tensor(index);
+        const weight = file.tensor(name);
+        handles.push(weight);
+        const kernels = [];
+        const onEvent = (e) => e.kind === 'KERNEL_SELECTED' && kernels.push(e);
+        const best = tern.dispatcher({ strict: true, onEvent });
+        const reference = tern.dispatcher({ kernel: 'bitnet_gemv/reference', onEvent });
+        handles.push(best, reference);
+        for (const m of [1, batch]) {
             const k = weight.cols;
-            const act = tern.encode(Format.F32, Float32Array.from({ length: k }, () => Math.random() * 2 - 1), 1, k);
-            const dispatcher = tern.dispatcher({
-                onEvent: (e) =>
-                    row('events', [
-                        [info.name, 'mono'],
-                        [e.kind],
-                        [e.name, 'mono'],
-                        [`${e.from} → ${e.to}`],
-                        [`${e.rows} x ${e.cols}`, 'num'],
-                        [e.bytes.toLocaleString(), 'num'],
-                        [(e.nanos / 1000).toFixed(1), 'num'],
-                    ]),
-            });
-            try {
-                dispatcher.matmul(act, weight);
-                calls++;
-            } finally {
-                for (const h of [dispatcher, act, weight]) h.close();
+            const act = tern.encode(Format.F32, Float32Array.from({ length: m * k }, () => Math.random() * 2 - 1), m, k);
+            handles.push(act);
+            const got = timed(best, kernels, act, weight);
+            const want = timed(reference, kernels, act, weight);
+            let err = 0;
+            for (let i = 0; i < got.out.length; i++) {
+                err = Math.max(err, Math.abs(got.out[i] - want.out[i]) / Math.max(1, Math.abs(want.out[i])));
             }
+            const ok = err <= TOLERANCE;
+            row('results', [
+                [String(m), 'num'],
+                [`${name} (${weight.rows} x ${weight.cols} ${weight.formatName})`, 'mono'],
+                [got.kernel.name, 'mono'],
+                [got.ms.toFixed(2), 'num'],
+                [(got.kernel.nanos / 1000).toFixed(1), 'num'],
+                [(want.kernel.nanos / 1000).toFixed(1), 'num'],
+                [err.toExponential(1), 'num'],
+                [ok ? 'ok' : 'FAILED', ok ? 'ok' : 'bad'],
+            ]);
         }
     } catch (e) {
         showError(e);
+    } finally {
+        for (const h of handles) h.close();
     }
-    $('events').hidden = $('events-title').hidden = false;
+    $('results').hidden = false;
     const resolution = crossOriginIsolated ? '5 µs' : '100 µs';
     $('timing').textContent =
-        `${calls} matmuls in ${(performance.now() - start).toFixed(2)} ms (page side, with encoding the token and ` +
-        `copying each weight into tern); this page's timer resolves ${resolution}`;
+        `Random F32 activations, requantized to int8 by the dispatcher; kernel times from its events, ` +
+        `page times around the call; this page's timer resolves ${resolution}.`;
 }
 
-$('file').addEventListener('change', async () => {
+$('file').addEventListener('change', () => {
     const f = $('file').files[0];
-    if (f) open(new Uint8Array(await f.arrayBuffer()), f.name);
+    if (f) open(f, f.name);
 });
 $('server').addEventListener('click', async () => {
     try {
-        const response = await fetch('/model.gguf');
-        if (!response.ok) throw new Error(`GET /model.gguf: HTTP ${response.status}`);
-        open(new Uint8Array(await response.arrayBuffer()), '/model.gguf');
+        await open(await fetch('/model.gguf'), '/model.gguf');
     } catch (e) {
         showError(e);
     }
 });
-$('run').addEventListener('click', runOneToken);
+$('run').addEventListener('click', run);
 
 try {
     const start = performance.now();
     tern = await load({ baseUrl: new URL('../dist/', import.meta.url) });
-    $('engine').textContent = `tern ${tern.variant} build, loaded in ${(performance.now() - start).toFixed(1)} ms`;
+    $('engine').textContent = `tern ${tern.versions.tern}, ${tern.variant} build, loaded in ${(performance.now() - start).toFixed(1)} ms`;
     document.body.dataset.ready = 'true';
 } catch (e) {
     $('engine').textContent = 'tern did not load';

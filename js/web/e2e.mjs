@@ -1,19 +1,28 @@
 // End-to-end test of the page in headless Chromium (Debian's /usr/bin/chromium, driven by
-// playwright-core): the server's model is listed and one token runs through the dispatcher
-// with the expected kernel; corrupt and truncated files show tern's error, not a crash, and
-// the page keeps working. Run by scripts/test-browser.sh.
+// playwright-core), run from wherever the package is (the repository's js/, or the
+// package installed from its tarball into a fresh project: scripts/test-browser.sh): a
+// model written by the tests' GGUF writer is served and listed with its metadata; one
+// token and a batch run through each ternary weight with the relaxed-SIMD kernel and agree
+// with the reference kernel; corrupt and truncated files picked with the file picker show
+// tern's error, not a crash, and the page keeps working.
 //   node web/e2e.mjs [--screenshot FILE.png]
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { chromium } from 'playwright-core';
+import { load } from 'tern-wasm';
+import { model, MODEL_METADATA, MODEL_TENSORS } from '../test/gguf.js';
 
 const args = process.argv.slice(2);
 const shotAt = args.indexOf('--screenshot');
 const screenshot = shotAt >= 0 ? args[shotAt + 1] : null;
-const model = new URL('../../tests/fixtures/gguf/tiny_bitnet.gguf', import.meta.url);
 
-const server = spawn(process.execPath, [new URL('serve.mjs', import.meta.url).pathname], { stdio: ['ignore', 'pipe', 'inherit'] });
+const dir = await mkdtemp(join(tmpdir(), 'tern-e2e-'));
+const good = model(await load());
+await writeFile(join(dir, 'model.gguf'), good);
+const server = spawn(process.execPath, [new URL('serve.mjs', import.meta.url).pathname, join(dir, 'model.gguf')], { stdio: ['ignore', 'pipe', 'inherit'] });
 const url = await new Promise((ok, fail) => {
     server.stdout.once('data', (d) => ok(String(d).trim()));
     server.once('exit', (code) => fail(new Error(`the server exited (${code})`)));
@@ -28,7 +37,7 @@ const browser = await chromium.launch({
     ],
 });
 try {
-    const page = await browser.newPage({ viewport: { width: 1100, height: 760 } });
+    const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
     const crashes = [];
     page.on('pageerror', (e) => crashes.push(e.message));
     page.on('crash', () => crashes.push('the page crashed'));
@@ -41,46 +50,55 @@ try {
     const text = (sel) => page.$$eval(sel, (cells) => cells.map((c) => c.textContent));
     const listModel = async () => {
         await page.click('#server');
-        await page.waitForSelector('#tensors:not([hidden])');
+        await page.waitForSelector('#contents:not([hidden])');
         return text('#tensors tbody tr td:first-child');
     };
-    assert.deepEqual(await listModel(), [
-        'token_embd.weight', 'blk.0.attn_q.weight', 'blk.0.ffn_down.weight', 'blk.0.ffn_up.weight', 'output_norm.weight',
-    ]);
-    await page.click('#run');
-    await page.waitForSelector('#events:not([hidden])');
-    const events = await page.$$eval('#events tbody tr', (rows) => rows.map((r) => [...r.cells].map((c) => c.textContent)));
-    // Three ternary tensors: an adapter and a kernel each.
-    assert.deepEqual(
-        events.map((e) => [e[0], e[1], e[2]]),
-        ['blk.0.attn_q.weight', 'blk.0.ffn_down.weight', 'blk.0.ffn_up.weight'].flatMap((t) => [
-            [t, 'ADAPTER_INSERTED', 'requantize-i8-absmax'],
-            [t, 'KERNEL_SELECTED', 'bitnet_gemv/wasm-relaxed-simd128'],
-        ]),
-    );
-    assert.equal(await page.textContent('#error'), '');
+    assert.deepEqual(await listModel(), MODEL_TENSORS.map(([name]) => name));
+    assert.deepEqual(await text('#metadata tbody tr td:first-child'), MODEL_METADATA.map(([key]) => key));
+    const meta = Object.fromEntries((await page.$$eval('#metadata tbody tr', (rows) => rows.map((r) => [r.cells[0].textContent, r.cells[1].textContent]))));
+    assert.equal(meta['general.architecture'], '"bitnet"');
+    assert.equal(meta['tokenizer.ggml.tokens'], '["<s>", "</s>", "hello", "world"]');
+    assert.equal(meta['tern.u64'], String(2n ** 63n + 5n));
+
+    // Every ternary weight: one token and a batch of 16, the relaxed kernel, parity ok.
+    const weights = await text('#weight option');
+    assert.deepEqual(weights, ['blk.0.attn_q.weight', 'blk.0.ffn_down.weight', 'blk.0.ffn_up.weight']);
+    for (const weight of [...weights.slice(1), weights[0]]) {
+        await page.selectOption('#weight', weight);
+        await page.click('#run');
+        await page.waitForSelector('#results:not([hidden])');
+        const rows = await page.$$eval('#results tbody tr', (rs) => rs.map((r) => [...r.cells].map((c) => c.textContent)));
+        assert.deepEqual(rows.map((r) => [r[0], r[1].split(' ')[0], r[2], r[7]]), [
+            ['1', weight, 'bitnet_gemv/wasm-relaxed-simd128', 'ok'],
+            ['16', weight, 'bitnet_gemv/wasm-relaxed-simd128', 'ok'],
+        ]);
+        assert.ok(rows.every((r) => Number(r[6]) <= 1e-5), JSON.stringify(rows));
+        assert.equal(await page.textContent('#error'), '');
+    }
     if (screenshot) await page.screenshot({ path: screenshot, fullPage: true });
 
     // Corrupt and truncated files: tern's status and message on the page, nothing else.
-    const good = await readFile(model);
-    const garbage = Buffer.from('this is not a GGUF file at all, just text');
     const cases = [
-        ['truncated.gguf', good.subarray(0, 1000), /TERN_ERR_INVALID_FILE: not a GGUF file tern can read: .*runs past the end/],
-        ['garbage.gguf', garbage, /TERN_ERR_INVALID_FILE: not a GGUF file tern can read: not a GGUF file: magic/],
+        ['truncated.gguf', good.subarray(0, 1000), /TERN_ERR_INVALID_FILE: not a GGUF file tern can read: .*(runs past the end|truncated)/],
+        ['garbage.gguf', Buffer.from('this is not a GGUF file at all, just text'), /TERN_ERR_INVALID_FILE: not a GGUF file tern can read: not a GGUF file: magic/],
         ['empty.gguf', Buffer.alloc(0), /truncated at offset 0/],
     ];
     for (const [name, buffer, message] of cases) {
-        await page.setInputFiles('#file', { name, mimeType: 'application/octet-stream', buffer });
+        await page.setInputFiles('#file', { name, mimeType: 'application/octet-stream', buffer: Buffer.from(buffer) });
         await page.waitForFunction(() => document.getElementById('error').textContent !== '');
         assert.match(await page.textContent('#error'), message, name);
-        assert.equal(await page.isHidden('#tensors'), true, name);
+        assert.equal(await page.isHidden('#contents'), true, name);
         // The page still works: the good model opens again and the error is gone.
-        assert.equal((await listModel()).length, 5);
+        assert.equal((await listModel()).length, MODEL_TENSORS.length);
         assert.equal(await page.textContent('#error'), '');
     }
+    // The file picker opens a good file as well.
+    await page.setInputFiles('#file', { name: 'model.gguf', mimeType: 'application/octet-stream', buffer: Buffer.from(good) });
+    await page.waitForFunction(() => document.getElementById('source').textContent.startsWith('model.gguf: 5 tensors'));
     assert.deepEqual(crashes, []);
     console.log(`e2e: ok (${engine.trim()})`);
 } finally {
     await browser.close();
     server.kill();
+    await rm(dir, { recursive: true, force: true });
 }

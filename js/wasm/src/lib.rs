@@ -1,5 +1,6 @@
 //! The export layer of tern's JS package: tern's Rust API as a small wasm ABI for
-//! `js/src/tern.js`, built for wasm32-wasip1 as `tern_js.wasm` (scripts/test-wasm.sh).
+//! `js/src/index.js`, built for wasm32-wasip1 as `tern_js.wasm` (`npm run build` in js/,
+//! js/scripts/build.mjs).
 //!
 //! - Objects (tensors, dispatchers, GGUF files) live in a table inside the module; JS holds
 //!   their handles (index + 1), so a wrong or freed handle is a status, never a wild pointer.
@@ -7,7 +8,9 @@
 //!   `tjs_last_error`. Statuses are tern's C statuses (`tern::ffi::status_of`); a GGUF file
 //!   tern cannot read is `TERN_ERR_INVALID_FILE` with the reader's message.
 //! - Buffers: JS allocates with `tjs_alloc`, writes, passes pointer and length, frees with
-//!   `tjs_free`. `tjs_gguf_open` takes over its buffer, so a file is not copied twice.
+//!   `tjs_free`. `tjs_gguf_open` and `tjs_tensor_wrap` take their buffer over: the file or
+//!   the tensor bytes are the module's one copy, and tensors wrapped from a GGUF file are
+//!   views into it (they keep it alive, so they may outlive the file's handle).
 //! - Events go to the imported `tern_js.event` while the call runs; the JS side queues them
 //!   and calls the user's callback after the call returns (a callback may call tern again).
 //! - wasm32 panics abort: a bug in tern traps the instance, which the JS side then drops.
@@ -15,15 +18,23 @@
 //! Compiled only for wasm; on other targets the crate is empty.
 #![cfg(target_family = "wasm")]
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::alloc::{alloc_zeroed, dealloc, realloc, Layout};
 use std::cell::RefCell;
 use std::ffi::c_char;
-use tern::ffi::{status_of, tern_status, tern_status_str, TERN_ERR_INVALID_ARGUMENT, TERN_OK};
-use tern::gguf::{Gguf, TensorInfo};
+use std::rc::Rc;
+use tern::ffi::{
+    status_of, tern_status, tern_status_str, tern_version_string, TERN_DISPATCH_IGNORE_ENV, TERN_DISPATCH_STRICT,
+    TERN_ERR_INVALID_ARGUMENT, TERN_ERR_INVALID_SHAPE, TERN_ERR_UNSUPPORTED, TERN_OK,
+};
+use tern::gguf::{Gguf, Value};
 use tern::{Dispatcher, DispatcherOptions, Error, Event, EventSink, Format, Scope, Tensor};
 
 /// Alignment of every `tjs_alloc` buffer: enough for f32 and for SIMD loads.
 const ALIGN: usize = 16;
+
+/// This crate's version, NUL-terminated (kept equal to tern's and the npm package's; the
+/// JS suite checks all three).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
 
 #[link(wasm_import_module = "tern_js")]
 extern "C" {
@@ -51,11 +62,6 @@ impl Buf {
     fn layout(len: usize) -> Option<Layout> {
         Layout::from_size_align(len.max(1), ALIGN).ok()
     }
-
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: `ptr` holds `len` initialized bytes (alloc_zeroed) owned by this Buf.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
 }
 
 impl Drop for Buf {
@@ -67,35 +73,29 @@ impl Drop for Buf {
     }
 }
 
-/// A GGUF file: its bytes and what tern's reader found in them (parsed once, when opened).
+/// `buf`'s bytes with the lifetime of whatever stores them next to a clone of `buf`.
+///
+/// # Safety
+/// The result must only be stored in a value that also holds a clone of `buf` (so the
+/// allocation, which never moves, outlives it), and be dropped before that clone.
+unsafe fn backed(buf: &Rc<Buf>) -> &'static [u8] {
+    // SAFETY: `ptr` holds `len` initialized bytes (alloc_zeroed, then written by JS), alive
+    // while any clone of `buf` is; the caller keeps one for as long as the slice is used.
+    unsafe { std::slice::from_raw_parts(buf.ptr, buf.len) }
+}
+
+/// A GGUF file: tern's reading of it, over its bytes (the module's one copy of the file).
+/// Field order matters: `gguf` borrows from `bytes` and is dropped first.
 struct GgufFile {
-    bytes: Buf,
-    tensors: Vec<TensorEntry>,
+    gguf: Gguf<'static>,
+    bytes: Rc<Buf>,
 }
 
-struct TensorEntry {
-    name: String,
-    ggml_type: u32,
-    dims: [u64; 4],
-    n_dims: u32,
-    /// Absolute, in the file.
-    start: usize,
-    /// `None` for a ggml type the reader cannot size.
-    len: Option<usize>,
-}
-
-impl TensorEntry {
-    fn new(info: &TensorInfo, data_start: u64) -> TensorEntry {
-        TensorEntry {
-            name: info.name.to_owned(),
-            ggml_type: info.ggml_type.0,
-            dims: info.dims,
-            n_dims: info.n_dims,
-            // The reader checked that every sized tensor lies inside the file.
-            start: (data_start + info.offset) as usize,
-            len: info.size.map(|s| s as usize),
-        }
-    }
+/// A tensor, and the buffer its bytes are borrowed from (a GGUF file or a wrapped buffer),
+/// kept alive for as long as the tensor is. `tensor` is dropped first.
+struct TensorObj {
+    tensor: Tensor<'static>,
+    _backing: Option<Rc<Buf>>,
 }
 
 /// A dispatcher and the scope its adapters allocate in, reset after every call, so that
@@ -106,7 +106,7 @@ struct Runner {
 }
 
 enum Obj {
-    Tensor(Tensor<'static>),
+    Tensor(TensorObj),
     Runner(Runner),
     Gguf(GgufFile),
 }
@@ -114,6 +114,8 @@ enum Obj {
 thread_local! {
     static OBJECTS: RefCell<Vec<Option<Obj>>> = const { RefCell::new(Vec::new()) };
     static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+    /// The last metadata value `tjs_gguf_meta` encoded.
+    static VALUE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// A failed call: its status and message.
@@ -160,6 +162,14 @@ fn with<T>(handle: u32, what: &str, f: impl FnOnce(&mut Obj) -> Option<Result<T,
     })
 }
 
+/// Runs `f` on the GGUF file behind `handle`.
+fn with_gguf<T>(handle: u32, f: impl FnOnce(&GgufFile) -> Result<T, Fail>) -> Result<T, Fail> {
+    with(handle, "GGUF file", |o| match o {
+        Obj::Gguf(g) => Some(f(g)),
+        _ => None,
+    })
+}
+
 /// # Safety
 /// `ptr` must be valid for reads of `len` `T`s (a live `tjs_alloc` buffer), or `len` 0.
 unsafe fn slice<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
@@ -171,10 +181,25 @@ unsafe fn slice<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
 }
 
 /// # Safety
-/// `ptr` must be valid for a `u32` write.
-unsafe fn put(ptr: *mut u32, value: u32) {
+/// `ptr` must be valid for reads and writes of `len` `T`s (a live `tjs_alloc` buffer that
+/// nothing else refers to during the call), or `len` 0.
+unsafe fn slice_mut<'a, T>(ptr: *mut T, len: usize) -> &'a mut [T] {
+    if len == 0 {
+        return &mut [];
+    }
     // SAFETY: the caller's promise.
-    unsafe { ptr.write_unaligned(value) }
+    unsafe { std::slice::from_raw_parts_mut(ptr, len) }
+}
+
+/// Writes `values` to `out[0..values.len()]`.
+///
+/// # Safety
+/// `out` must be valid for `values.len()` writes of `T`.
+unsafe fn put<T: Copy>(out: *mut T, values: &[T]) {
+    for (i, v) in values.iter().enumerate() {
+        // SAFETY: the caller's promise.
+        unsafe { out.add(i).write_unaligned(*v) }
+    }
 }
 
 /// `len` zeroed bytes aligned to 16, or NULL if the allocation fails.
@@ -184,6 +209,21 @@ pub extern "C" fn tjs_alloc(len: usize) -> *mut u8 {
         // SAFETY: the layout has a non-zero size.
         Some(layout) => unsafe { alloc_zeroed(layout) },
         None => std::ptr::null_mut(),
+    }
+}
+
+/// Grows or shrinks a `tjs_alloc(len)` buffer to `new_len` bytes (the bytes past `len` are
+/// not zeroed); NULL if that fails, the old buffer then still being valid.
+///
+/// # Safety
+/// `ptr` must come from `tjs_alloc(len)` (or this function, with `len`) and not be freed.
+#[no_mangle]
+pub unsafe extern "C" fn tjs_realloc(ptr: *mut u8, len: usize, new_len: usize) -> *mut u8 {
+    match (Buf::layout(len), Buf::layout(new_len)) {
+        // SAFETY: the caller's promise for `ptr` and its layout; the new size is non-zero
+        // and a valid layout size.
+        (Some(layout), Some(_)) => unsafe { realloc(ptr, layout, new_len.max(1)) },
+        _ => std::ptr::null_mut(),
     }
 }
 
@@ -213,14 +253,21 @@ pub extern "C" fn tjs_status_str(status: tern_status) -> *const c_char {
     tern_status_str(status)
 }
 
+/// `which` 0: the version of tern compiled in; 1: this crate's; NUL-terminated.
+#[no_mangle]
+pub extern "C" fn tjs_version(which: u32) -> *const c_char {
+    match which {
+        0 => tern_version_string(),
+        _ => VERSION.as_ptr().cast(),
+    }
+}
+
 /// Frees any object; unknown handles are ignored.
 #[no_mangle]
 pub extern "C" fn tjs_release(handle: u32) {
-    OBJECTS.with(|o| {
-        if let Some(slot) = (handle as usize).checked_sub(1).and_then(|i| o.borrow_mut().get_mut(i).map(Option::take)) {
-            drop(slot)
-        }
-    })
+    // Taken out first, dropped after the table is released.
+    let obj = OBJECTS.with(|o| (handle as usize).checked_sub(1).and_then(|i| o.borrow_mut().get_mut(i)?.take()));
+    drop(obj)
 }
 
 /// Encodes `rows x cols` floats into a new tensor of `format`.
@@ -245,30 +292,33 @@ pub unsafe extern "C" fn tjs_tensor_encode(
         // SAFETY: the caller's promise.
         let tensor = Tensor::encode(format, unsafe { slice(src, len) }, rows, cols)?;
         // SAFETY: the caller's promise.
-        unsafe { put(out, insert(Obj::Tensor(tensor))) };
+        unsafe { put(out, &[insert(Obj::Tensor(TensorObj { tensor, _backing: None }))]) };
         Ok(())
     })
 }
 
-/// A tensor over a copy of `len` encoded bytes.
+/// A tensor over `len` encoded bytes in a `tjs_alloc(len)` buffer, which this call takes
+/// over (freed now on failure, with the tensor otherwise).
 ///
 /// # Safety
-/// `bytes` must hold `len` bytes; `out` must be writable.
+/// `bytes` must come from `tjs_alloc(len)`, not be freed, and not be used by the caller
+/// after this call; `out` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn tjs_tensor_wrap(
     format: u32,
-    bytes: *const u8,
+    bytes: *mut u8,
     len: usize,
     rows: usize,
     cols: usize,
     out: *mut u32,
 ) -> tern_status {
+    let buf = Rc::new(Buf { ptr: bytes, len });
     call(|| {
         let format = Format::from_id(format)?;
+        // SAFETY: stored next to `buf` in the TensorObj, dropped before it.
+        let tensor = Tensor::wrap(format, unsafe { backed(&buf) }, rows, cols)?;
         // SAFETY: the caller's promise.
-        let tensor = Tensor::from_vec(format, unsafe { slice(bytes, len) }.to_vec(), rows, cols)?;
-        // SAFETY: the caller's promise.
-        unsafe { put(out, insert(Obj::Tensor(tensor))) };
+        unsafe { put(out, &[insert(Obj::Tensor(TensorObj { tensor, _backing: Some(buf) }))]) };
         Ok(())
     })
 }
@@ -282,17 +332,15 @@ pub unsafe extern "C" fn tjs_tensor_wrap(
 pub unsafe extern "C" fn tjs_tensor_info(handle: u32, out: *mut u32) -> tern_status {
     call(|| {
         let info = with(handle, "tensor", |o| match o {
-            Obj::Tensor(t) => Some(
+            Obj::Tensor(TensorObj { tensor: t, .. }) => Some(
                 t.bytes()
                     .map_err(Fail::from)
                     .map(|b| [t.format().id(), t.rows() as u32, t.cols() as u32, b.len() as u32, b.as_ptr() as u32]),
             ),
             _ => None,
         })?;
-        for (i, v) in info.into_iter().enumerate() {
-            // SAFETY: the caller's promise (5 slots).
-            unsafe { put(out.add(i), v) };
-        }
+        // SAFETY: the caller's promise (5 slots).
+        unsafe { put(out, &info) };
         Ok(())
     })
 }
@@ -305,22 +353,16 @@ pub unsafe extern "C" fn tjs_tensor_info(handle: u32, out: *mut u32) -> tern_sta
 pub unsafe extern "C" fn tjs_tensor_decode(handle: u32, dst: *mut f32, len: usize) -> tern_status {
     call(|| {
         with(handle, "tensor", |o| match o {
-            Obj::Tensor(t) => {
-                let dst: &mut [f32] = if len == 0 {
-                    &mut []
-                } else {
-                    // SAFETY: the caller's promise.
-                    unsafe { std::slice::from_raw_parts_mut(dst, len) }
-                };
-                Some(t.decode_into(dst).map_err(Fail::from))
-            }
+            // SAFETY: the caller's promise.
+            Obj::Tensor(t) => Some(t.tensor.decode_into(unsafe { slice_mut(dst, len) }).map_err(Fail::from)),
             _ => None,
         })
     })
 }
 
 /// A dispatcher. `kernel` (UTF-8, `kernel_len` bytes; 0 for none) forces a kernel by name;
-/// `n_threads` > 1 is refused, as on every wasm32 build.
+/// `flags` are the C API's `TERN_DISPATCH_STRICT` and `TERN_DISPATCH_IGNORE_ENV` (others
+/// are refused); `n_threads` > 1 is refused, as on every wasm32 build.
 ///
 /// # Safety
 /// `kernel` must hold `kernel_len` bytes; `out` must be writable.
@@ -329,19 +371,28 @@ pub unsafe extern "C" fn tjs_dispatcher_new(
     kernel: *const u8,
     kernel_len: usize,
     n_threads: u32,
+    flags: u32,
     out: *mut u32,
 ) -> tern_status {
     call(|| {
         // SAFETY: the caller's promise.
         let name = std::str::from_utf8(unsafe { slice(kernel, kernel_len) })
             .map_err(|_| invalid("the kernel name is not UTF-8"))?;
-        let kernel = (!name.is_empty()).then(|| name.to_owned());
-        let options = DispatcherOptions { n_threads: n_threads as usize, kernel, ..Default::default() };
+        if flags & !(TERN_DISPATCH_STRICT | TERN_DISPATCH_IGNORE_ENV) != 0 {
+            return Err(invalid(format!("unknown dispatcher flags {flags:#x}")));
+        }
+        let options = DispatcherOptions {
+            n_threads: n_threads as usize,
+            kernel: (!name.is_empty()).then(|| name.to_owned()),
+            strict: flags & TERN_DISPATCH_STRICT != 0,
+            ignore_env: flags & TERN_DISPATCH_IGNORE_ENV != 0,
+            executor: None,
+        };
         let mut dispatcher = Dispatcher::new(options)?;
         dispatcher.set_sink(Some(std::sync::Arc::new(JsSink)));
         let runner = Runner { dispatcher, scope: Scope::new(0)? };
         // SAFETY: the caller's promise.
-        unsafe { put(out, insert(Obj::Runner(runner))) };
+        unsafe { put(out, &[insert(Obj::Runner(runner))]) };
         Ok(())
     })
 }
@@ -351,7 +402,7 @@ struct JsSink;
 impl EventSink for JsSink {
     fn on_event(&self, e: &Event) {
         let name = e.name.to_bytes();
-        // SAFETY: an import of this module (js/src/tern.js), given a live name slice.
+        // SAFETY: an import of this module (js/src/index.js), given a live name slice.
         unsafe {
             event(
                 e.kind as u32,
@@ -368,16 +419,19 @@ impl EventSink for JsSink {
     }
 }
 
-/// `out[m][n] = act (m x k) . weight (n x k)^T` into `out_len` floats. The adapter's
-/// activation lives in the dispatcher's scope until the call returns.
+/// `act (m x k)` times each of `n_weights` weights (`weights`: their handles): output `i`,
+/// `m x rows_i` floats, is written at `out` after the outputs before it; `out_len` floats in
+/// all. Everything is checked before anything runs (tern's `Dispatcher::matmul_many`). The
+/// adapter's activation lives in the dispatcher's scope until the call returns.
 ///
 /// # Safety
-/// `out` must be writable for `out_len` floats.
+/// `weights` must hold `n_weights` handles; `out` must be writable for `out_len` floats.
 #[no_mangle]
-pub unsafe extern "C" fn tjs_matmul(
+pub unsafe extern "C" fn tjs_matmul_many(
     dispatcher: u32,
     act: u32,
-    weight: u32,
+    weights: *const u32,
+    n_weights: usize,
     out: *mut f32,
     out_len: usize,
 ) -> tern_status {
@@ -392,17 +446,25 @@ pub unsafe extern "C" fn tjs_matmul(
         let result = OBJECTS.with(|o| {
             let o = o.borrow();
             let tensor = |h: u32| match (h as usize).checked_sub(1).and_then(|i| o.get(i)) {
-                Some(Some(Obj::Tensor(t))) => Ok(t),
+                Some(Some(Obj::Tensor(t))) => Ok(&t.tensor),
                 _ => Err(invalid(format!("handle {h} is not a live tensor"))),
             };
-            let (a, w) = (tensor(act)?, tensor(weight)?);
-            let out: &mut [f32] = if out_len == 0 {
-                &mut []
-            } else {
-                // SAFETY: the caller's promise.
-                unsafe { std::slice::from_raw_parts_mut(out, out_len) }
-            };
-            let done = runner.dispatcher.matmul(a, w, Some(&mut runner.scope), out);
+            let a = tensor(act)?;
+            // SAFETY: the caller's promise.
+            let ws = unsafe { slice(weights, n_weights) }.iter().map(|&h| tensor(h)).collect::<Result<Vec<_>, _>>()?;
+            let want = ws.iter().try_fold(0usize, |n, w| n.checked_add(a.rows().checked_mul(w.rows())?));
+            if want != Some(out_len) {
+                return Err(invalid(format!("out holds {out_len} floats, the outputs need {want:?}")));
+            }
+            // SAFETY: the caller's promise.
+            let mut rest = unsafe { slice_mut(out, out_len) };
+            let mut outs = Vec::with_capacity(ws.len());
+            for w in &ws {
+                let (head, tail) = rest.split_at_mut(a.rows() * w.rows());
+                outs.push(head);
+                rest = tail;
+            }
+            let done = runner.dispatcher.matmul_many(a, &ws, Some(&mut runner.scope), &mut outs);
             runner.scope.reset();
             done.map_err(Fail::from)
         });
@@ -412,48 +474,53 @@ pub unsafe extern "C" fn tjs_matmul(
 }
 
 /// Parses a GGUF file from a `tjs_alloc(len)` buffer, which this call takes over (freed
-/// now on failure, with the file's handle otherwise).
+/// now on failure, with the file's handle and its last tensor otherwise).
 ///
 /// # Safety
 /// `bytes` must come from `tjs_alloc(len)`, not be freed, and not be used by the caller
 /// after this call; `out` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn tjs_gguf_open(bytes: *mut u8, len: usize, out: *mut u32) -> tern_status {
-    let buf = Buf { ptr: bytes, len };
+    let buf = Rc::new(Buf { ptr: bytes, len });
     call(|| {
-        let gguf = Gguf::parse(buf.bytes()).map_err(Error::from)?;
-        let tensors = gguf.tensors.iter().map(|t| TensorEntry::new(t, gguf.data_start)).collect();
+        // SAFETY: stored next to `buf` in the GgufFile, dropped before it.
+        let gguf = Gguf::parse(unsafe { backed(&buf) }).map_err(Error::from)?;
         // SAFETY: the caller's promise.
-        unsafe { put(out, insert(Obj::Gguf(GgufFile { bytes: buf, tensors }))) };
+        unsafe { put(out, &[insert(Obj::Gguf(GgufFile { gguf, bytes: buf }))]) };
         Ok(())
     })
 }
 
-fn with_entry<T>(handle: u32, index: usize, f: impl FnOnce(&TensorEntry, &[u8]) -> Result<T, Fail>) -> Result<T, Fail> {
-    with(handle, "GGUF file", |o| match o {
-        Obj::Gguf(g) => Some(match g.tensors.get(index) {
-            Some(entry) => f(entry, g.bytes.bytes()),
-            None => Err(Error::OutOfBounds { row: index, col: 0, rows: g.tensors.len(), cols: 1 }.into()),
-        }),
-        _ => None,
-    })
-}
-
-/// The number of tensors in the file, in `out`.
+/// Runs `f` on the GGUF file behind `handle` and writes what it returns to `out`.
 ///
 /// # Safety
-/// `out` must be writable.
-#[no_mangle]
-pub unsafe extern "C" fn tjs_gguf_count(handle: u32, out: *mut u32) -> tern_status {
+/// `out` must be writable for `N` `T`s.
+unsafe fn gguf_query<T: Copy, const N: usize>(
+    handle: u32,
+    out: *mut T,
+    f: impl FnOnce(&GgufFile) -> Result<[T; N], Fail>,
+) -> tern_status {
     call(|| {
-        let n = with(handle, "GGUF file", |o| match o {
-            Obj::Gguf(g) => Some(Ok(g.tensors.len() as u32)),
-            _ => None,
-        })?;
+        let values = with_gguf(handle, f)?;
         // SAFETY: the caller's promise.
-        unsafe { put(out, n) };
+        unsafe { put(out, &values) };
         Ok(())
     })
+}
+
+/// Entry `index` of `items`, or `TERN_ERR_OUT_OF_BOUNDS`.
+fn at<T>(items: &[T], index: usize) -> Result<&T, Fail> {
+    items.get(index).ok_or_else(|| Error::OutOfBounds { row: index, col: 0, rows: items.len(), cols: 1 }.into())
+}
+
+/// The number of tensors and of metadata entries, in `out[0..2]`.
+///
+/// # Safety
+/// `out` must be writable for 2 `u32`s.
+#[no_mangle]
+pub unsafe extern "C" fn tjs_gguf_counts(handle: u32, out: *mut u32) -> tern_status {
+    // SAFETY: the caller's promise.
+    unsafe { gguf_query(handle, out, |g| Ok([g.gguf.tensors.len() as u32, g.gguf.metadata.len() as u32])) }
 }
 
 /// Tensor `index`: `out[0..11]` = ggml type, tern format id (0: none), n_dims, ne[0..4]
@@ -464,51 +531,109 @@ pub unsafe extern "C" fn tjs_gguf_count(handle: u32, out: *mut u32) -> tern_stat
 /// `out` must be writable for 11 f64s.
 #[no_mangle]
 pub unsafe extern "C" fn tjs_gguf_info(handle: u32, index: usize, out: *mut f64) -> tern_status {
-    call(|| {
-        let info = with_entry(handle, index, |e, _| {
-            let format = Format::from_ggml_type(e.ggml_type).map_or(0, Format::id);
+    // SAFETY: the caller's promise (11 slots).
+    unsafe {
+        gguf_query(handle, out, |g| {
+            let t = at(&g.gguf.tensors, index)?;
+            let format = t.ggml_type.format().map_or(0, Format::id);
             Ok([
-                e.ggml_type as f64,
+                t.ggml_type.0 as f64,
                 format as f64,
-                e.n_dims as f64,
-                e.dims[0] as f64,
-                e.dims[1] as f64,
-                e.dims[2] as f64,
-                e.dims[3] as f64,
-                e.start as f64,
-                e.len.map_or(-1.0, |l| l as f64),
-                e.name.as_ptr() as u32 as f64,
-                e.name.len() as f64,
+                t.n_dims as f64,
+                t.dims[0] as f64,
+                t.dims[1] as f64,
+                t.dims[2] as f64,
+                t.dims[3] as f64,
+                (g.gguf.data_start + t.offset) as f64,
+                t.size.map_or(-1.0, |l| l as f64),
+                t.name.as_ptr() as u32 as f64,
+                t.name.len() as f64,
             ])
-        })?;
-        for (i, v) in info.into_iter().enumerate() {
-            // SAFETY: the caller's promise (11 slots).
-            unsafe { out.add(i).write_unaligned(v) };
-        }
-        Ok(())
-    })
+        })
+    }
 }
 
-/// Tensor `index` as a tensor of its tern format, over a copy of its bytes, shaped the
-/// ggml way: rows = ne[1], cols = ne[0]; ne[2] and ne[3] must be 1.
+/// Tensor `index` as a tensor of its tern format over the file's bytes (a view, no copy;
+/// it keeps the file's bytes alive), shaped the ggml way: rows = ne[1], cols = ne[0]; ne[2]
+/// and ne[3] must be 1.
 ///
 /// # Safety
 /// `out` must be writable.
 #[no_mangle]
 pub unsafe extern "C" fn tjs_gguf_wrap(handle: u32, index: usize, out: *mut u32) -> tern_status {
     call(|| {
-        let tensor = with_entry(handle, index, |e, bytes| {
-            let format = Format::from_ggml_type(e.ggml_type)
-                .ok_or_else(|| invalid(format!("tensor {:?}: ggml type {} has no tern format", e.name, e.ggml_type)))?;
-            if e.dims[2] != 1 || e.dims[3] != 1 {
-                return Err(invalid(format!("tensor {:?}: shape {:?} is not a matrix", e.name, e.dims)));
+        let obj = with_gguf(handle, |g| {
+            let t = at(&g.gguf.tensors, index)?;
+            let Some(format) = t.ggml_type.format() else {
+                let ty = t.ggml_type.0;
+                return Err(Fail(
+                    TERN_ERR_UNSUPPORTED,
+                    format!("tensor {:?}: ggml type {ty} has no tern format", t.name),
+                ));
+            };
+            if t.dims[2] != 1 || t.dims[3] != 1 {
+                let msg = format!("tensor {:?}: ne = {:?} is not a matrix (ne[2] = ne[3] = 1)", t.name, t.dims);
+                return Err(Fail(TERN_ERR_INVALID_SHAPE, msg));
             }
-            let len = e.len.expect("a type with a tern format has a size");
-            let (rows, cols) = (e.dims[1] as usize, e.dims[0] as usize);
-            Ok(Tensor::from_vec(format, bytes[e.start..e.start + len].to_vec(), rows, cols)?)
+            // Checked against the file's length by the reader; `g.bytes` outlives `gguf`.
+            let bytes = g.gguf.tensor_data(t).map_err(Error::from)?;
+            let tensor = Tensor::wrap(format, bytes, t.dims[1] as usize, t.dims[0] as usize)?;
+            Ok(TensorObj { tensor, _backing: Some(g.bytes.clone()) })
         })?;
         // SAFETY: the caller's promise.
-        unsafe { put(out, insert(Obj::Tensor(tensor))) };
+        unsafe { put(out, &[insert(Obj::Tensor(obj))]) };
         Ok(())
     })
+}
+
+/// Metadata entry `index`: `out[0..4]` = the address and length of its key (UTF-8, valid
+/// while the file lives) and of its value, encoded (valid until the next call of this
+/// function): a GGUF value type id (u8), then the value little-endian: numbers and bools
+/// as in the file, a string as u32 length and bytes, an array as element type (u8), u32
+/// count, and each element encoded this way.
+///
+/// # Safety
+/// `out` must be writable for 4 `u32`s.
+#[no_mangle]
+pub unsafe extern "C" fn tjs_gguf_meta(handle: u32, index: usize, out: *mut u32) -> tern_status {
+    // SAFETY: the caller's promise.
+    unsafe {
+        gguf_query(handle, out, |g| {
+            let kv = at(&g.gguf.metadata, index)?;
+            VALUE.with(|v| {
+                let mut v = v.borrow_mut();
+                v.clear();
+                encode_value(&kv.value, &mut v);
+                Ok([kv.key.as_ptr() as u32, kv.key.len() as u32, v.as_ptr() as u32, v.len() as u32])
+            })
+        })
+    }
+}
+
+fn encode_value(value: &Value, out: &mut Vec<u8>) {
+    out.push(value.value_type() as u8);
+    match value {
+        Value::U8(x) => out.push(*x),
+        Value::I8(x) => out.extend(x.to_le_bytes()),
+        Value::U16(x) => out.extend(x.to_le_bytes()),
+        Value::I16(x) => out.extend(x.to_le_bytes()),
+        Value::U32(x) => out.extend(x.to_le_bytes()),
+        Value::I32(x) => out.extend(x.to_le_bytes()),
+        Value::F32(x) => out.extend(x.to_le_bytes()),
+        Value::Bool(x) => out.push(u8::from(*x)),
+        Value::String(s) => {
+            out.extend((s.len() as u32).to_le_bytes());
+            out.extend_from_slice(s);
+        }
+        Value::Array(a) => {
+            out.push(a.elem_type as u8);
+            out.extend((a.len as u32).to_le_bytes());
+            for element in a.iter() {
+                encode_value(&element, out);
+            }
+        }
+        Value::U64(x) => out.extend(x.to_le_bytes()),
+        Value::I64(x) => out.extend(x.to_le_bytes()),
+        Value::F64(x) => out.extend(x.to_le_bytes()),
+    }
 }
