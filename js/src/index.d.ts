@@ -1,7 +1,17 @@
 // Typings of tern's JS package (src/index.js).
 
 /** tern's format ids (stable, as in include/tern.h). */
-export declare const Format: Readonly<{ F32: 1; TQ1_0: 2; TQ2_0: 3; BITNET_B1_58: 4; I8_ABSMAX: 5 }>;
+export declare const Format: Readonly<{
+    F32: 1;
+    TQ1_0: 2;
+    TQ2_0: 3;
+    BITNET_B1_58: 4;
+    I8_ABSMAX: 5;
+    Q2_0: 6;
+    I2_S: 7;
+    I2_S_64: 8;
+    I2_S_R4: 9;
+}>;
 export type FormatId = (typeof Format)[keyof typeof Format];
 export type FormatName = keyof typeof Format;
 

@@ -5,7 +5,17 @@
 import { wasiImports } from './wasi.js';
 
 /** tern's format ids (stable). */
-export const Format = Object.freeze({ F32: 1, TQ1_0: 2, TQ2_0: 3, BITNET_B1_58: 4, I8_ABSMAX: 5 });
+export const Format = Object.freeze({
+    F32: 1,
+    TQ1_0: 2,
+    TQ2_0: 3,
+    BITNET_B1_58: 4,
+    I8_ABSMAX: 5,
+    Q2_0: 6,
+    I2_S: 7,
+    I2_S_64: 8,
+    I2_S_R4: 9,
+});
 const FORMAT_NAMES = Object.fromEntries(Object.entries(Format).map(([k, v]) => [v, k]));
 const EVENT_KINDS = { 1: 'ADAPTER_INSERTED', 2: 'KERNEL_SELECTED' };
 

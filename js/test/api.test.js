@@ -78,6 +78,24 @@ test('matmul: the best kernel, events after the call, parity with the reference 
     }
 });
 
+test('Q2_0 and the I2_S packings: bytes round trip, and the dispatcher agrees with the reference kernel', () => {
+    // No SIMD kernel serves these formats yet: the dispatcher runs the reference kernel.
+    const [n, k, m] = [8, 256, 3];
+    const a = tern.encode(Format.F32, values(m * k, 11), m, k);
+    for (const format of [Format.Q2_0, Format.I2_S, Format.I2_S_64, Format.I2_S_R4]) {
+        const w = tern.encode(format, values(n * k, 12 + format, 0.02), n, k);
+        const again = tern.wrap(format, w.bytes(), n, k);
+        assert.deepEqual(again.decode(), w.decode(), w.formatName);
+        const events = [];
+        const best = tern.dispatcher({ onEvent: (e) => events.push(e.name) });
+        const reference = tern.dispatcher({ kernel: 'bitnet_gemv/reference' });
+        assert.deepEqual(best.matmul(a, again), reference.matmul(a, w), w.formatName);
+        assert.deepEqual(events, ['requantize-i8-absmax', 'bitnet_gemv/reference'], w.formatName);
+        for (const h of [w, again, best, reference]) h.close();
+    }
+    a.close();
+});
+
 test('matmulMany: one adapter, one kernel event per weight, bit-identical to separate matmuls', () => {
     const [m, k] = [5, 512];
     const weights = TERNARY.map((f, i) => tern.encode(f, values((16 + 8 * i) * k, 40 + i, 0.02), 16 + 8 * i, k));
