@@ -38,7 +38,10 @@ pub const TERN_ERR_SHAPE_MISMATCH: tern_status = 11u32;
 pub const TERN_ERR_UNKNOWN_KERNEL: tern_status = 12u32;
 /// The kernel needs CPU features this machine does not have.
 pub const TERN_ERR_KERNEL_UNAVAILABLE: tern_status = 13u32;
-/// No kernel exists for this combination of formats.
+/// What was asked is not supported: no kernel exists for this combination of formats (or a
+/// strict dispatcher refuses the fallback that would serve it), or a GGUF tensor's ggml
+/// type has no tern format (`tern_gguf_tensor_wrap`; its bytes are still readable with
+/// `tern_gguf_tensor_data`). The message says which.
 pub const TERN_ERR_UNSUPPORTED: tern_status = 14u32;
 /// The operation needs a scope and none was given.
 pub const TERN_ERR_SCOPE_REQUIRED: tern_status = 15u32;
@@ -53,7 +56,8 @@ pub const TERN_ERR_PANIC: tern_status = 18u32;
 /// No item (e.g. no GGUF tensor) has the requested name.
 pub const TERN_ERR_NOT_FOUND: tern_status = 19u32;
 /// The bytes are not a GGUF file tern can read (truncated, corrupt or absurd header); the
-/// message (`tern_last_error`) says what and at which offset.
+/// message (`tern_last_error`) says what and at which offset (and does not repeat this
+/// status's own words, so printing both reads once).
 pub const TERN_ERR_INVALID_FILE: tern_status = 20u32;
 /// The operating system refused an operation (open, stat or mmap of a file); the message
 /// names the path and the system's reason.
@@ -106,7 +110,7 @@ const STATUS_STRINGS: [&CStr; 22] = [
     c"TERN_ERR_SHAPE_MISMATCH: the operands' shapes do not fit",
     c"TERN_ERR_UNKNOWN_KERNEL: no kernel has that name",
     c"TERN_ERR_KERNEL_UNAVAILABLE: the kernel needs CPU features this machine lacks",
-    c"TERN_ERR_UNSUPPORTED: no kernel for this combination of formats",
+    c"TERN_ERR_UNSUPPORTED: tern does not support this (no kernel for the pair of formats, a fallback a strict dispatcher refuses, or a type tern has no format for)",
     c"TERN_ERR_SCOPE_REQUIRED: the operation needs a scope",
     c"TERN_ERR_ALLOCATION_FAILED: a memory allocation failed",
     c"TERN_ERR_INVALID_ARGUMENT: invalid argument",

@@ -77,6 +77,13 @@ pub struct BlockSpec {
 /// ggml's type ids for the formats that ggml knows.
 const GGML_TYPES: [(u32, Format); 3] = [(0, Format::F32), (34, Format::Tq1_0), (35, Format::Tq2_0)];
 
+impl std::fmt::Display for Format {
+    /// The API's name ([`Format::name`]), as the C header spells it: `TQ2_0`, not `Tq2_0`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl Format {
     /// Every format, in id order.
     pub const ALL: [Format; 5] = [Format::F32, Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I8Absmax];
