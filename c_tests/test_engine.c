@@ -98,7 +98,7 @@ static void test_gguf(const char *dir) {
 
     snprintf(path, sizeof path, "%s/tiny_attention.gguf", dir);
     CHECK_OK(tern_gguf_open(path, &g));
-    CHECK(tern_gguf_tensor_count(g) == 3);
+    CHECK(tern_gguf_tensor_count(g) == 4); /* Q, K, V and the F16 token embedding */
     CHECK(tern_gguf_tensor_count(NULL) == 0);
     CHECK_OK(tern_gguf_find(g, "blk.0.attn_k.weight", &index));
     CHECK(index == 1);
@@ -120,8 +120,9 @@ static void test_gguf(const char *dir) {
     memset(&info, 0xA5, sizeof info);
     CHECK_ERROR(tern_gguf_find(g, "blk.0.attn_o.weight", &index), TERN_ERR_NOT_FOUND,
                 "\"blk.0.attn_o.weight\"");
-    CHECK_ERROR(tern_gguf_tensor_info_get(g, 3, &info), TERN_ERR_OUT_OF_BOUNDS, "3 given");
-    CHECK_STATUS(tern_gguf_tensor_wrap(g, 3, &t), TERN_ERR_OUT_OF_BOUNDS);
+    CHECK_ERROR(tern_gguf_tensor_info_get(g, 4, &info), TERN_ERR_OUT_OF_BOUNDS, "4 given");
+    CHECK_STATUS(tern_gguf_tensor_wrap(g, 4, &t), TERN_ERR_OUT_OF_BOUNDS);
+    CHECK_ERROR(tern_gguf_tensor_wrap(g, 3, &t), TERN_ERR_UNSUPPORTED, "tern_gguf_tensor_data");
     CHECK_STATUS(tern_gguf_tensor_wrap(NULL, 0, &t), TERN_ERR_NULL_POINTER);
     CHECK_STATUS(tern_gguf_find(g, NULL, &index), TERN_ERR_NULL_POINTER);
     CHECK(index == 77 && t == (tern_tensor *)&len && bytes_all(&info, sizeof info, 0xA5));
