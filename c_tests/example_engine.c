@@ -19,14 +19,18 @@
         }                                                                              \
     } while (0)
 
-/* A uint32 hyperparameter: "<arch>.<name>", e.g. "bitnet.attention.head_count". */
-static uint32_t kv_u32(const tern_gguf *g, const char *arch, const char *name) {
+/* The index of the hyperparameter "<arch>.<name>", e.g. "bitnet.attention.head_count". */
+static size_t kv_index(const tern_gguf *g, const char *arch, const char *name) {
     char key[128];
     size_t index;
-    uint32_t value;
     snprintf(key, sizeof key, "%s.%s", arch, name);
     TRY(tern_gguf_kv_find(g, key, &index));
-    TRY(tern_gguf_kv_get_u32(g, index, &value)); /* refused if the file stores another type */
+    return index;
+}
+
+static uint32_t kv_u32(const tern_gguf *g, const char *arch, const char *name) {
+    uint32_t value;
+    TRY(tern_gguf_kv_get_u32(g, kv_index(g, arch, name), &value)); /* refused if not a u32 */
     return value;
 }
 
@@ -75,9 +79,8 @@ int main(int argc, char **argv) {
     uint32_t n_embd = kv_u32(model, arch, "embedding_length");
     uint32_t n_head = kv_u32(model, arch, "attention.head_count");
     uint32_t n_head_kv = kv_u32(model, arch, "attention.head_count_kv");
-    snprintf(arch + strlen(arch), sizeof arch - strlen(arch), ".attention.layer_norm_rms_epsilon");
-    TRY(tern_gguf_kv_find(model, arch, &index));
-    TRY(tern_gguf_kv_get_f32(model, index, &eps));
+    uint32_t head_dim = kv_u32(model, arch, "attention.key_length");
+    TRY(tern_gguf_kv_get_f32(model, kv_index(model, arch, "attention.layer_norm_rms_epsilon"), &eps));
     /* The vocabulary: an array of strings, read by index without copying it. */
     TRY(tern_gguf_kv_find(model, "tokenizer.ggml.tokens", &index));
     TRY(tern_gguf_kv_array_len(model, index, &type, &n_vocab));
@@ -85,8 +88,8 @@ int main(int argc, char **argv) {
         TRY(tern_gguf_kv_array_get_str(model, index, i, &str, &len));
         if (len == 3 && memcmp(str, "cat", 3) == 0) token = i;
     }
-    printf("n_embd %u, %u heads (%u for K/V), rms eps %g, %zu tokens; \"cat\" is token %zu\n",
-           n_embd, n_head, n_head_kv, eps, n_vocab, token);
+    printf("n_embd %u, %u heads (%u for K/V) of %u, rms eps %g, %zu tokens; \"cat\" is token %zu\n",
+           n_embd, n_head, n_head_kv, head_dim, eps, n_vocab, token);
 
     /* The token's hidden state: its row of the F16 embedding (ggml type 1), converted. */
     const void *embd;
@@ -107,8 +110,9 @@ int main(int argc, char **argv) {
         out_lens[i] = tern_tensor_rows(owned[i]); /* one token */
         outs[i] = (float *)calloc(out_lens[i], sizeof(float));
     }
-    /* Q is n_embd x n_embd; K and V have n_head_kv heads of n_embd / n_head rows. */
-    if (out_lens[0] != n_embd || out_lens[1] != n_embd / n_head * n_head_kv) return 1;
+    /* Q has n_head heads of head_dim rows, K and V n_head_kv; all take n_embd inputs. */
+    if (out_lens[0] != n_head * head_dim || out_lens[1] != n_head_kv * head_dim) return 1;
+    if (tern_tensor_cols(owned[0]) != n_embd) return 1;
     tern_gguf_free(model); /* the wrapped tensors keep the mapping alive; `embd` dies here */
 
     /* Strict: no silent matmul/reference fallback; the engine, not TERN_KERNEL, decides. */

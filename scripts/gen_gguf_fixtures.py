@@ -83,6 +83,7 @@ def write_attention(path: Path) -> None:
     writer.add_embedding_length(256)
     writer.add_head_count(4)
     writer.add_head_count_kv(2)
+    writer.add_key_length(16)  # Q: 4 heads x 16 rows; K and V: 2 heads x 16 rows
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_rope_freq_base(10000.0)
     writer.add_array("tokenizer.ggml.tokens", ["<s>", "</s>", "the", "cat", "sat", "on", "a", "mat"])
