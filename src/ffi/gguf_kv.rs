@@ -61,6 +61,12 @@ fn mismatch(kv: &KeyValue, want: &str) -> Status {
     Status::invalid("index", format_args!("entry {:?} has type {holds}, not {want}", kv.key))
 }
 
+/// Lends C `bytes` of the file as (pointer, length): keys and strings, not NUL-terminated.
+fn lend(bytes: &[u8], ptr: Out<*const c_char>, len: Out<usize>) {
+    ptr.write(bytes.as_ptr().cast());
+    len.write(bytes.len());
+}
+
 /// A GGUF scalar type and the C type its getter writes.
 trait Scalar: Sized {
     const TYPE: ValueType;
@@ -174,9 +180,7 @@ pub unsafe extern "C" fn tern_gguf_kv_key(
     guard(|| {
         // SAFETY: the caller passes a live handle and writable out-parameters.
         let (g, key, len) = unsafe { (gguf_ref(g)?, Out::new(key, "key")?, Out::new(len, "len")?) };
-        let kv = g.kv(index)?;
-        key.write(kv.key.as_ptr().cast());
-        len.write(kv.key.len());
+        lend(g.kv(index)?.key.as_bytes(), key, len);
         Ok(())
     })
 }
@@ -291,8 +295,7 @@ pub unsafe extern "C" fn tern_gguf_kv_get_str(
         let (g, str, len) = unsafe { (gguf_ref(g)?, Out::new(str, "str")?, Out::new(len, "len")?) };
         let kv = g.kv(index)?;
         let Value::String(s) = kv.value else { return Err(mismatch(kv, "string")) };
-        str.write(s.as_ptr().cast());
-        len.write(s.len());
+        lend(s, str, len);
         Ok(())
     })
 }
@@ -483,8 +486,7 @@ pub unsafe extern "C" fn tern_gguf_kv_array_get_str(
                 format!("argument `i`: {i} given, {:?} has {} elements", kv.key, array.len),
             )
         })?;
-        str.write(g.file.gguf().bytes()[start..start + n].as_ptr().cast());
-        len.write(n);
+        lend(&g.file.gguf().bytes()[start..start + n], str, len);
         Ok(())
     })
 }
