@@ -238,6 +238,9 @@ fn a_broken_parallel_for_is_refused() {
         let status = unsafe { tern_matmul(d, act, w, null_mut(), out.as_mut_ptr(), out.len()) };
         assert_eq!(status, TERN_ERR_INVALID_ARGUMENT, "fault {fault}");
         assert!(last_error().contains("every task exactly once"), "{}", last_error());
+        let what =
+            if fault == 1 { " tasks were not run;" } else { "a task was run twice or with an index out of range" };
+        assert!(last_error().contains(what), "fault {fault}: {}", last_error());
         assert!(recorder.0.lock().unwrap().is_empty(), "a failed call reported its kernel");
         // SAFETY: freed once.
         unsafe { tern_dispatcher_free(d) };

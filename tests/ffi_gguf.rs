@@ -406,6 +406,7 @@ fn every_metadata_type_reads_through_its_getter() {
     let reference = Gguf::parse(&bytes).unwrap();
     // SAFETY: a live handle.
     assert_eq!(unsafe { tern_gguf_kv_count(g) }, reference.metadata.len());
+    // SAFETY: NULL is allowed (it counts 0).
     assert_eq!(unsafe { tern_gguf_kv_count(null()) }, 0);
     // Keys by index, and back by name.
     for (index, kv) in reference.metadata.iter().enumerate() {
