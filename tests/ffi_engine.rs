@@ -431,9 +431,11 @@ fn a_later_struct_is_accepted_when_its_extra_fields_are_zero() {
 }
 
 /// An engine pool that serves one call at a time and detects a second caller: each call
-/// stays until another call arrives or `linger` has passed, then runs the tasks inline.
+/// stays until a second call has entered (now or before) or `linger` has passed, then runs
+/// the tasks inline.
 struct SingleCallerPool {
     inside: AtomicUsize,
+    entered: AtomicUsize,
     overlaps: AtomicUsize,
     linger: std::time::Duration,
 }
@@ -444,8 +446,9 @@ unsafe extern "C" fn single_caller_parallel_for(pool: *mut c_void, n: usize, tas
     if pool.inside.fetch_add(1, Ordering::SeqCst) > 0 {
         pool.overlaps.fetch_add(1, Ordering::SeqCst);
     }
+    pool.entered.fetch_add(1, Ordering::SeqCst);
     let deadline = std::time::Instant::now() + pool.linger;
-    while pool.inside.load(Ordering::SeqCst) < 2 && std::time::Instant::now() < deadline {
+    while pool.entered.load(Ordering::SeqCst) < 2 && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     let task = task.expect("tern passes a task");
@@ -474,6 +477,7 @@ fn parallel_for_is_called_concurrently_unless_serialized() {
     for (flags, linger_ms) in [(0, 10_000), (TERN_DISPATCH_SERIALIZE_EXECUTOR, 300)] {
         let pool = SingleCallerPool {
             inside: AtomicUsize::new(0),
+            entered: AtomicUsize::new(0),
             overlaps: AtomicUsize::new(0),
             linger: std::time::Duration::from_millis(linger_ms),
         };
