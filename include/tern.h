@@ -541,7 +541,9 @@ typedef struct tern_scope_stats {
 #define TERN_ERR_CORRUPT_CODE 8u
 
 /**
- * A (row, col) index or a row range lies outside the matrix (or the range is reversed).
+ * An index lies outside what it indexes: a (row, col) outside the matrix, a row range
+ * outside it (or reversed), a GGUF tensor, metadata entry, array element or slice past the
+ * end. The message names the argument and the count.
  */
 #define TERN_ERR_OUT_OF_BOUNDS 9u
 

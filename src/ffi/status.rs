@@ -28,7 +28,9 @@ pub const TERN_ERR_NON_FINITE: tern_status = 6u32;
 pub const TERN_ERR_SCALE_OVERFLOW: tern_status = 7u32;
 /// Encoded bytes hold a code (or scale) outside the format's alphabet.
 pub const TERN_ERR_CORRUPT_CODE: tern_status = 8u32;
-/// A (row, col) index or a row range lies outside the matrix (or the range is reversed).
+/// An index lies outside what it indexes: a (row, col) outside the matrix, a row range
+/// outside it (or reversed), a GGUF tensor, metadata entry, array element or slice past the
+/// end. The message names the argument and the count.
 pub const TERN_ERR_OUT_OF_BOUNDS: tern_status = 9u32;
 /// The tensor's scope was reset or freed; the tensor can no longer be read.
 pub const TERN_ERR_STALE_TENSOR: tern_status = 10u32;
@@ -98,14 +100,14 @@ pub fn status_of(error: &Error) -> tern_status {
 const STATUS_STRINGS: [&CStr; 22] = [
     c"TERN_OK: success",
     c"TERN_ERR_NULL_POINTER: a required pointer argument was NULL",
-    c"TERN_ERR_UNKNOWN_FORMAT: unknown format id",
+    c"TERN_ERR_UNKNOWN_FORMAT: unknown format id or ggml type id",
     c"TERN_ERR_INVALID_SHAPE: the shape does not fit the format",
     c"TERN_ERR_SIZE_OVERFLOW: the matrix size overflows size_t",
     c"TERN_ERR_LENGTH_MISMATCH: a buffer length does not match the shape",
     c"TERN_ERR_NON_FINITE: the input holds a NaN or an infinity",
     c"TERN_ERR_SCALE_OVERFLOW: a scale does not fit the format (a TQ block's max overflows f16, or an I8_ABSMAX row's scale would decode code 127 to infinity)",
     c"TERN_ERR_CORRUPT_CODE: encoded bytes hold an invalid code or scale",
-    c"TERN_ERR_OUT_OF_BOUNDS: index or row range outside the matrix",
+    c"TERN_ERR_OUT_OF_BOUNDS: an index or row range is out of range (matrix element, rows, tensor, metadata entry, array element, slice)",
     c"TERN_ERR_STALE_TENSOR: the tensor's scope was reset or freed",
     c"TERN_ERR_SHAPE_MISMATCH: the operands' shapes do not fit",
     c"TERN_ERR_UNKNOWN_KERNEL: no kernel has that name",
