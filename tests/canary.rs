@@ -839,73 +839,6 @@ fn refuse_element<T: PartialEq + std::fmt::Debug + Copy>(
     });
 }
 
-fn gguf_kv_get_u8() {
-    refuse_scalar(c"test.u8", tern_gguf_kv_get_u8, CANARY_BYTE);
-}
-fn gguf_kv_get_i8() {
-    refuse_scalar(c"test.i8", tern_gguf_kv_get_i8, 0x5A);
-}
-fn gguf_kv_get_u16() {
-    refuse_scalar(c"test.u16", tern_gguf_kv_get_u16, 0xA5A5);
-}
-fn gguf_kv_get_i16() {
-    refuse_scalar(c"test.i16", tern_gguf_kv_get_i16, 0x5A5A);
-}
-fn gguf_kv_get_u32() {
-    refuse_scalar(c"test.u32", tern_gguf_kv_get_u32, 0xA5A5_A5A5);
-}
-fn gguf_kv_get_i32() {
-    refuse_scalar(c"test.i32", tern_gguf_kv_get_i32, 0x5A5A_5A5A);
-}
-fn gguf_kv_get_u64() {
-    refuse_scalar(c"test.u64", tern_gguf_kv_get_u64, 0xA5A5_A5A5_A5A5_A5A5);
-}
-fn gguf_kv_get_i64() {
-    refuse_scalar(c"test.i64", tern_gguf_kv_get_i64, 0x5A5A_5A5A_5A5A_5A5A);
-}
-fn gguf_kv_get_f32() {
-    refuse_scalar(c"test.f32", tern_gguf_kv_get_f32, CANARY);
-}
-fn gguf_kv_get_f64() {
-    refuse_scalar(c"test.f64", tern_gguf_kv_get_f64, CANARY as f64);
-}
-fn gguf_kv_get_bool() {
-    refuse_scalar(c"test.bool", tern_gguf_kv_get_bool, CANARY_BYTE);
-}
-fn gguf_kv_array_get_u8() {
-    refuse_element(c"test.array.u8", tern_gguf_kv_array_get_u8, CANARY_BYTE);
-}
-fn gguf_kv_array_get_i8() {
-    refuse_element(c"test.array.i8", tern_gguf_kv_array_get_i8, 0x5A);
-}
-fn gguf_kv_array_get_u16() {
-    refuse_element(c"test.array.u16", tern_gguf_kv_array_get_u16, 0xA5A5);
-}
-fn gguf_kv_array_get_i16() {
-    refuse_element(c"test.array.i16", tern_gguf_kv_array_get_i16, 0x5A5A);
-}
-fn gguf_kv_array_get_u32() {
-    refuse_element(c"test.array.u32", tern_gguf_kv_array_get_u32, 0xA5A5_A5A5);
-}
-fn gguf_kv_array_get_i32() {
-    refuse_element(c"test.array.i32", tern_gguf_kv_array_get_i32, 0x5A5A_5A5A);
-}
-fn gguf_kv_array_get_u64() {
-    refuse_element(c"test.array.u64", tern_gguf_kv_array_get_u64, 0xA5A5_A5A5_A5A5_A5A5);
-}
-fn gguf_kv_array_get_i64() {
-    refuse_element(c"test.array.i64", tern_gguf_kv_array_get_i64, 0x5A5A_5A5A_5A5A_5A5A);
-}
-fn gguf_kv_array_get_f32() {
-    refuse_element(c"test.array.f32", tern_gguf_kv_array_get_f32, CANARY);
-}
-fn gguf_kv_array_get_f64() {
-    refuse_element(c"test.array.f64", tern_gguf_kv_array_get_f64, CANARY as f64);
-}
-fn gguf_kv_array_get_bool() {
-    refuse_element(c"test.array.bool", tern_gguf_kv_array_get_bool, CANARY_BYTE);
-}
-
 fn gguf_kv_array_get_str() {
     with_all_types(|g| unsafe {
         let (own, a) = (kv(g, c"test.array.str"), kv(g, c"test.array.u8"));
@@ -974,28 +907,116 @@ const TABLE: &[Entry] = &[
     Entry { name: "tern_gguf_kv_get_str", kind: Kind::Refused, check: gguf_kv_get_str },
     Entry { name: "tern_gguf_kv_array_len", kind: Kind::Refused, check: gguf_kv_array_len },
     Entry { name: "tern_gguf_kv_array_get_str", kind: Kind::Refused, check: gguf_kv_array_get_str },
-    Entry { name: "tern_gguf_kv_get_u8", kind: Kind::Refused, check: gguf_kv_get_u8 },
-    Entry { name: "tern_gguf_kv_array_get_u8", kind: Kind::Refused, check: gguf_kv_array_get_u8 },
-    Entry { name: "tern_gguf_kv_get_i8", kind: Kind::Refused, check: gguf_kv_get_i8 },
-    Entry { name: "tern_gguf_kv_array_get_i8", kind: Kind::Refused, check: gguf_kv_array_get_i8 },
-    Entry { name: "tern_gguf_kv_get_u16", kind: Kind::Refused, check: gguf_kv_get_u16 },
-    Entry { name: "tern_gguf_kv_array_get_u16", kind: Kind::Refused, check: gguf_kv_array_get_u16 },
-    Entry { name: "tern_gguf_kv_get_i16", kind: Kind::Refused, check: gguf_kv_get_i16 },
-    Entry { name: "tern_gguf_kv_array_get_i16", kind: Kind::Refused, check: gguf_kv_array_get_i16 },
-    Entry { name: "tern_gguf_kv_get_u32", kind: Kind::Refused, check: gguf_kv_get_u32 },
-    Entry { name: "tern_gguf_kv_array_get_u32", kind: Kind::Refused, check: gguf_kv_array_get_u32 },
-    Entry { name: "tern_gguf_kv_get_i32", kind: Kind::Refused, check: gguf_kv_get_i32 },
-    Entry { name: "tern_gguf_kv_array_get_i32", kind: Kind::Refused, check: gguf_kv_array_get_i32 },
-    Entry { name: "tern_gguf_kv_get_u64", kind: Kind::Refused, check: gguf_kv_get_u64 },
-    Entry { name: "tern_gguf_kv_array_get_u64", kind: Kind::Refused, check: gguf_kv_array_get_u64 },
-    Entry { name: "tern_gguf_kv_get_i64", kind: Kind::Refused, check: gguf_kv_get_i64 },
-    Entry { name: "tern_gguf_kv_array_get_i64", kind: Kind::Refused, check: gguf_kv_array_get_i64 },
-    Entry { name: "tern_gguf_kv_get_f32", kind: Kind::Refused, check: gguf_kv_get_f32 },
-    Entry { name: "tern_gguf_kv_array_get_f32", kind: Kind::Refused, check: gguf_kv_array_get_f32 },
-    Entry { name: "tern_gguf_kv_get_f64", kind: Kind::Refused, check: gguf_kv_get_f64 },
-    Entry { name: "tern_gguf_kv_array_get_f64", kind: Kind::Refused, check: gguf_kv_array_get_f64 },
-    Entry { name: "tern_gguf_kv_get_bool", kind: Kind::Refused, check: gguf_kv_get_bool },
-    Entry { name: "tern_gguf_kv_array_get_bool", kind: Kind::Refused, check: gguf_kv_array_get_bool },
+    Entry {
+        name: "tern_gguf_kv_get_u8",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.u8", tern_gguf_kv_get_u8, CANARY_BYTE),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_u8",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.u8", tern_gguf_kv_array_get_u8, CANARY_BYTE),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_i8",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.i8", tern_gguf_kv_get_i8, 0x5A),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_i8",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.i8", tern_gguf_kv_array_get_i8, 0x5A),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_u16",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.u16", tern_gguf_kv_get_u16, 0xA5A5),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_u16",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.u16", tern_gguf_kv_array_get_u16, 0xA5A5),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_i16",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.i16", tern_gguf_kv_get_i16, 0x5A5A),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_i16",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.i16", tern_gguf_kv_array_get_i16, 0x5A5A),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_u32",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.u32", tern_gguf_kv_get_u32, 0xA5A5_A5A5),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_u32",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.u32", tern_gguf_kv_array_get_u32, 0xA5A5_A5A5),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_i32",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.i32", tern_gguf_kv_get_i32, 0x5A5A_5A5A),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_i32",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.i32", tern_gguf_kv_array_get_i32, 0x5A5A_5A5A),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_u64",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.u64", tern_gguf_kv_get_u64, 0xA5A5_A5A5_A5A5_A5A5),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_u64",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.u64", tern_gguf_kv_array_get_u64, 0xA5A5_A5A5_A5A5_A5A5),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_i64",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.i64", tern_gguf_kv_get_i64, 0x5A5A_5A5A_5A5A_5A5A),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_i64",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.i64", tern_gguf_kv_array_get_i64, 0x5A5A_5A5A_5A5A_5A5A),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_f32",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.f32", tern_gguf_kv_get_f32, CANARY),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_f32",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.f32", tern_gguf_kv_array_get_f32, CANARY),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_f64",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.f64", tern_gguf_kv_get_f64, CANARY as f64),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_f64",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.f64", tern_gguf_kv_array_get_f64, CANARY as f64),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_bool",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.bool", tern_gguf_kv_get_bool, CANARY_BYTE),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_bool",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.bool", tern_gguf_kv_array_get_bool, CANARY_BYTE),
+    },
     Entry { name: "tern_gguf_free", kind: Kind::CannotFail(FREE), check: gguf_free },
     Entry { name: "tern_scope_new", kind: Kind::Refused, check: scope_new },
     Entry { name: "tern_scope_reset", kind: Kind::Refused, check: scope_reset },
