@@ -636,15 +636,20 @@ fn gguf_open_bytes() {
     assert_eq!(g, sentinel());
 }
 
-/// Runs `f` on a handle over the fixture.
-fn with_gguf(f: impl FnOnce(*const tern_gguf)) {
-    let bytes = gguf_bytes();
+/// Runs `f` on a handle over the GGUF file at `path`.
+fn with_file(path: &str, f: impl FnOnce(*const tern_gguf)) {
+    let bytes = std::fs::read(path).unwrap();
     let mut g = ptr::null_mut();
     unsafe {
         assert_eq!(tern_gguf_open_bytes(bytes.as_ptr().cast(), bytes.len(), &mut g), TERN_OK);
         f(g);
         tern_gguf_free(g);
     }
+}
+
+/// Runs `f` on a handle over the fixture.
+fn with_gguf(f: impl FnOnce(*const tern_gguf)) {
+    with_file(GGUF, f);
 }
 
 fn gguf_tensor_count() {
@@ -694,13 +699,7 @@ const ALL_TYPES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ggu
 /// Runs `f` on a handle over `all_types.gguf` (an entry of every metadata type; a 3-D TQ2_0
 /// tensor at index 6, an F16 one at 0).
 fn with_all_types(f: impl FnOnce(*const tern_gguf)) {
-    let bytes = std::fs::read(ALL_TYPES).unwrap();
-    let mut g = ptr::null_mut();
-    unsafe {
-        assert_eq!(tern_gguf_open_bytes(bytes.as_ptr().cast(), bytes.len(), &mut g), TERN_OK);
-        f(g);
-        tern_gguf_free(g);
-    }
+    with_file(ALL_TYPES, f);
 }
 
 fn gguf_tensor_wrap_slice() {
