@@ -98,7 +98,7 @@ static void test_gguf(const char *dir) {
 
     snprintf(path, sizeof path, "%s/tiny_attention.gguf", dir);
     CHECK_OK(tern_gguf_open(path, &g));
-    CHECK(tern_gguf_tensor_count(g) == 3);
+    CHECK(tern_gguf_tensor_count(g) == 4); /* Q, K, V and the F16 token embedding */
     CHECK(tern_gguf_tensor_count(NULL) == 0);
     CHECK_OK(tern_gguf_find(g, "blk.0.attn_k.weight", &index));
     CHECK(index == 1);
@@ -120,11 +120,31 @@ static void test_gguf(const char *dir) {
     memset(&info, 0xA5, sizeof info);
     CHECK_ERROR(tern_gguf_find(g, "blk.0.attn_o.weight", &index), TERN_ERR_NOT_FOUND,
                 "\"blk.0.attn_o.weight\"");
-    CHECK_ERROR(tern_gguf_tensor_info_get(g, 3, &info), TERN_ERR_OUT_OF_BOUNDS, "3 given");
-    CHECK_STATUS(tern_gguf_tensor_wrap(g, 3, &t), TERN_ERR_OUT_OF_BOUNDS);
+    CHECK_ERROR(tern_gguf_tensor_info_get(g, 4, &info), TERN_ERR_OUT_OF_BOUNDS, "4 given");
+    CHECK_STATUS(tern_gguf_tensor_wrap(g, 4, &t), TERN_ERR_OUT_OF_BOUNDS);
+    CHECK_ERROR(tern_gguf_tensor_wrap(g, 3, &t), TERN_ERR_UNSUPPORTED, "tern_gguf_tensor_data");
     CHECK_STATUS(tern_gguf_tensor_wrap(NULL, 0, &t), TERN_ERR_NULL_POINTER);
     CHECK_STATUS(tern_gguf_find(g, NULL, &index), TERN_ERR_NULL_POINTER);
     CHECK(index == 77 && t == (tern_tensor *)&len && bytes_all(&info, sizeof info, 0xA5));
+    /* Metadata: a u32 by key, a type mismatch and a missing key refused, outputs untouched. */
+    {
+        uint32_t heads = 0, type = 0;
+        float eps = 0.0f;
+        const char *str = NULL;
+        size_t n = 0;
+        CHECK_OK(tern_gguf_kv_find(g, "bitnet.attention.head_count", &index));
+        CHECK_OK(tern_gguf_kv_type(g, index, &type));
+        CHECK_OK(tern_gguf_kv_get_u32(g, index, &heads));
+        CHECK(type == TERN_GGUF_TYPE_UINT32 && heads == 4);
+        CHECK_ERROR(tern_gguf_kv_get_f32(g, index, &eps), TERN_ERR_INVALID_ARGUMENT, "has type u32, not f32");
+        CHECK_ERROR(tern_gguf_kv_get_str(g, index, &str, &n), TERN_ERR_INVALID_ARGUMENT, "not string");
+        CHECK_ERROR(tern_gguf_kv_find(g, "bitnet.nope", &index), TERN_ERR_NOT_FOUND, "\"bitnet.nope\"");
+        CHECK_ERROR(tern_gguf_kv_key(g, tern_gguf_kv_count(g), &str, &n), TERN_ERR_OUT_OF_BOUNDS, "metadata entries");
+        CHECK(eps == 0.0f && str == NULL && n == 0);
+        CHECK_OK(tern_gguf_kv_find(g, "tokenizer.ggml.tokens", &index));
+        CHECK_OK(tern_gguf_kv_array_get_str(g, index, 3, &str, &n));
+        CHECK(n == 3 && memcmp(str, "cat", 3) == 0);
+    }
     tern_gguf_free(g);
     tern_gguf_free(NULL);
     free(bytes);

@@ -16,6 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 FIXTURE = ROOT.parent / "tests" / "fixtures" / "gguf" / "tiny_bitnet.gguf"
+ALL_TYPES = ROOT.parent / "tests" / "fixtures" / "gguf" / "all_types.gguf"
 F32, TQ1_0, TQ2_0, BITNET, I8 = 1, 2, 3, 4, 5
 
 # Dimensions as `Input::dim` reads them: (tag, value).
@@ -62,9 +63,11 @@ def main():
         head = [fmt, *(1, 7), *k, 0, I8, 1, 0, 1, 1, 0, *ONE, *(1, 5), 64, 0, 1]
         write("matmul", f"w{fmt}_i8", head + list(rng.randbytes(160)))
     write("matmul", "dense", [F32, *TWO, *COLS_8, 1, 1, 1, 1, 1, 0, *ONE, *ONE, 32, 2, 2] + list(floats(rng, 24)))
-    # gguf: the fixture model, a truncated copy and the smallest valid file
+    # gguf: the fixture models (one with every metadata type), a truncated copy and the
+    # smallest valid file
     model = FIXTURE.read_bytes()
     write("gguf", "tiny_bitnet", model)
+    write("gguf", "all_types", ALL_TYPES.read_bytes())
     write("gguf", "truncated", model[:2048])
     write("gguf", "empty_v3", b"GGUF" + struct.pack("<IQQ", 3, 0, 0))
 

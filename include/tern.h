@@ -126,9 +126,78 @@
 #define TERN_SCALE_BLOCK_START 4u
 
 /**
+ * GGUF metadata value types (`tern_gguf_kv_type`, `tern_gguf_kv_array_len`): GGUF's own
+ * stable numbers.
+ */
+#define TERN_GGUF_TYPE_UINT8 0u
+
+/**
+ * `int8_t`.
+ */
+#define TERN_GGUF_TYPE_INT8 1u
+
+/**
+ * `uint16_t`.
+ */
+#define TERN_GGUF_TYPE_UINT16 2u
+
+/**
+ * `int16_t`.
+ */
+#define TERN_GGUF_TYPE_INT16 3u
+
+/**
+ * `uint32_t`.
+ */
+#define TERN_GGUF_TYPE_UINT32 4u
+
+/**
+ * `int32_t`.
+ */
+#define TERN_GGUF_TYPE_INT32 5u
+
+/**
+ * `float`.
+ */
+#define TERN_GGUF_TYPE_FLOAT32 6u
+
+/**
+ * A byte, 0 or 1 (`tern_gguf_kv_get_bool` writes 1 for any non-zero byte).
+ */
+#define TERN_GGUF_TYPE_BOOL 7u
+
+/**
+ * A length-prefixed string (UTF-8 by convention, not checked).
+ */
+#define TERN_GGUF_TYPE_STRING 8u
+
+/**
+ * An array: see `tern_gguf_kv_array_len`.
+ */
+#define TERN_GGUF_TYPE_ARRAY 9u
+
+/**
+ * `uint64_t`.
+ */
+#define TERN_GGUF_TYPE_UINT64 10u
+
+/**
+ * `int64_t`.
+ */
+#define TERN_GGUF_TYPE_INT64 11u
+
+/**
+ * `double`.
+ */
+#define TERN_GGUF_TYPE_FLOAT64 12u
+
+/**
  * `tern_dispatcher_options.flags`: no silent fallback. A pair no dedicated kernel serves
- * (what would run `matmul/reference`, e.g. swapped operands) returns
- * TERN_ERR_UNSUPPORTED instead.
+ * (what would run `matmul/reference`, which decodes both operands, e.g. swapped operands)
+ * returns TERN_ERR_UNSUPPORTED instead. F32 weights with F32 activations are served: their
+ * kernel, `dense_gemv/reference`, is the plain f32 dot product that pair needs, not a
+ * decoding fallback (an F32 output head is a real use), so strict runs it; to catch an F32
+ * tensor passed as a weight by mistake (a norm), watch KERNEL_SELECTED for that name.
  */
 #define TERN_DISPATCH_STRICT 1u
 
@@ -136,6 +205,16 @@
  * `tern_dispatcher_options.flags`: do not read the `TERN_KERNEL` environment variable.
  */
 #define TERN_DISPATCH_IGNORE_ENV 2u
+
+/**
+ * `tern_dispatcher_options.flags` (since 0.3): call `parallel_for` one call at a time.
+ * Without it, matmuls run at once from several threads on one dispatcher call
+ * `parallel_for` at once (see `tern_parallel_for_fn`); with it, tern holds a lock around
+ * each call, so a pool that serves one caller at a time is safe to share (a matmul waits
+ * for the one running). Without `parallel_for` it changes nothing: tern's own pool already
+ * runs a second caller's matmul inline on that caller's thread.
+ */
+#define TERN_DISPATCH_SERIALIZE_EXECUTOR 4u
 
 /**
  * Major version of the header (and of the library it was generated from).
@@ -172,13 +251,16 @@ typedef struct tern_dispatcher tern_dispatcher;
 typedef struct tern_encoding tern_encoding;
 
 /**
- * A parsed GGUF file: its tensor table over a mapping of the file (or the caller's bytes).
+ * A parsed GGUF file: its metadata and tensor table over a mapping of the file (or the
+ * caller's bytes).
  *
  * Ownership: created by `tern_gguf_open` or `tern_gguf_open_bytes`, released with
  * `tern_gguf_free`. Lifetime: the mapping (or the borrow of the caller's bytes) lasts until
- * the handle and every tensor wrapped from it by `tern_gguf_tensor_wrap` are freed, in any
- * order. Thread-safety: no function mutates a handle, so one handle may be read from many
- * threads at once; `tern_gguf_free` must not race with any other use of the same handle.
+ * the handle and every tensor wrapped from it by `tern_gguf_tensor_wrap` or
+ * `tern_gguf_tensor_wrap_slice` are freed, in any order; pointers into the file
+ * (`tern_gguf_tensor_data`, metadata keys and strings) are valid while the handle lives.
+ * Thread-safety: no function mutates a handle, so one handle may be read from many threads
+ * at once; `tern_gguf_free` must not race with any other use of the same handle.
  */
 typedef struct tern_gguf tern_gguf;
 
@@ -253,17 +335,26 @@ typedef void (*tern_task_fn)(void *task_ctx, size_t task);
  * once, on any of its threads (the calling thread included), and returns only when all
  * have finished. `pool` is the options' `pool`, passed back as it was given. It is called
  * from the thread that called `tern_matmul` (or `tern_matmul_many`), once per large call,
- * never re-entrantly from a task; tasks never block on each other. If it breaks the
- * contract (a task skipped, run twice, or an index out of range), the call returns
- * TERN_ERR_INVALID_ARGUMENT and the output is unspecified.
+ * never re-entrantly from a task; tasks never block on each other.
+ *
+ * Concurrency: matmuls may run on one dispatcher from several threads at once, and each
+ * calls `parallel_for` from its own thread, so by default `parallel_for` must accept
+ * concurrent calls (as a work-stealing pool does). A pool that serves one call at a time
+ * sets `TERN_DISPATCH_SERIALIZE_EXECUTOR`: tern then never calls it while another call on
+ * the same dispatcher is in progress. Every task must have finished when `parallel_for`
+ * returns: a task run later reads freed memory, which tern cannot detect. If it breaks
+ * the contract in a way tern can see (a task skipped, run twice, or an index out of
+ * range), the call returns TERN_ERR_INVALID_ARGUMENT and the output is unspecified.
  */
 typedef void (*tern_parallel_for_fn)(void *pool, size_t n_tasks, tern_task_fn task, void *task_ctx);
 
 /**
  * Dispatcher options; pass NULL to `tern_dispatcher_new` for the defaults. Zero-initialize
- * it and set `struct_size = sizeof(tern_dispatcher_options)`: a library from a later version
- * reads only the fields the caller's struct has, and this one refuses a larger struct
- * whose extra fields are not zero (options it would not understand).
+ * it and set `struct_size = sizeof(tern_dispatcher_options)`. `tern_dispatcher_new` accepts
+ * the size of every released version of the struct (24 with 32-bit pointers and 40 with
+ * 64-bit ones since 0.2), so a library from a later version reads only the fields the
+ * caller's struct has; it accepts a larger struct only when the extra bytes are zero
+ * (options it would not understand), and refuses every other size, which would cut a field.
  */
 typedef struct tern_dispatcher_options {
     /**
@@ -286,7 +377,8 @@ typedef struct tern_dispatcher_options {
      */
     const char *kernel;
     /**
-     * `TERN_DISPATCH_STRICT` and/or `TERN_DISPATCH_IGNORE_ENV`; other bits are refused.
+     * `TERN_DISPATCH_STRICT`, `TERN_DISPATCH_IGNORE_ENV` and/or
+     * `TERN_DISPATCH_SERIALIZE_EXECUTOR`; other bits are refused.
      */
     uint32_t flags;
     /**
@@ -396,11 +488,13 @@ typedef struct tern_gguf_tensor_info {
      */
     uint64_t ne[4];
     /**
-     * Offset of the tensor's data in the file (absolute, not relative to the data section).
+     * Offset of the tensor's data in the file (absolute, not relative to the data section;
+     * Rust's `tern::gguf::TensorInfo::offset` is relative, `Gguf::file_offset` absolute).
      */
     uint64_t offset;
     /**
-     * Bytes of data, or 0 for a ggml type tern does not know the size of.
+     * Bytes of data; 0 for a ggml type tern does not know the size of (for which
+     * `tern_gguf_tensor_data` returns TERN_ERR_UNKNOWN_FORMAT), or for an empty tensor.
      */
     size_t bytes;
 } tern_gguf_tensor_info;
@@ -478,7 +572,9 @@ typedef struct tern_scope_stats {
 #define TERN_ERR_CORRUPT_CODE 8u
 
 /**
- * A (row, col) index or a row range lies outside the matrix (or the range is reversed).
+ * An index lies outside what it indexes: a (row, col) outside the matrix, a row range
+ * outside it (or reversed), a GGUF tensor, metadata entry, array element or slice past the
+ * end. The message names the argument and the count.
  */
 #define TERN_ERR_OUT_OF_BOUNDS 9u
 
@@ -503,7 +599,10 @@ typedef struct tern_scope_stats {
 #define TERN_ERR_KERNEL_UNAVAILABLE 13u
 
 /**
- * No kernel exists for this combination of formats.
+ * What was asked is not supported: no kernel exists for this combination of formats (or a
+ * strict dispatcher refuses the fallback that would serve it), or a GGUF tensor's ggml
+ * type has no tern format (`tern_gguf_tensor_wrap`; its bytes are still readable with
+ * `tern_gguf_tensor_data`). The message says which.
  */
 #define TERN_ERR_UNSUPPORTED 14u
 
@@ -536,7 +635,8 @@ typedef struct tern_scope_stats {
 
 /**
  * The bytes are not a GGUF file tern can read (truncated, corrupt or absurd header); the
- * message (`tern_last_error`) says what and at which offset.
+ * message (`tern_last_error`) says what and at which offset (and does not repeat this
+ * status's own words, so printing both reads once).
  */
 #define TERN_ERR_INVALID_FILE 20u
 
@@ -575,9 +675,9 @@ tern_status tern_requantize_i8_absmax_into(const float *src, size_t src_len, siz
  * stay valid until the dispatcher is freed. Errors: TERN_ERR_NULL_POINTER (`out`),
  * TERN_ERR_UNKNOWN_KERNEL (a forced kernel this library does not have; the message says
  * whether the name came from the option or from `TERN_KERNEL`), TERN_ERR_INVALID_ARGUMENT
- * (a `struct_size` too small, or larger with unknown fields set; unknown flag bits; a name
- * that is not UTF-8; more than 1024 threads), TERN_ERR_ALLOCATION_FAILED (threads could
- * not start).
+ * (a `struct_size` that is not a released version's size, or larger with extra bytes set;
+ * unknown flag bits; a name that is not UTF-8; more than 1024 threads),
+ * TERN_ERR_ALLOCATION_FAILED (threads could not start).
  */
 tern_status tern_dispatcher_new(const struct tern_dispatcher_options *options, struct tern_dispatcher **out);
 
@@ -827,10 +927,34 @@ tern_status tern_gguf_find(const struct tern_gguf *g, const char *name, size_t *
  * the format from the ggml type. The tensor keeps the mapping alive: it may outlive the
  * handle; free it with `tern_tensor_free`. Errors: TERN_ERR_NULL_POINTER,
  * TERN_ERR_OUT_OF_BOUNDS (index), TERN_ERR_UNSUPPORTED (a ggml type tern has no format
- * for), TERN_ERR_INVALID_SHAPE (3-D or 4-D with `ne[2]` or `ne[3]` above 1, or a shape the
- * format refuses). Thread-safe.
+ * for, e.g. F16 or Q8_0: `tern_gguf_tensor_data` gives its bytes), TERN_ERR_INVALID_SHAPE
+ * (3-D or 4-D with `ne[2]` or `ne[3]` above 1: see `tern_gguf_tensor_wrap_slice`; or a
+ * shape the format refuses). Thread-safe.
  */
 tern_status tern_gguf_tensor_wrap(const struct tern_gguf *g, size_t index, struct tern_tensor **out);
+
+/**
+ * Wraps matrix `slice` (< `ne[2]`) of a 3-D tensor (`ne[3]` = 1; e.g. one expert of a
+ * mixture-of-experts weight) as a `tern_tensor` over the file's bytes, without a copy:
+ * rows = `ne[1]`, cols = `ne[0]`, the bytes from `slice * bytes / ne[2]`. A 1-D or 2-D
+ * tensor has one slice (0). The tensor keeps the mapping alive like those of
+ * `tern_gguf_tensor_wrap`. Errors: TERN_ERR_NULL_POINTER, TERN_ERR_OUT_OF_BOUNDS (`index`,
+ * or `slice` >= `ne[2]`), TERN_ERR_UNSUPPORTED (a ggml type tern has no format for),
+ * TERN_ERR_INVALID_SHAPE (`ne[3]` above 1, or a shape the format refuses). Thread-safe.
+ */
+tern_status tern_gguf_tensor_wrap_slice(const struct tern_gguf *g, size_t index, size_t slice, struct tern_tensor **out);
+
+/**
+ * The bytes of tensor `index`, whatever its ggml type (tern's formats or not: F16, BF16,
+ * Q8_0, Q4_K, Q6_K, ...; an engine's embeddings and output head): `*data` points into
+ * the file (or the bytes lent to `tern_gguf_open_bytes`) and stays valid while the handle
+ * lives; `*len` is the tensor's size from ggml's block sizes, `*ggml_type` its type id.
+ * Read-only; alignment is the file's (`general.alignment`, 32 by default). Errors:
+ * TERN_ERR_NULL_POINTER, TERN_ERR_OUT_OF_BOUNDS (index), TERN_ERR_UNKNOWN_FORMAT (a ggml
+ * type this version of tern does not know, so its size is unknown; the message has the
+ * id). Nothing is written on error. Thread-safe.
+ */
+tern_status tern_gguf_tensor_data(const struct tern_gguf *g, size_t index, const void **data, size_t *len, uint32_t *ggml_type);
 
 /**
  * Frees a handle. Tensors wrapped from it stay valid (they keep the mapping) until they are
@@ -838,6 +962,176 @@ tern_status tern_gguf_tensor_wrap(const struct tern_gguf *g, size_t index, struc
  * freed twice, nor freed while another thread uses it.
  */
 void tern_gguf_free(struct tern_gguf *g);
+
+/**
+ * The number of metadata entries (key/value pairs) in the file, or 0 if `g` is NULL.
+ * Thread-safe.
+ */
+size_t tern_gguf_kv_count(const struct tern_gguf *g);
+
+/**
+ * Writes the index (file order, < `tern_gguf_kv_count(g)`) of the entry whose key is `key`
+ * (NUL-terminated, e.g. "llama.attention.head_count") to `*index`. Errors:
+ * TERN_ERR_NULL_POINTER, TERN_ERR_NOT_FOUND (no entry has that key). Thread-safe.
+ */
+tern_status tern_gguf_kv_find(const struct tern_gguf *g, const char *key, size_t *index);
+
+/**
+ * The key of entry `index`: `*key` points to `*len` bytes of UTF-8 in the file, NOT
+ * NUL-terminated (print it with `"%.*s", (int)len, key`), valid while the handle lives.
+ * Errors: TERN_ERR_NULL_POINTER, TERN_ERR_OUT_OF_BOUNDS. Thread-safe.
+ */
+tern_status tern_gguf_kv_key(const struct tern_gguf *g, size_t index, const char **key, size_t *len);
+
+/**
+ * The GGUF value type of entry `index` (`TERN_GGUF_TYPE_*`, GGUF's own numbers: 4 for
+ * UINT32, 8 for STRING, 9 for ARRAY, ...). Errors: TERN_ERR_NULL_POINTER,
+ * TERN_ERR_OUT_OF_BOUNDS. Thread-safe.
+ */
+tern_status tern_gguf_kv_type(const struct tern_gguf *g, size_t index, uint32_t *gguf_type);
+
+/**
+ * Reads entry `index` if it is a UINT8. Every `tern_gguf_kv_get_<type>` has the same
+ * contract: `*out` receives the value; errors: TERN_ERR_NULL_POINTER,
+ * TERN_ERR_OUT_OF_BOUNDS (index), TERN_ERR_INVALID_ARGUMENT (the entry has another type;
+ * the message names the key and both types: no conversion is made, not even between
+ * widths). Thread-safe.
+ */
+tern_status tern_gguf_kv_get_u8(const struct tern_gguf *g, size_t index, uint8_t *out);
+
+/**
+ * Reads entry `index` if it is an INT8 (see `tern_gguf_kv_get_u8`).
+ */
+tern_status tern_gguf_kv_get_i8(const struct tern_gguf *g, size_t index, int8_t *out);
+
+/**
+ * Reads entry `index` if it is a UINT16 (see `tern_gguf_kv_get_u8`).
+ */
+tern_status tern_gguf_kv_get_u16(const struct tern_gguf *g, size_t index, uint16_t *out);
+
+/**
+ * Reads entry `index` if it is an INT16 (see `tern_gguf_kv_get_u8`).
+ */
+tern_status tern_gguf_kv_get_i16(const struct tern_gguf *g, size_t index, int16_t *out);
+
+/**
+ * Reads entry `index` if it is a UINT32 (see `tern_gguf_kv_get_u8`).
+ */
+tern_status tern_gguf_kv_get_u32(const struct tern_gguf *g, size_t index, uint32_t *out);
+
+/**
+ * Reads entry `index` if it is an INT32 (see `tern_gguf_kv_get_u8`).
+ */
+tern_status tern_gguf_kv_get_i32(const struct tern_gguf *g, size_t index, int32_t *out);
+
+/**
+ * Reads entry `index` if it is a UINT64 (see `tern_gguf_kv_get_u8`).
+ */
+tern_status tern_gguf_kv_get_u64(const struct tern_gguf *g, size_t index, uint64_t *out);
+
+/**
+ * Reads entry `index` if it is an INT64 (see `tern_gguf_kv_get_u8`).
+ */
+tern_status tern_gguf_kv_get_i64(const struct tern_gguf *g, size_t index, int64_t *out);
+
+/**
+ * Reads entry `index` if it is a FLOAT32 (see `tern_gguf_kv_get_u8`).
+ */
+tern_status tern_gguf_kv_get_f32(const struct tern_gguf *g, size_t index, float *out);
+
+/**
+ * Reads entry `index` if it is a FLOAT64 (see `tern_gguf_kv_get_u8`).
+ */
+tern_status tern_gguf_kv_get_f64(const struct tern_gguf *g, size_t index, double *out);
+
+/**
+ * Reads entry `index` if it is a BOOL: `*out` = 1 for true, 0 for false (see
+ * `tern_gguf_kv_get_u8`).
+ */
+tern_status tern_gguf_kv_get_bool(const struct tern_gguf *g, size_t index, uint8_t *out);
+
+/**
+ * Reads entry `index` if it is a STRING: `*str` points to its `*len` bytes in the file,
+ * NOT NUL-terminated, valid while the handle lives (GGUF strings are UTF-8 by convention;
+ * tern does not check). Errors as for `tern_gguf_kv_get_u8`. Thread-safe.
+ */
+tern_status tern_gguf_kv_get_str(const struct tern_gguf *g, size_t index, const char **str, size_t *len);
+
+/**
+ * Describes entry `index` if it is an ARRAY: `*elem_type` is the elements' GGUF type
+ * (`TERN_GGUF_TYPE_*`) and `*len` their number. Read elements with
+ * `tern_gguf_kv_array_get_<type>` (arrays of arrays: their length and type only). Errors
+ * as for `tern_gguf_kv_get_u8`. Thread-safe.
+ */
+tern_status tern_gguf_kv_array_len(const struct tern_gguf *g, size_t index, uint32_t *elem_type, size_t *len);
+
+/**
+ * Reads element `i` of entry `index` if it is an array of UINT8, in constant time and
+ * without a copy of the array. Every `tern_gguf_kv_array_get_<type>` has the same
+ * contract: `*out` receives the element; errors: TERN_ERR_NULL_POINTER,
+ * TERN_ERR_OUT_OF_BOUNDS (`index`, or `i` >= the array's length),
+ * TERN_ERR_INVALID_ARGUMENT (not an array, or an array of another type). Thread-safe.
+ */
+tern_status tern_gguf_kv_array_get_u8(const struct tern_gguf *g, size_t index, size_t i, uint8_t *out);
+
+/**
+ * Element `i` of an array of INT8 (see `tern_gguf_kv_array_get_u8`).
+ */
+tern_status tern_gguf_kv_array_get_i8(const struct tern_gguf *g, size_t index, size_t i, int8_t *out);
+
+/**
+ * Element `i` of an array of UINT16 (see `tern_gguf_kv_array_get_u8`).
+ */
+tern_status tern_gguf_kv_array_get_u16(const struct tern_gguf *g, size_t index, size_t i, uint16_t *out);
+
+/**
+ * Element `i` of an array of INT16 (see `tern_gguf_kv_array_get_u8`).
+ */
+tern_status tern_gguf_kv_array_get_i16(const struct tern_gguf *g, size_t index, size_t i, int16_t *out);
+
+/**
+ * Element `i` of an array of UINT32 (see `tern_gguf_kv_array_get_u8`).
+ */
+tern_status tern_gguf_kv_array_get_u32(const struct tern_gguf *g, size_t index, size_t i, uint32_t *out);
+
+/**
+ * Element `i` of an array of INT32 (see `tern_gguf_kv_array_get_u8`).
+ */
+tern_status tern_gguf_kv_array_get_i32(const struct tern_gguf *g, size_t index, size_t i, int32_t *out);
+
+/**
+ * Element `i` of an array of UINT64 (see `tern_gguf_kv_array_get_u8`).
+ */
+tern_status tern_gguf_kv_array_get_u64(const struct tern_gguf *g, size_t index, size_t i, uint64_t *out);
+
+/**
+ * Element `i` of an array of INT64 (see `tern_gguf_kv_array_get_u8`).
+ */
+tern_status tern_gguf_kv_array_get_i64(const struct tern_gguf *g, size_t index, size_t i, int64_t *out);
+
+/**
+ * Element `i` of an array of FLOAT32 (see `tern_gguf_kv_array_get_u8`).
+ */
+tern_status tern_gguf_kv_array_get_f32(const struct tern_gguf *g, size_t index, size_t i, float *out);
+
+/**
+ * Element `i` of an array of FLOAT64 (see `tern_gguf_kv_array_get_u8`).
+ */
+tern_status tern_gguf_kv_array_get_f64(const struct tern_gguf *g, size_t index, size_t i, double *out);
+
+/**
+ * Element `i` of an array of BOOL: 1 for true, 0 for false (see
+ * `tern_gguf_kv_array_get_u8`).
+ */
+tern_status tern_gguf_kv_array_get_bool(const struct tern_gguf *g, size_t index, size_t i, uint8_t *out);
+
+/**
+ * Element `i` of an array of STRING (e.g. a tokenizer's tokens): `*str` points to its
+ * `*len` bytes in the file, NOT NUL-terminated, valid while the handle lives. Constant
+ * time (the handle indexes string arrays when it opens the file). Errors as for
+ * `tern_gguf_kv_array_get_u8`. Thread-safe.
+ */
+tern_status tern_gguf_kv_array_get_str(const struct tern_gguf *g, size_t index, size_t i, const char **str, size_t *len);
 
 /**
  * Creates a scope that starts with `initial_bytes` of memory (0: allocate on first use)

@@ -23,6 +23,11 @@
 #       MAP builds as the clang module CTern: `@import CTern;` from Objective-C, and from
 #       C a `#include <tern.h>` (found in INCLUDEDIR) that becomes a module import; the C
 #       program links against LIBDIR/libtern.so and runs.
+#   readme-sizes README SHARED STATIC
+#       README's sizes ("`libtern.so` about X MB", "`libtern.a` about Y MB"; MB = 10^6
+#       bytes) are within 20% of the built SHARED and STATIC libraries, so the figures a
+#       reader sees stay true as the code grows (a rounded figure with a tolerance: exact
+#       byte counts went stale with every change and differ between toolchains).
 #   swift-package DIR
 #       DIR (an installed share/tern/CTern) is a SwiftPM system-library package: its
 #       Package.swift names the target CTern at path CTern, with pkg-config tern, and
@@ -163,7 +168,21 @@ swift_package() {
     echo "check-packaging: $dir: Package.swift (CTern, pkg-config tern) and a module map naming $header"
 }
 
-[ $# -ge 1 ] || fail "usage: $0 shared-layout|needs-soname|static-only|kotlin-def|modulemap|swift-package ARGS..."
+readme_sizes() {
+    local readme=$1 shared=$2 static=$3 name file stated actual
+    for name in so a; do
+        file=$shared
+        [ "$name" = so ] || file=$static
+        stated=$(sed -n "s/.*\`libtern\.$name\` about \([0-9.]*\) MB.*/\1/p" "$readme" | head -n 1)
+        [ -n "$stated" ] || fail "$readme states no size for libtern.$name ('\`libtern.$name\` about X MB')"
+        actual=$(stat -c %s "$file")
+        awk -v s="$stated" -v a="$actual" 'BEGIN { r = a / (s * 1e6); exit !(r >= 0.8 && r <= 1.2) }' ||
+            fail "$readme says libtern.$name is about $stated MB; $file is $actual bytes (more than 20% off): update the README"
+        echo "check-packaging: $readme: libtern.$name about $stated MB, built $actual bytes"
+    done
+}
+
+[ $# -ge 1 ] || fail "usage: $0 shared-layout|needs-soname|static-only|kotlin-def|modulemap|readme-sizes|swift-package ARGS..."
 cmd=$1
 shift
 case "$cmd" in
@@ -172,6 +191,7 @@ needs-soname) needs_soname "$@" ;;
 static-only) static_only "$@" ;;
 kotlin-def) kotlin_def "$@" ;;
 modulemap) modulemap "$@" ;;
+readme-sizes) readme_sizes "$@" ;;
 swift-package) swift_package "$@" ;;
 *) fail "unknown check '$cmd'" ;;
 esac

@@ -11,7 +11,7 @@ pub enum Error {
     #[error("unknown format id {0}")]
     UnknownFormat(u32),
     /// A shape the format cannot hold (zero dimensions, `cols` not a multiple of its block).
-    #[error("{format:?} cannot hold a {rows}x{cols} matrix: {why}")]
+    #[error("{format} cannot hold a {rows}x{cols} matrix: {why}")]
     InvalidShape {
         /// The format asked to hold the matrix.
         format: Format,
@@ -102,7 +102,7 @@ pub enum Error {
     #[error("kernel {0} needs CPU features this machine does not have")]
     KernelUnavailable(&'static str),
     /// No kernel (not even the fallback) serves this pair of formats.
-    #[error("no kernel for weight {weight:?} x activation {act:?}")]
+    #[error("no kernel for weight {weight} x activation {act}")]
     Unsupported {
         /// The weight's format.
         weight: Format,
@@ -119,7 +119,7 @@ pub enum Error {
     #[error("invalid argument: {0}")]
     InvalidArgument(&'static str),
     /// A strict dispatcher refused to run the decoding fallback.
-    #[error("no dedicated kernel for weight {weight:?} x activation {act:?}, and the dispatcher is strict (it would run matmul/reference)")]
+    #[error("no dedicated kernel for weight {weight} x activation {act}, and the dispatcher is strict (it would run matmul/reference)")]
     StrictFallback {
         /// The weight's format.
         weight: Format,
@@ -128,11 +128,11 @@ pub enum Error {
     },
     /// An engine's executor skipped a task, ran one twice or out of range; the output is
     /// unspecified.
-    #[error("the executor broke its contract (every task exactly once, before returning): {missed} of {tasks} tasks did not run, or a task ran twice or out of range; the output is unspecified")]
+    #[error("the executor broke its contract (every task exactly once, before returning): {}; the output is unspecified", executor_fault(.tasks, .missed))]
     ExecutorContract {
         /// Tasks handed to the executor.
         tasks: usize,
-        /// Tasks that did not run exactly once.
+        /// Tasks that did not run (0 when every task ran but one ran twice or out of range).
         missed: usize,
     },
     /// A lookup by name found nothing.
@@ -143,14 +143,16 @@ pub enum Error {
         /// The name looked for.
         name: String,
     },
-    /// A file that is not a GGUF file tern can read.
-    #[error("not a GGUF file tern can read: {0}")]
+    /// A file that is not a GGUF file tern can read. The message is the reader's, which
+    /// says what is wrong and where (`tern_status_str` already says "not a GGUF file tern
+    /// can read", so printing both does not repeat it).
+    #[error(transparent)]
     Gguf(#[from] crate::gguf::GgufError),
     /// An operating-system error, with the operation and path it concerned.
     #[error("{0}")]
     Io(String),
     /// A kernel named for a row-range call that does not serve the weight's format.
-    #[error("kernel {name:?} does not serve {weight:?} weights with I8_ABSMAX activations")]
+    #[error("kernel {name:?} does not serve {weight} weights with I8_ABSMAX activations")]
     KernelMismatch {
         /// The name as given.
         name: String,
@@ -177,3 +179,11 @@ pub enum Error {
 
 /// tern's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What [`Error::ExecutorContract`] says went wrong.
+fn executor_fault(&tasks: &usize, &missed: &usize) -> String {
+    match missed {
+        0 => format!("a task was run twice or with an index out of range (0..{tasks})"),
+        _ => format!("{missed} of {tasks} tasks were not run"),
+    }
+}

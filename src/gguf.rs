@@ -37,7 +37,7 @@ pub enum GgufError {
     BadMagic([u8; 4]),
     #[error("unsupported GGUF version {0}: tern reads versions 2 and 3")]
     UnsupportedVersion(u32),
-    #[error("absurd {what} count {count} at offset {offset}: the remaining {remaining} bytes hold at most {max}")]
+    #[error("truncated or corrupt: {what} count {count} at offset {offset}, but the remaining {remaining} bytes hold at most {max}")]
     AbsurdCount { what: &'static str, count: u64, offset: usize, remaining: usize, max: u64 },
     #[error("unknown metadata value type {ty} at offset {offset}")]
     UnknownValueType { ty: u32, offset: usize },
@@ -229,6 +229,26 @@ impl<'a> Array<'a> {
     }
 }
 
+impl<'a> Array<'a> {
+    /// Element `i`, or `None` past the end. Constant time for fixed-size elements; strings
+    /// and nested arrays are walked from the start (use [`Array::iter`] to visit them all).
+    pub fn get(&self, i: u64) -> Option<Value<'a>> {
+        if i >= self.len {
+            return None;
+        }
+        match self.elem_type.fixed_size() {
+            Some(size) => {
+                // In range: `len * size` bytes were checked when the file was parsed.
+                let start = i as usize * size;
+                let bytes = &self.bytes[start..start + size];
+                let mut cur = Cursor { buf: bytes, pos: 0, base: self.offset + start };
+                cur.value(self.elem_type, self.depth).ok()
+            }
+            None => self.iter().nth(i as usize),
+        }
+    }
+}
+
 impl fmt::Display for Array<'_> {
     /// At most 8 elements, then the count of the rest.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -345,7 +365,8 @@ pub struct TensorInfo<'a> {
     pub n_dims: u32,
     /// The ggml type of the data.
     pub ggml_type: GgmlType,
-    /// Relative to the data section.
+    /// Relative to the data section (the C API's `tern_gguf_tensor_info.offset` is absolute,
+    /// in the file: [`Gguf::file_offset`] gives that one).
     pub offset: u64,
     /// Bytes of data; `None` when the type is unknown.
     pub size: Option<u64>,
@@ -462,6 +483,114 @@ impl<'a> Gguf<'a> {
     /// The whole input.
     pub fn bytes(&self) -> &'a [u8] {
         self.bytes
+    }
+
+    /// Where a tensor's data starts in the file: `data_start + info.offset`, what the C
+    /// API's `tern_gguf_tensor_info.offset` reports. Cannot overflow: `parse` checked every
+    /// tensor's range against the input.
+    pub fn file_offset(&self, info: &TensorInfo) -> u64 {
+        self.data_start + info.offset
+    }
+}
+
+/// The bytes a [`GgufFile`] parses: a read-only mapping of a file, a buffer, or bytes that
+/// live as long as the process.
+enum Source {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+    Static(&'static [u8]),
+}
+
+impl Source {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Source::Mapped(map) => map,
+            Source::Owned(bytes) => bytes,
+            Source::Static(bytes) => bytes,
+        }
+    }
+}
+
+/// A parsed GGUF file that owns its bytes (a memory mapping or a buffer), for callers that
+/// keep a model open: [`Gguf`] without the borrow. Tensors wrapped over its bytes
+/// ([`crate::Tensor::wrap`] with [`Gguf::tensor_data`]) borrow it.
+pub struct GgufFile {
+    /// Borrows `source`'s bytes: declared first, so it is dropped first.
+    parsed: Gguf<'static>,
+    source: std::sync::Arc<Source>,
+}
+
+impl fmt::Debug for GgufFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GgufFile").field("parsed", &self.parsed).finish_non_exhaustive()
+    }
+}
+
+impl GgufFile {
+    fn new(source: Source) -> crate::Result<GgufFile> {
+        let source = std::sync::Arc::new(source);
+        // SAFETY: the bytes are a mapping, a Vec's heap buffer or static bytes: none moves
+        // when the `Arc` (or this struct) does, and the `Arc` this struct holds keeps them
+        // alive and unchanged as long as `parsed`, which `gguf` lends out only for a
+        // borrow of `self`.
+        let bytes: &'static [u8] = unsafe { &*std::ptr::from_ref::<[u8]>(source.bytes()) };
+        Ok(GgufFile { parsed: Gguf::parse(bytes)?, source })
+    }
+
+    /// Reads the file at `path` into memory and parses it. Errors: [`crate::Error::Io`]
+    /// (with the path), [`crate::Error::Gguf`].
+    pub fn read(path: impl AsRef<std::path::Path>) -> crate::Result<GgufFile> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|e| crate::Error::Io(format!("read {}: {e}", path.display())))?;
+        GgufFile::new(Source::Owned(bytes))
+    }
+
+    /// Memory-maps the file at `path` read-only and parses it; tensor data is not read
+    /// until used. A FIFO or a device is refused before it is opened (opening a FIFO would
+    /// block). Errors: [`crate::Error::Io`] (with the path and the system's reason),
+    /// [`crate::Error::Gguf`].
+    ///
+    /// # Safety
+    /// The file must not be modified or truncated while the result (or anything borrowing
+    /// it) lives: the mapping would change under references Rust assumes immutable (as for
+    /// any memory-mapped file).
+    pub unsafe fn map(path: impl AsRef<std::path::Path>) -> crate::Result<GgufFile> {
+        let path = path.as_ref();
+        let io = |what: &str, e: std::io::Error| crate::Error::Io(format!("{what} {}: {e}", path.display()));
+        if !std::fs::metadata(path).map_err(|e| io("stat", e))?.is_file() {
+            return Err(crate::Error::Io(format!("open {}: not a regular file", path.display())));
+        }
+        let file = std::fs::File::open(path).map_err(|e| io("open", e))?;
+        // An empty file cannot be mapped; it is refused by the parser like any short file.
+        if file.metadata().map_err(|e| io("stat", e))?.len() == 0 {
+            return GgufFile::new(Source::Static(&[]));
+        }
+        // SAFETY: read-only and private to this value; the caller promises the file is not
+        // modified or truncated while it lives.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| io("mmap", e))?;
+        GgufFile::new(Source::Mapped(map))
+    }
+
+    /// Parses bytes the result takes over.
+    pub fn from_vec(bytes: Vec<u8>) -> crate::Result<GgufFile> {
+        GgufFile::new(Source::Owned(bytes))
+    }
+
+    /// Parses bytes that live as long as the process (e.g. `include_bytes!`, or memory
+    /// the caller leaked or otherwise keeps for good).
+    pub fn from_static(bytes: &'static [u8]) -> crate::Result<GgufFile> {
+        GgufFile::new(Source::Static(bytes))
+    }
+
+    /// The parsed file, borrowing `self`.
+    pub fn gguf(&self) -> &Gguf<'_> {
+        &self.parsed
+    }
+
+    /// A handle that keeps the bytes alive (for the C API's tensors, which outlive the file
+    /// handle they were wrapped from).
+    pub(crate) fn keep_alive(&self) -> std::sync::Arc<dyn Send + Sync> {
+        self.source.clone()
     }
 }
 

@@ -41,6 +41,15 @@ impl<'a> Tensor<'a> {
         Ok(Tensor { format, rows, cols, bytes: Bytes::Borrowed(bytes), uniform: OnceLock::new() })
     }
 
+    /// An F32 tensor over `values` (`rows x cols`, row-major), without a copy: the usual way
+    /// to hand activations or an F32 weight to the dispatcher.
+    pub fn from_f32(values: &'a [f32], rows: usize, cols: usize) -> Result<Tensor<'a>> {
+        // SAFETY: an f32 has no padding and every byte of it is initialized; the byte view
+        // covers exactly the same memory and borrows it for the same lifetime.
+        let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values)) };
+        Tensor::wrap(Format::F32, bytes, rows, cols)
+    }
+
     /// Takes ownership of encoded bytes.
     pub fn from_vec(format: Format, bytes: Vec<u8>, rows: usize, cols: usize) -> Result<Tensor<'static>> {
         format.check_bytes(&bytes, rows, cols)?;

@@ -673,15 +673,20 @@ fn gguf_open_bytes() {
     assert_eq!(g, sentinel());
 }
 
-/// Runs `f` on a handle over the fixture.
-fn with_gguf(f: impl FnOnce(*const tern_gguf)) {
-    let bytes = gguf_bytes();
+/// Runs `f` on a handle over the GGUF file at `path`.
+fn with_file(path: &str, f: impl FnOnce(*const tern_gguf)) {
+    let bytes = std::fs::read(path).unwrap();
     let mut g = ptr::null_mut();
     unsafe {
         assert_eq!(tern_gguf_open_bytes(bytes.as_ptr().cast(), bytes.len(), &mut g), TERN_OK);
         f(g);
         tern_gguf_free(g);
     }
+}
+
+/// Runs `f` on a handle over the fixture.
+fn with_gguf(f: impl FnOnce(*const tern_gguf)) {
+    with_file(GGUF, f);
 }
 
 fn gguf_tensor_count() {
@@ -723,6 +728,164 @@ fn gguf_tensor_wrap() {
         assert_eq!(tern_gguf_tensor_wrap(g, usize::MAX, &mut t), TERN_ERR_OUT_OF_BOUNDS);
         assert_eq!(tern_gguf_tensor_wrap(g, 0, ptr::null_mut()), TERN_ERR_NULL_POINTER);
         assert_eq!(t, sentinel());
+    });
+}
+
+const ALL_TYPES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gguf/all_types.gguf");
+
+/// Runs `f` on a handle over `all_types.gguf` (an entry of every metadata type; a 3-D TQ2_0
+/// tensor at index 6, an F16 one at 0).
+fn with_all_types(f: impl FnOnce(*const tern_gguf)) {
+    with_file(ALL_TYPES, f);
+}
+
+fn gguf_tensor_wrap_slice() {
+    with_all_types(|g| unsafe {
+        let mut t = sentinel();
+        assert_eq!(tern_gguf_tensor_wrap_slice(ptr::null(), 6, 0, &mut t), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_tensor_wrap_slice(g, 99, 0, &mut t), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(tern_gguf_tensor_wrap_slice(g, 6, 2, &mut t), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(tern_gguf_tensor_wrap_slice(g, 0, 0, &mut t), TERN_ERR_UNSUPPORTED);
+        assert_eq!(tern_gguf_tensor_wrap_slice(g, 6, 0, ptr::null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!(t, sentinel());
+    });
+}
+
+fn gguf_tensor_data() {
+    with_all_types(|g| unsafe {
+        let (mut data, mut len, mut ty) = (sentinel::<c_void>() as *const c_void, CANARY_USIZE, 0xA5A5u32);
+        assert_eq!(tern_gguf_tensor_data(ptr::null(), 0, &mut data, &mut len, &mut ty), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_tensor_data(g, 8, &mut data, &mut len, &mut ty), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(tern_gguf_tensor_data(g, 0, ptr::null_mut(), &mut len, &mut ty), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_tensor_data(g, 0, &mut data, ptr::null_mut(), &mut ty), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_tensor_data(g, 0, &mut data, &mut len, ptr::null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!((data, len, ty), (sentinel::<c_void>() as *const c_void, CANARY_USIZE, 0xA5A5));
+    });
+}
+
+fn gguf_kv_count() {
+    assert_eq!(unsafe { tern_gguf_kv_count(ptr::null()) }, 0);
+    with_all_types(|g| assert_eq!(unsafe { tern_gguf_kv_count(g) }, 26));
+}
+
+fn gguf_kv_find() {
+    with_all_types(|g| unsafe {
+        let mut index = CANARY_USIZE;
+        assert_eq!(tern_gguf_kv_find(ptr::null(), c"test.u8".as_ptr(), &mut index), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_kv_find(g, ptr::null(), &mut index), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_kv_find(g, c"test.u".as_ptr(), &mut index), TERN_ERR_NOT_FOUND);
+        assert_eq!(tern_gguf_kv_find(g, c"test.u8".as_ptr(), ptr::null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!(index, CANARY_USIZE);
+    });
+}
+
+/// Index of `key` in all_types.gguf.
+fn kv(g: *const tern_gguf, key: &CStr) -> usize {
+    let mut index = 0;
+    assert_eq!(unsafe { tern_gguf_kv_find(g, key.as_ptr(), &mut index) }, TERN_OK);
+    index
+}
+
+/// A function with the shape (g, index, out, out2) refused on NULLs and a bad index.
+fn refuse_pair<A: PartialEq + std::fmt::Debug + Copy, B: PartialEq + std::fmt::Debug + Copy>(
+    index: usize,
+    f: unsafe extern "C" fn(*const tern_gguf, usize, *mut A, *mut B) -> tern_status,
+    (a0, b0): (A, B),
+) {
+    with_all_types(|g| unsafe {
+        let (mut a, mut b) = (a0, b0);
+        assert_eq!(f(ptr::null(), index, &mut a, &mut b), TERN_ERR_NULL_POINTER);
+        assert_eq!(f(g, 26, &mut a, &mut b), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(f(g, index, ptr::null_mut(), &mut b), TERN_ERR_NULL_POINTER);
+        assert_eq!(f(g, index, &mut a, ptr::null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!((a, b), (a0, b0));
+    });
+}
+
+fn gguf_kv_key() {
+    refuse_pair(0, tern_gguf_kv_key, (sentinel::<std::ffi::c_char>() as *const _, CANARY_USIZE));
+}
+
+fn gguf_kv_get_str() {
+    with_all_types(|g| {
+        let (s, a) = (kv(g, c"test.str"), kv(g, c"test.u8"));
+        refuse_pair(s, tern_gguf_kv_get_str, (sentinel::<std::ffi::c_char>() as *const _, CANARY_USIZE));
+        let (mut p, mut len) = (sentinel::<std::ffi::c_char>() as *const std::ffi::c_char, CANARY_USIZE);
+        assert_eq!(unsafe { tern_gguf_kv_get_str(g, a, &mut p, &mut len) }, TERN_ERR_INVALID_ARGUMENT);
+        assert_eq!((p, len), (sentinel::<std::ffi::c_char>() as *const _, CANARY_USIZE));
+    });
+}
+
+fn gguf_kv_array_len() {
+    with_all_types(|g| {
+        let (arr, scalar) = (kv(g, c"test.array.u8"), kv(g, c"test.u8"));
+        refuse_pair(arr, tern_gguf_kv_array_len, (0xA5A5u32, CANARY_USIZE));
+        let (mut ty, mut len) = (0xA5A5u32, CANARY_USIZE);
+        assert_eq!(unsafe { tern_gguf_kv_array_len(g, scalar, &mut ty, &mut len) }, TERN_ERR_INVALID_ARGUMENT);
+        assert_eq!((ty, len), (0xA5A5, CANARY_USIZE));
+    });
+}
+
+fn gguf_kv_type() {
+    with_all_types(|g| unsafe {
+        let mut ty = 0xA5A5u32;
+        assert_eq!(tern_gguf_kv_type(ptr::null(), 0, &mut ty), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_kv_type(g, 26, &mut ty), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(tern_gguf_kv_type(g, 0, ptr::null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!(ty, 0xA5A5);
+    });
+}
+
+/// A scalar getter refused on NULLs, a bad index and every entry of another type; `canary`
+/// must survive.
+fn refuse_scalar<T: PartialEq + std::fmt::Debug + Copy>(
+    key: &CStr,
+    get: unsafe extern "C" fn(*const tern_gguf, usize, *mut T) -> tern_status,
+    canary: T,
+) {
+    with_all_types(|g| unsafe {
+        let (own, mut out) = (kv(g, key), canary);
+        assert_eq!(get(ptr::null(), own, &mut out), TERN_ERR_NULL_POINTER);
+        assert_eq!(get(g, 26, &mut out), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(get(g, own, ptr::null_mut()), TERN_ERR_NULL_POINTER);
+        for other in (0..26).filter(|&i| i != own) {
+            assert_eq!(get(g, other, &mut out), TERN_ERR_INVALID_ARGUMENT, "{key:?} getter on entry {other}");
+        }
+        assert_eq!(out, canary);
+    });
+}
+
+/// An array element getter refused on NULLs, bad indexes and every other entry.
+fn refuse_element<T: PartialEq + std::fmt::Debug + Copy>(
+    key: &CStr,
+    get: unsafe extern "C" fn(*const tern_gguf, usize, usize, *mut T) -> tern_status,
+    canary: T,
+) {
+    with_all_types(|g| unsafe {
+        let (own, mut out) = (kv(g, key), canary);
+        assert_eq!(get(ptr::null(), own, 0, &mut out), TERN_ERR_NULL_POINTER);
+        assert_eq!(get(g, 26, 0, &mut out), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(get(g, own, 3, &mut out), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(get(g, own, usize::MAX, &mut out), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(get(g, own, 0, ptr::null_mut()), TERN_ERR_NULL_POINTER);
+        for other in (0..26).filter(|&i| i != own) {
+            assert_eq!(get(g, other, 0, &mut out), TERN_ERR_INVALID_ARGUMENT, "{key:?} getter on entry {other}");
+        }
+        assert_eq!(out, canary);
+    });
+}
+
+fn gguf_kv_array_get_str() {
+    with_all_types(|g| unsafe {
+        let (own, a) = (kv(g, c"test.array.str"), kv(g, c"test.array.u8"));
+        let (mut p, mut len) = (sentinel::<std::ffi::c_char>() as *const std::ffi::c_char, CANARY_USIZE);
+        assert_eq!(tern_gguf_kv_array_get_str(ptr::null(), own, 0, &mut p, &mut len), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_kv_array_get_str(g, 26, 0, &mut p, &mut len), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(tern_gguf_kv_array_get_str(g, own, 3, &mut p, &mut len), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(tern_gguf_kv_array_get_str(g, a, 0, &mut p, &mut len), TERN_ERR_INVALID_ARGUMENT);
+        assert_eq!(tern_gguf_kv_array_get_str(g, own, 0, ptr::null_mut(), &mut len), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_kv_array_get_str(g, own, 0, &mut p, ptr::null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!((p, len), (sentinel::<std::ffi::c_char>() as *const _, CANARY_USIZE));
     });
 }
 
@@ -772,6 +935,125 @@ const TABLE: &[Entry] = &[
     Entry { name: "tern_gguf_tensor_info_get", kind: Kind::Refused, check: gguf_tensor_info_get },
     Entry { name: "tern_gguf_find", kind: Kind::Refused, check: gguf_find },
     Entry { name: "tern_gguf_tensor_wrap", kind: Kind::Refused, check: gguf_tensor_wrap },
+    Entry { name: "tern_gguf_tensor_wrap_slice", kind: Kind::Refused, check: gguf_tensor_wrap_slice },
+    Entry { name: "tern_gguf_tensor_data", kind: Kind::Refused, check: gguf_tensor_data },
+    Entry { name: "tern_gguf_kv_count", kind: Kind::CannotFail(NO_STATUS), check: gguf_kv_count },
+    Entry { name: "tern_gguf_kv_find", kind: Kind::Refused, check: gguf_kv_find },
+    Entry { name: "tern_gguf_kv_key", kind: Kind::Refused, check: gguf_kv_key },
+    Entry { name: "tern_gguf_kv_type", kind: Kind::Refused, check: gguf_kv_type },
+    Entry { name: "tern_gguf_kv_get_str", kind: Kind::Refused, check: gguf_kv_get_str },
+    Entry { name: "tern_gguf_kv_array_len", kind: Kind::Refused, check: gguf_kv_array_len },
+    Entry { name: "tern_gguf_kv_array_get_str", kind: Kind::Refused, check: gguf_kv_array_get_str },
+    Entry {
+        name: "tern_gguf_kv_get_u8",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.u8", tern_gguf_kv_get_u8, CANARY_BYTE),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_u8",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.u8", tern_gguf_kv_array_get_u8, CANARY_BYTE),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_i8",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.i8", tern_gguf_kv_get_i8, 0x5A),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_i8",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.i8", tern_gguf_kv_array_get_i8, 0x5A),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_u16",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.u16", tern_gguf_kv_get_u16, 0xA5A5),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_u16",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.u16", tern_gguf_kv_array_get_u16, 0xA5A5),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_i16",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.i16", tern_gguf_kv_get_i16, 0x5A5A),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_i16",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.i16", tern_gguf_kv_array_get_i16, 0x5A5A),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_u32",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.u32", tern_gguf_kv_get_u32, 0xA5A5_A5A5),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_u32",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.u32", tern_gguf_kv_array_get_u32, 0xA5A5_A5A5),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_i32",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.i32", tern_gguf_kv_get_i32, 0x5A5A_5A5A),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_i32",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.i32", tern_gguf_kv_array_get_i32, 0x5A5A_5A5A),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_u64",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.u64", tern_gguf_kv_get_u64, 0xA5A5_A5A5_A5A5_A5A5),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_u64",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.u64", tern_gguf_kv_array_get_u64, 0xA5A5_A5A5_A5A5_A5A5),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_i64",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.i64", tern_gguf_kv_get_i64, 0x5A5A_5A5A_5A5A_5A5A),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_i64",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.i64", tern_gguf_kv_array_get_i64, 0x5A5A_5A5A_5A5A_5A5A),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_f32",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.f32", tern_gguf_kv_get_f32, CANARY),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_f32",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.f32", tern_gguf_kv_array_get_f32, CANARY),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_f64",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.f64", tern_gguf_kv_get_f64, CANARY as f64),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_f64",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.f64", tern_gguf_kv_array_get_f64, CANARY as f64),
+    },
+    Entry {
+        name: "tern_gguf_kv_get_bool",
+        kind: Kind::Refused,
+        check: || refuse_scalar(c"test.bool", tern_gguf_kv_get_bool, CANARY_BYTE),
+    },
+    Entry {
+        name: "tern_gguf_kv_array_get_bool",
+        kind: Kind::Refused,
+        check: || refuse_element(c"test.array.bool", tern_gguf_kv_array_get_bool, CANARY_BYTE),
+    },
     Entry { name: "tern_gguf_free", kind: Kind::CannotFail(FREE), check: gguf_free },
     Entry { name: "tern_scope_new", kind: Kind::Refused, check: scope_new },
     Entry { name: "tern_scope_reset", kind: Kind::Refused, check: scope_reset },

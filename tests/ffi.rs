@@ -582,7 +582,7 @@ fn the_last_error_names_the_argument_and_the_values() {
         assert_eq!(tern_scope_new(0, &mut scope), TERN_OK);
         let mut out = vec![CANARY_F; 512];
         assert_eq!(tern_matmul(d, x, w, scope, out.as_mut_ptr(), out.len()), TERN_ERR_SHAPE_MISMATCH);
-        assert!(last_error().starts_with("act is F32 1x256, weight is Tq2_0 256x512: "), "{}", last_error());
+        assert!(last_error().starts_with("act is F32 1x256, weight is TQ2_0 256x512: "), "{}", last_error());
         assert!(out.iter().all(|v| v.to_bits() == CANARY_F.to_bits()));
         tern_scope_free(scope);
         tern_dispatcher_free(d);

@@ -238,6 +238,9 @@ fn a_broken_parallel_for_is_refused() {
         let status = unsafe { tern_matmul(d, act, w, null_mut(), out.as_mut_ptr(), out.len()) };
         assert_eq!(status, TERN_ERR_INVALID_ARGUMENT, "fault {fault}");
         assert!(last_error().contains("every task exactly once"), "{}", last_error());
+        let what =
+            if fault == 1 { " tasks were not run;" } else { "a task was run twice or with an index out of range" };
+        assert!(last_error().contains(what), "fault {fault}: {}", last_error());
         assert!(recorder.0.lock().unwrap().is_empty(), "a failed call reported its kernel");
         // SAFETY: freed once.
         unsafe { tern_dispatcher_free(d) };
@@ -273,6 +276,11 @@ fn strict_dispatch_refuses_each_fallback_pair() {
                 assert_eq!(tern_matmul(plain, a, w, scope, out.as_mut_ptr(), 8), TERN_OK, "{}", last_error());
                 let fallback = recorder.0.lock().unwrap().iter().any(|e| e.1 == "matmul/reference");
                 let status = tern_matmul(strict, a, w, scope, strict_out.as_mut_ptr(), 8);
+                if (wf, af) == (TERN_FORMAT_F32, TERN_FORMAT_F32) {
+                    // Strict runs F32 x F32: its own kernel, not a decoding fallback.
+                    let events = recorder.0.lock().unwrap();
+                    assert_eq!(events.last().map(|e| e.1.as_str()), Some("dense_gemv/reference"), "{events:?}");
+                }
                 if fallback {
                     assert_eq!(status, TERN_ERR_UNSUPPORTED, "weight {wf} x act {af}");
                     assert!(last_error().contains("strict"), "{}", last_error());
@@ -298,30 +306,110 @@ fn strict_dispatch_refuses_each_fallback_pair() {
     }
 }
 
+/// Every `struct_size` from 0 to sizeof + 16, with the bytes past the declared size zero and
+/// then garbage: only the released size (and larger sizes whose extra bytes are zero) is
+/// accepted, and an accepted struct's `parallel_for` and `pool` arrive whole (the large
+/// matmul runs on this test's pool). Every other size is refused before a field is read:
+/// the message names the accepted sizes and `out` is untouched.
 #[test]
-fn versioned_options_and_flags() {
-    let mut d = null_mut();
-    let call = |o: &tern_dispatcher_options, d: &mut *mut tern_dispatcher| {
-        // SAFETY: options of the declared size and a writable out-parameter.
-        unsafe { tern_dispatcher_new(o, d) }
-    };
-    let small = tern_dispatcher_options { struct_size: 8, ..Default::default() };
-    assert_eq!(call(&small, &mut d), TERN_ERR_INVALID_ARGUMENT);
-    // The 0.1 fields end after `kernel`: 16 bytes with 64-bit pointers, 12 on wasm32.
-    let min = std::mem::offset_of!(tern_dispatcher_options, kernel) + std::mem::size_of::<*const std::ffi::c_char>();
-    let want = format!("argument `options->struct_size`: 8 given, at least {min}");
-    assert!(last_error().starts_with(&want), "{}", last_error());
-    let flags = tern_dispatcher_options { flags: 4, ..Default::default() };
-    assert_eq!(call(&flags, &mut d), TERN_ERR_INVALID_ARGUMENT);
-    assert!(last_error().contains("0x4"), "{}", last_error());
-    assert!(d.is_null());
-    // Only the 0.1 fields (struct_size covers up to `kernel`): the rest are defaults.
-    let old = tern_dispatcher_options { struct_size: min as u32, flags: 99, ..Default::default() };
-    assert_eq!(call(&old, &mut d), TERN_OK, "{}", last_error());
+#[cfg_attr(target_family = "wasm", ignore = "wasm32 has no threads")]
+fn every_struct_size_is_read_whole_or_refused() {
+    const SIZE: usize = std::mem::size_of::<tern_dispatcher_options>();
+    #[repr(C, align(8))]
+    struct Buf([u8; SIZE + 16]);
+    let (m, n, k) = (1, 512, 1024);
+    let act = tensor(TERN_FORMAT_I8_ABSMAX, m, k, 1);
+    let w = tensor(TERN_FORMAT_TQ2_0, n, k, 2);
+    let pool = TestPool::new(2, 0);
+    let mut accepted = Vec::new();
+    for size in 0..=SIZE + 16 {
+        for fill in [0u8, 0xA5] {
+            let options = tern_dispatcher_options {
+                struct_size: size as u32,
+                flags: TERN_DISPATCH_IGNORE_ENV,
+                ..options_with_pool(&pool)
+            };
+            let mut buf = Buf([fill; SIZE + 16]);
+            // SAFETY: `buf` holds SIZE + 16 bytes, aligned for the struct.
+            unsafe { buf.0.as_mut_ptr().cast::<tern_dispatcher_options>().write(options) };
+            // Past the declared size (the size field itself stays): zero or garbage.
+            buf.0[size.max(4)..].fill(fill);
+            let mut d: *mut tern_dispatcher = std::ptr::NonNull::dangling().as_ptr();
+            // SAFETY: `buf` holds at least `size` readable bytes; a writable out-parameter.
+            let status = unsafe { tern_dispatcher_new(buf.0.as_ptr().cast(), &mut d) };
+            let want_ok = size == SIZE || (size > SIZE && fill == 0);
+            if !want_ok {
+                assert_eq!(status, TERN_ERR_INVALID_ARGUMENT, "struct_size {size}, fill {fill:#x}");
+                let message = last_error();
+                assert!(message.starts_with("argument `options->struct_size`: "), "{message}");
+                assert!(message.contains(&format!("accepted: {SIZE} (tern 0.2 and 0.3)")), "{message}");
+                assert_eq!(d, std::ptr::NonNull::dangling().as_ptr(), "out written on a refusal");
+                continue;
+            }
+            assert_eq!(status, TERN_OK, "struct_size {size}, fill {fill:#x}: {}", last_error());
+            accepted.push((size, fill));
+            let calls = pool.calls.load(Ordering::SeqCst);
+            let mut out = vec![0f32; m * n];
+            // SAFETY: live handles, an output of m * n floats; freed once.
+            unsafe {
+                assert_eq!(
+                    tern_matmul(d, act, w, null_mut(), out.as_mut_ptr(), out.len()),
+                    TERN_OK,
+                    "{}",
+                    last_error()
+                );
+                tern_dispatcher_free(d);
+            }
+            assert_eq!(pool.calls.load(Ordering::SeqCst), calls + 1, "struct_size {size}: parallel_for was not ours");
+        }
+    }
+    let mut want = vec![(SIZE, 0), (SIZE, 0xA5)];
+    want.extend((SIZE + 1..=SIZE + 16).map(|s| (s, 0)));
+    assert_eq!(accepted, want);
     // SAFETY: freed once.
-    unsafe { tern_dispatcher_free(d) };
+    unsafe {
+        tern_tensor_free(act);
+        tern_tensor_free(w);
+    }
+}
 
-    // A struct from a later version: accepted when its extra fields are zero.
+/// Every single flag bit, and every combination of the known ones: the known are accepted,
+/// each unknown bit refused by name.
+#[test]
+fn every_flag_bit_is_known_or_refused() {
+    const KNOWN: [u32; 3] = [TERN_DISPATCH_STRICT, TERN_DISPATCH_IGNORE_ENV, TERN_DISPATCH_SERIALIZE_EXECUTOR];
+    let try_flags = |flags: u32| {
+        let options = tern_dispatcher_options { flags, ..Default::default() };
+        let mut d: *mut tern_dispatcher = std::ptr::NonNull::dangling().as_ptr();
+        // SAFETY: options of the declared size and a writable out-parameter.
+        let status = unsafe { tern_dispatcher_new(&options, &mut d) };
+        if status == TERN_OK {
+            // SAFETY: freed once.
+            unsafe { tern_dispatcher_free(d) };
+        } else {
+            assert_eq!(d, std::ptr::NonNull::dangling().as_ptr());
+        }
+        status
+    };
+    for bit in 0..32 {
+        let flag = 1u32 << bit;
+        if KNOWN.contains(&flag) {
+            assert_eq!(try_flags(flag), TERN_OK, "{flag:#x}: {}", last_error());
+        } else {
+            assert_eq!(try_flags(flag), TERN_ERR_INVALID_ARGUMENT, "{flag:#x}");
+            let want = format!("argument `options->flags`: {flag:#x} has bits this library does not know (known: 0x7)");
+            assert_eq!(last_error(), want);
+        }
+    }
+    for subset in 0..8u32 {
+        let flags = KNOWN.iter().enumerate().filter(|(i, _)| subset & (1 << i) != 0).fold(0, |acc, (_, f)| acc | f);
+        assert_eq!(try_flags(flags), TERN_OK, "{flags:#x}: {}", last_error());
+    }
+}
+
+/// A struct from a later version: accepted when its extra fields are zero.
+#[test]
+fn a_later_struct_is_accepted_when_its_extra_fields_are_zero() {
     #[repr(C)]
     struct Later {
         options: tern_dispatcher_options,
@@ -338,8 +426,99 @@ fn versioned_options_and_flags() {
         later.extra = 1;
         assert_eq!(tern_dispatcher_new(&later.options, &mut d), TERN_ERR_INVALID_ARGUMENT);
     }
-    assert!(last_error().contains("extra fields are set"), "{}", last_error());
+    assert!(last_error().contains("extra bytes are not zero"), "{}", last_error());
     assert!(d.is_null());
+}
+
+/// An engine pool that serves one call at a time and detects a second caller: each call
+/// stays until a second call has entered (now or before) or `linger` has passed, then runs
+/// the tasks inline.
+struct SingleCallerPool {
+    inside: AtomicUsize,
+    entered: AtomicUsize,
+    overlaps: AtomicUsize,
+    linger: std::time::Duration,
+}
+
+unsafe extern "C" fn single_caller_parallel_for(pool: *mut c_void, n: usize, task: tern_task_fn, ctx: *mut c_void) {
+    // SAFETY: the pool registered in the options, alive for the dispatcher's life.
+    let pool = unsafe { &*pool.cast::<SingleCallerPool>() };
+    if pool.inside.fetch_add(1, Ordering::SeqCst) > 0 {
+        pool.overlaps.fetch_add(1, Ordering::SeqCst);
+    }
+    pool.entered.fetch_add(1, Ordering::SeqCst);
+    let deadline = std::time::Instant::now() + pool.linger;
+    while pool.entered.load(Ordering::SeqCst) < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let task = task.expect("tern passes a task");
+    for i in 0..n {
+        // SAFETY: tern's task with its context, each index below n once.
+        unsafe { task(ctx, i) };
+    }
+    pool.inside.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Two threads run a matmul on one dispatcher at the same moment. By default both call
+/// `parallel_for` at once (the single-caller pool sees the overlap: each call waits up to
+/// 10 s for it); with TERN_DISPATCH_SERIALIZE_EXECUTOR never (each call waits 300 ms for
+/// a second caller, which tern holds back), and both results are right either way.
+#[test]
+#[cfg_attr(target_family = "wasm", ignore = "wasm32 has no threads")]
+fn parallel_for_is_called_concurrently_unless_serialized() {
+    let (m, n, k) = (1, 512, 1024);
+    let act = tensor(TERN_FORMAT_I8_ABSMAX, m, k, 1);
+    let w = tensor(TERN_FORMAT_TQ2_0, n, k, 2);
+    let mut want = vec![0f32; m * n];
+    let recorder = Recorder::default();
+    let plain = dispatcher(None, &recorder);
+    // SAFETY: live handles, an output of m * n floats.
+    assert_eq!(unsafe { tern_matmul(plain, act, w, null_mut(), want.as_mut_ptr(), want.len()) }, TERN_OK);
+    for (flags, linger_ms) in [(0, 10_000), (TERN_DISPATCH_SERIALIZE_EXECUTOR, 300)] {
+        let pool = SingleCallerPool {
+            inside: AtomicUsize::new(0),
+            entered: AtomicUsize::new(0),
+            overlaps: AtomicUsize::new(0),
+            linger: std::time::Duration::from_millis(linger_ms),
+        };
+        let options = tern_dispatcher_options {
+            n_threads: 2,
+            flags,
+            parallel_for: Some(single_caller_parallel_for),
+            pool: (&pool as *const SingleCallerPool).cast_mut().cast(),
+            ..Default::default()
+        };
+        let d = dispatcher(Some(&options), &recorder);
+        let barrier = std::sync::Barrier::new(2);
+        let (d_addr, act_addr, w_addr) = (d as usize, act as usize, w as usize);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    let mut out = vec![0f32; m * n];
+                    barrier.wait();
+                    let (d, act, w) = (d_addr as *const tern_dispatcher, act_addr as *const _, w_addr as *const _);
+                    // SAFETY: live handles shared read-only; each thread has its own output.
+                    let status = unsafe { tern_matmul(d, act, w, null_mut(), out.as_mut_ptr(), out.len()) };
+                    assert_eq!(status, TERN_OK, "{}", last_error());
+                    assert_eq!(out, want);
+                });
+            }
+        });
+        let overlaps = pool.overlaps.load(Ordering::SeqCst);
+        if flags == 0 {
+            assert_eq!(overlaps, 1, "the second caller should have entered while the first waited");
+        } else {
+            assert_eq!(overlaps, 0, "tern called parallel_for while another call was running");
+        }
+        // SAFETY: freed once, after both threads joined.
+        unsafe { tern_dispatcher_free(d) };
+    }
+    // SAFETY: freed once.
+    unsafe {
+        tern_dispatcher_free(plain);
+        tern_tensor_free(act);
+        tern_tensor_free(w);
+    }
 }
 
 #[test]
@@ -459,7 +638,7 @@ fn matmul_many_refuses_bad_arguments_before_running() {
         assert_eq!(call(&ws, &[o0, o0.add(2)], &lens, 2), TERN_ERR_INVALID_ARGUMENT);
         assert_eq!(last_error(), "weight 1: argument `outs[i]`: overlaps `outs[j]`");
         assert_eq!(call(&[w0, wide], &[o0, o1], &lens, 2), TERN_ERR_SHAPE_MISMATCH);
-        assert!(last_error().starts_with("weight 1: act is F32 1x256, weight is Tq2_0 4x512"), "{}", last_error());
+        assert!(last_error().starts_with("weight 1: act is F32 1x256, weight is TQ2_0 4x512"), "{}", last_error());
         assert!(bufs.iter().flatten().all(|v| v.to_bits() == CANARY.to_bits()), "a refused call wrote");
         assert_eq!(call(&ws, &[o0, o1], &lens, 2), TERN_OK);
         let mut stats = tern_scope_stats { bytes_in_use: 0, high_water: 0, allocations: 0, capacity: 0, generation: 0 };

@@ -277,9 +277,9 @@ fn corrupted_headers_are_refused() {
     let mut cases: Vec<(String, Vec<u8>, &str)> = vec![
         ("magic".into(), patch(0, b"GGUG"), "magic"),
         ("version 1".into(), patch(4, &1u32.to_le_bytes()), "version"),
-        ("tensor count 2^63".into(), patch(8, &(1u64 << 63).to_le_bytes()), "absurd tensor count"),
-        ("tensor count max".into(), patch(8, &u64::MAX.to_le_bytes()), "absurd tensor count"),
-        ("metadata count 2^40".into(), patch(16, &(1u64 << 40).to_le_bytes()), "absurd metadata count"),
+        ("tensor count 2^63".into(), patch(8, &(1u64 << 63).to_le_bytes()), "truncated or corrupt: tensor count"),
+        ("tensor count max".into(), patch(8, &u64::MAX.to_le_bytes()), "truncated or corrupt: tensor count"),
+        ("metadata count 2^40".into(), patch(16, &(1u64 << 40).to_le_bytes()), "truncated or corrupt: metadata count"),
         ("first key length 2^62".into(), patch(24, &(1u64 << 62).to_le_bytes()), "truncated"),
         ("first key length max".into(), patch(24, &u64::MAX.to_le_bytes()), "truncated"),
     ];
@@ -326,5 +326,315 @@ fn corrupted_headers_are_refused() {
         }
         assert_eq!(status, TERN_ERR_INVALID_FILE, "{what}: {}", last_error());
         assert!(last_error().contains(message), "{what}: {}", last_error());
+    }
+}
+
+const ALL_TYPES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gguf/all_types.gguf");
+
+/// Opens `bytes` (which must outlive the handle) through the C entry point.
+fn open(bytes: &[u8]) -> *mut tern_gguf {
+    let mut g = null_mut();
+    // SAFETY: `bytes` outlives the handle (each test frees it first).
+    assert_eq!(
+        unsafe { tern_gguf_open_bytes(bytes.as_ptr().cast(), bytes.len(), &mut g) },
+        TERN_OK,
+        "{}",
+        last_error()
+    );
+    g
+}
+
+fn kv_index(g: *const tern_gguf, key: &str) -> usize {
+    let key = CString::new(key).unwrap();
+    let mut index = usize::MAX;
+    // SAFETY: a live handle, a NUL-terminated key, a writable out-parameter.
+    assert_eq!(unsafe { tern_gguf_kv_find(g, key.as_ptr(), &mut index) }, TERN_OK, "{}", last_error());
+    index
+}
+
+/// A (pointer, length) pair from the C API as bytes.
+///
+/// # Safety
+/// `ptr` points to `len` bytes that outlive the result.
+unsafe fn bytes_at<'a>(ptr: *const c_char, len: usize) -> &'a [u8] {
+    // SAFETY: the caller's promise.
+    unsafe { std::slice::from_raw_parts(ptr.cast(), len) }
+}
+
+/// Checks one typed getter on the entry `key` (GGUF type `ty`, value `want`) and on every
+/// entry of another type (refused, the output untouched), and the same for the array
+/// `test.array.<name>` and its element getter.
+macro_rules! check_getter {
+    ($g:expr, $name:literal, $get:ident, $array_get:ident, $t:ty, $ty:expr, $want:expr, $canary:expr) => {{
+        let g = $g;
+        let index = kv_index(g, concat!("test.", $name));
+        let array = kv_index(g, concat!("test.array.", $name));
+        let (mut out, mut ty, mut len) = ($canary, u32::MAX, usize::MAX);
+        // SAFETY (the block): a live handle and writable out-parameters.
+        unsafe {
+            assert_eq!(tern_gguf_kv_type(g, index, &mut ty), TERN_OK);
+            assert_eq!(ty, $ty, $name);
+            assert_eq!($get(g, index, &mut out), TERN_OK, "{}", last_error());
+            assert_eq!(out, $want, $name);
+            assert_eq!(tern_gguf_kv_array_len(g, array, &mut ty, &mut len), TERN_OK, "{}", last_error());
+            assert_eq!((ty, len), ($ty, 3), $name);
+            for (i, want) in
+                [$want, if $ty == TERN_GGUF_TYPE_BOOL { $want } else { 0 as $t }, $want].into_iter().enumerate()
+            {
+                out = $canary;
+                assert_eq!($array_get(g, array, i, &mut out), TERN_OK, "{}", last_error());
+                assert_eq!(out, want, "{}[{i}]", $name);
+            }
+            out = $canary;
+            assert_eq!($array_get(g, array, 3, &mut out), TERN_ERR_OUT_OF_BOUNDS);
+            assert!(last_error().starts_with("argument `i`: 3 given, "), "{}", last_error());
+            assert_eq!($array_get(g, index, 0, &mut out), TERN_ERR_INVALID_ARGUMENT, "a scalar is not an array");
+            assert_eq!($get(g, array, &mut out), TERN_ERR_INVALID_ARGUMENT, "an array is not a scalar");
+            assert!(last_error().contains(concat!("has type array of ", $name, ", not ", $name)), "{}", last_error());
+            // Every other entry's type is refused by this getter (no conversion).
+            for other in 0..tern_gguf_kv_count(g) {
+                if other != index {
+                    assert_eq!($get(g, other, &mut out), TERN_ERR_INVALID_ARGUMENT, "{} on entry {other}", $name);
+                }
+                if other != array {
+                    assert_ne!($array_get(g, other, 0, &mut out), TERN_OK, "{} on entry {other}", $name);
+                }
+            }
+            assert_eq!($get(g, tern_gguf_kv_count(g), &mut out), TERN_ERR_OUT_OF_BOUNDS);
+            assert_eq!($get(null(), index, &mut out), TERN_ERR_NULL_POINTER);
+            assert_eq!($get(g, index, null_mut()), TERN_ERR_NULL_POINTER);
+            assert_eq!(out, $canary, "{}: a refused call wrote its output", $name);
+        }
+    }};
+}
+
+/// Every GGUF value type through its C getter: the values the gguf package wrote, each
+/// getter refusing every other type (and arrays, and out-of-range elements) by name.
+#[test]
+fn every_metadata_type_reads_through_its_getter() {
+    let bytes = std::fs::read(ALL_TYPES).unwrap();
+    let g = open(&bytes);
+    let reference = Gguf::parse(&bytes).unwrap();
+    // SAFETY: a live handle.
+    assert_eq!(unsafe { tern_gguf_kv_count(g) }, reference.metadata.len());
+    // SAFETY: NULL is allowed (it counts 0).
+    assert_eq!(unsafe { tern_gguf_kv_count(null()) }, 0);
+    // Keys by index, and back by name.
+    for (index, kv) in reference.metadata.iter().enumerate() {
+        let (mut key, mut len) = (null(), 0);
+        // SAFETY: a live handle, writable out-parameters; the key lives in `bytes`.
+        unsafe {
+            assert_eq!(tern_gguf_kv_key(g, index, &mut key, &mut len), TERN_OK);
+            assert_eq!(bytes_at(key, len), kv.key.as_bytes());
+        }
+        assert_eq!(kv_index(g, kv.key), index);
+    }
+    check_getter!(g, "u8", tern_gguf_kv_get_u8, tern_gguf_kv_array_get_u8, u8, TERN_GGUF_TYPE_UINT8, 200u8, 7u8);
+    check_getter!(g, "i8", tern_gguf_kv_get_i8, tern_gguf_kv_array_get_i8, i8, TERN_GGUF_TYPE_INT8, -100i8, 7i8);
+    check_getter!(g, "u16", tern_gguf_kv_get_u16, tern_gguf_kv_array_get_u16, u16, TERN_GGUF_TYPE_UINT16, 60000u16, 7);
+    check_getter!(g, "i16", tern_gguf_kv_get_i16, tern_gguf_kv_array_get_i16, i16, TERN_GGUF_TYPE_INT16, -30000i16, 7);
+    check_getter!(
+        g,
+        "u32",
+        tern_gguf_kv_get_u32,
+        tern_gguf_kv_array_get_u32,
+        u32,
+        TERN_GGUF_TYPE_UINT32,
+        4_000_000_000u32,
+        7
+    );
+    check_getter!(
+        g,
+        "i32",
+        tern_gguf_kv_get_i32,
+        tern_gguf_kv_array_get_i32,
+        i32,
+        TERN_GGUF_TYPE_INT32,
+        -2_000_000_000i32,
+        7
+    );
+    check_getter!(
+        g,
+        "u64",
+        tern_gguf_kv_get_u64,
+        tern_gguf_kv_array_get_u64,
+        u64,
+        TERN_GGUF_TYPE_UINT64,
+        (1u64 << 63) + 5,
+        7
+    );
+    check_getter!(
+        g,
+        "i64",
+        tern_gguf_kv_get_i64,
+        tern_gguf_kv_array_get_i64,
+        i64,
+        TERN_GGUF_TYPE_INT64,
+        -(1i64 << 62),
+        7
+    );
+    check_getter!(
+        g,
+        "f32",
+        tern_gguf_kv_get_f32,
+        tern_gguf_kv_array_get_f32,
+        f32,
+        TERN_GGUF_TYPE_FLOAT32,
+        0.25f32,
+        7.0
+    );
+    check_getter!(
+        g,
+        "f64",
+        tern_gguf_kv_get_f64,
+        tern_gguf_kv_array_get_f64,
+        f64,
+        TERN_GGUF_TYPE_FLOAT64,
+        -1.5e300,
+        7.0
+    );
+    check_getter!(g, "bool", tern_gguf_kv_get_bool, tern_gguf_kv_array_get_bool, u8, TERN_GGUF_TYPE_BOOL, 1u8, 7u8);
+
+    // SAFETY (the block): a live handle, writable out-parameters; strings live in `bytes`.
+    unsafe {
+        let (index, array, nested) =
+            (kv_index(g, "test.str"), kv_index(g, "test.array.str"), kv_index(g, "test.array.nested"));
+        let (mut s, mut len, mut ty) = (sentinel::<c_char>() as *const c_char, 99usize, 99u32);
+        assert_eq!(tern_gguf_kv_get_str(g, index, &mut s, &mut len), TERN_OK);
+        assert_eq!(bytes_at(s, len), "héllo".as_bytes());
+        for (i, want) in ["a", "", "ccc"].into_iter().enumerate() {
+            assert_eq!(tern_gguf_kv_array_get_str(g, array, i, &mut s, &mut len), TERN_OK, "{}", last_error());
+            assert_eq!(bytes_at(s, len), want.as_bytes());
+        }
+        let (s0, len0) = (s, len);
+        assert_eq!(tern_gguf_kv_array_get_str(g, array, 3, &mut s, &mut len), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(tern_gguf_kv_array_get_str(g, index, 0, &mut s, &mut len), TERN_ERR_INVALID_ARGUMENT);
+        assert_eq!(last_error(), "argument `index`: entry \"test.str\" has type string, not array of string");
+        assert_eq!(tern_gguf_kv_get_str(g, array, &mut s, &mut len), TERN_ERR_INVALID_ARGUMENT);
+        assert_eq!((s, len), (s0, len0), "a refused call wrote its outputs");
+        // A nested array: its length and element type, no element getter.
+        assert_eq!(tern_gguf_kv_array_len(g, nested, &mut ty, &mut len), TERN_OK);
+        assert_eq!((ty, len), (TERN_GGUF_TYPE_ARRAY, 2));
+        let mut out = 0i32;
+        assert_eq!(tern_gguf_kv_array_get_i32(g, nested, 0, &mut out), TERN_ERR_INVALID_ARGUMENT);
+        assert_eq!(tern_gguf_kv_array_len(g, index, &mut ty, &mut len), TERN_ERR_INVALID_ARGUMENT);
+        assert_eq!((ty, len), (TERN_GGUF_TYPE_ARRAY, 2), "a refused call wrote its outputs");
+        let mut found = 99usize;
+        assert_eq!(tern_gguf_kv_find(g, c"test.missing".as_ptr(), &mut found), TERN_ERR_NOT_FOUND);
+        assert_eq!(last_error(), "no metadata key named \"test.missing\"");
+        assert_eq!(found, 99);
+        tern_gguf_free(g);
+    }
+}
+
+/// `tern_gguf_tensor_data` gives every tensor's bytes with ggml's sizes (types tern has no
+/// format for included), wrapping one of them is refused with a message that points there,
+/// and an unknown type id is reported as unknown rather than as 0 bytes.
+#[test]
+fn tensor_data_covers_every_known_type_and_names_unknown_ones() {
+    let mut bytes = std::fs::read(ALL_TYPES).unwrap();
+    let reference = Gguf::parse(&bytes).unwrap();
+    // (name, ggml type, bytes): 2 rows of 512; ggml's block sizes.
+    let want = [
+        ("f16.weight", 1, 2048),
+        ("bf16.weight", 30, 2048),
+        ("q8_0.weight", 8, 2 * 16 * 34),
+        ("q4_0.weight", 2, 2 * 16 * 18),
+        ("q4_k.weight", 12, 2 * 2 * 144),
+        ("q6_k.weight", 14, 2 * 2 * 210),
+        ("ffn_up_exps.weight", 35, 2 * 64 * 66),
+        ("patch.type", 0, 128),
+    ];
+    let g = open(&bytes);
+    for (index, (name, ty, len)) in want.into_iter().enumerate() {
+        let info = info(g, index);
+        // SAFETY: a NUL-terminated name valid while the handle lives.
+        assert_eq!(unsafe { CStr::from_ptr(info.name) }.to_str().unwrap(), name);
+        let (mut data, mut n, mut ggml_type) = (null(), 0usize, u32::MAX);
+        // SAFETY: a live handle, writable out-parameters.
+        assert_eq!(unsafe { tern_gguf_tensor_data(g, index, &mut data, &mut n, &mut ggml_type) }, TERN_OK);
+        assert_eq!((ggml_type, n, info.bytes), (ty, len, len), "{name}");
+        let t = &reference.tensors[index];
+        assert_eq!(data as usize - bytes.as_ptr() as usize, info.offset as usize, "{name}: the file's own bytes");
+        assert_eq!(info.offset, reference.file_offset(t));
+        if info.format == 0 {
+            let mut tensor = sentinel();
+            // SAFETY: as above.
+            assert_eq!(unsafe { tern_gguf_tensor_wrap(g, index, &mut tensor) }, TERN_ERR_UNSUPPORTED, "{name}");
+            assert!(last_error().contains("tern_gguf_tensor_data"), "{}", last_error());
+            assert_eq!(tensor, sentinel());
+        }
+    }
+    // SAFETY: freed once; refused calls with canary outputs.
+    unsafe {
+        let (mut data, mut n, mut ty) = (sentinel::<std::ffi::c_void>() as *const _, 7usize, 7u32);
+        assert_eq!(tern_gguf_tensor_data(g, want.len(), &mut data, &mut n, &mut ty), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(tern_gguf_tensor_data(null(), 0, &mut data, &mut n, &mut ty), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_tensor_data(g, 0, null_mut(), &mut n, &mut ty), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_tensor_data(g, 0, &mut data, null_mut(), &mut ty), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_tensor_data(g, 0, &mut data, &mut n, null_mut()), TERN_ERR_NULL_POINTER);
+        assert_eq!((data, n, ty), (sentinel::<std::ffi::c_void>() as *const _, 7, 7));
+        tern_gguf_free(g);
+    }
+
+    // `patch.type` with an unknown type id: listed with 0 bytes, and its data refused.
+    let name_at = bytes.windows(10).position(|w| w == b"patch.type").unwrap();
+    let type_at = name_at + 10 + 4 + 8; // after the name: n_dims (u32), ne[0] (u64)
+    assert_eq!(bytes[type_at..type_at + 4], 0u32.to_le_bytes());
+    bytes[type_at..type_at + 4].copy_from_slice(&99u32.to_le_bytes());
+    let g = open(&bytes);
+    let last = want.len() - 1;
+    assert_eq!((info(g, last).ggml_type, info(g, last).bytes), (99, 0));
+    let (mut data, mut n, mut ty) = (sentinel::<std::ffi::c_void>() as *const _, 7usize, 7u32);
+    let mut tensor = sentinel();
+    // SAFETY: a live handle, writable out-parameters; freed once.
+    unsafe {
+        assert_eq!(tern_gguf_tensor_data(g, last, &mut data, &mut n, &mut ty), TERN_ERR_UNKNOWN_FORMAT);
+        assert_eq!(
+            last_error(),
+            "tensor \"patch.type\" has ggml type 99, which this version of tern does not know: its size cannot be computed"
+        );
+        assert_eq!((data, n, ty), (sentinel::<std::ffi::c_void>() as *const _, 7, 7));
+        assert_eq!(tern_gguf_tensor_wrap(g, last, &mut tensor), TERN_ERR_UNSUPPORTED);
+        assert!(last_error().contains("ggml type 99, which this version of tern does not know"), "{}", last_error());
+        tern_gguf_free(g);
+    }
+}
+
+/// A 3-D TQ2_0 tensor (two 64 x 256 experts): `tern_gguf_tensor_wrap` refuses it and names
+/// the slice call; each slice wraps the file's own bytes and decodes like that expert.
+#[test]
+fn one_slice_of_a_3d_tensor_wraps() {
+    let bytes = std::fs::read(ALL_TYPES).unwrap();
+    let reference = Gguf::parse(&bytes).unwrap();
+    let t = reference.tensor("ffn_up_exps.weight").unwrap();
+    let all = reference.tensor_data(t).unwrap();
+    let g = open(&bytes);
+    let index = 6;
+    let mut tensor = sentinel();
+    // SAFETY (the block): a live handle, writable out-parameters; each tensor freed once.
+    unsafe {
+        assert_eq!(tern_gguf_tensor_wrap(g, index, &mut tensor), TERN_ERR_INVALID_SHAPE);
+        assert!(last_error().contains("tern_gguf_tensor_wrap_slice"), "{}", last_error());
+        assert_eq!(tern_gguf_tensor_wrap_slice(g, index, 2, &mut tensor), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(last_error(), "argument `slice`: 2 given, tensor \"ffn_up_exps.weight\" has 2 (ne[2])");
+        assert_eq!(tern_gguf_tensor_wrap_slice(null(), index, 0, &mut tensor), TERN_ERR_NULL_POINTER);
+        assert_eq!(tern_gguf_tensor_wrap_slice(g, 0, 0, &mut tensor), TERN_ERR_UNSUPPORTED, "F16");
+        assert_eq!(tern_gguf_tensor_wrap_slice(g, 99, 0, &mut tensor), TERN_ERR_OUT_OF_BOUNDS);
+        assert_eq!(tensor, sentinel());
+        for slice in 0..2 {
+            assert_eq!(tern_gguf_tensor_wrap_slice(g, index, slice, &mut tensor), TERN_OK, "{}", last_error());
+            assert_eq!((tern_tensor_rows(tensor), tern_tensor_cols(tensor)), (64, 256));
+            let (mut data, mut len) = (null(), 0);
+            assert_eq!(tern_tensor_data(tensor, &mut data, &mut len), TERN_OK);
+            let half = all.len() / 2;
+            assert_eq!(data as usize, all[slice * half..].as_ptr() as usize, "slice {slice}: no copy");
+            assert_eq!(len, half);
+            tern_tensor_free(tensor);
+        }
+        // A 2-D tensor has one slice.
+        assert_eq!(tern_gguf_tensor_wrap_slice(g, 7, 0, &mut tensor), TERN_OK, "{}", last_error());
+        tern_tensor_free(tensor);
+        tern_gguf_free(g);
     }
 }

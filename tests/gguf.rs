@@ -1,7 +1,7 @@
 //! The GGUF reader on buffers built here: well-formed files of both versions, and every
 //! kind of malformed file (each must give an error naming the problem, never a panic).
 
-use tern::gguf::{Gguf, GgufError, Value, ValueType};
+use tern::gguf::{Gguf, GgufError, GgufFile, Value, ValueType};
 use tern::{Format, Tensor};
 
 const TQ1_0: u32 = 34;
@@ -460,4 +460,93 @@ fn i2_s_and_q2_0_tensors_are_sized_and_wrap_in_place() {
     cut.tensors.truncate(4);
     let bytes = cut.build();
     assert!(Gguf::parse(&bytes[..bytes.len() - 1]).is_err(), "the I2_S padding is part of the tensor");
+}
+
+/// A header cut right after its counts says "truncated", whichever count it stops at.
+#[test]
+fn a_truncated_header_says_truncated() {
+    let bytes = Builder::valid().build();
+    for len in [16, 24, 30] {
+        let message = Gguf::parse(&bytes[..len]).unwrap_err().to_string();
+        assert!(message.starts_with("truncated"), "{len} bytes: {message}");
+    }
+}
+
+/// `GgufFile` owns its bytes (read, mapped, a Vec or static bytes): the same parse as
+/// `Gguf::parse`; tensors wrap over it, `file_offset` is the C API's absolute offset, an
+/// unreadable path is `Error::Io` with the path, a corrupt file converts into `tern::Error`.
+#[test]
+fn an_owned_file_parses_like_a_borrowed_one() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gguf/tiny_bitnet.gguf");
+    let bytes = std::fs::read(path).unwrap();
+    let borrowed = Gguf::parse(&bytes).unwrap();
+    // SAFETY: a committed fixture nobody modifies while the test runs.
+    let mapped = unsafe { GgufFile::map(path) }.unwrap();
+    let leaked: &'static [u8] = Box::leak(bytes.clone().into_boxed_slice());
+    for file in [
+        GgufFile::read(path).unwrap(),
+        mapped,
+        GgufFile::from_vec(bytes.clone()).unwrap(),
+        GgufFile::from_static(leaked).unwrap(),
+    ] {
+        let g = file.gguf();
+        assert_eq!(
+            (g.metadata.len(), g.tensors.len(), g.data_start),
+            (borrowed.metadata.len(), 5, borrowed.data_start)
+        );
+        let t = g.tensor("blk.0.attn_q.weight").unwrap();
+        assert_eq!(g.file_offset(t), g.data_start + t.offset);
+        let data = g.tensor_data(t).unwrap();
+        assert_eq!(data, &bytes[g.file_offset(t) as usize..][..data.len()]);
+        let (rows, cols) = t.matrix();
+        let w = Tensor::wrap(Format::Tq2_0, data, rows as usize, cols as usize).unwrap();
+        assert_eq!(
+            w.decode().unwrap(),
+            Tensor::wrap(Format::Tq2_0, borrowed.tensor_data(borrowed.tensor(t.name).unwrap()).unwrap(), 64, 512)
+                .unwrap()
+                .decode()
+                .unwrap()
+        );
+    }
+    let missing = GgufFile::read("/nonexistent/x.gguf").unwrap_err();
+    assert!(matches!(&missing, tern::Error::Io(m) if m.contains("/nonexistent/x.gguf")), "{missing}");
+    // SAFETY: the path does not exist; nothing is mapped.
+    let missing = unsafe { GgufFile::map("/nonexistent/x.gguf") }.unwrap_err();
+    assert!(matches!(missing, tern::Error::Io(_)));
+    let corrupt = GgufFile::from_vec(bytes[..100].to_vec()).unwrap_err();
+    assert!(matches!(corrupt, tern::Error::Gguf(GgufError::AbsurdCount { what: "metadata", .. })), "{corrupt}");
+    assert!(corrupt.to_string().starts_with("truncated or corrupt: "), "{corrupt}");
+    let converted: tern::Error = GgufError::BadMagic(*b"GGUG").into();
+    assert_eq!(converted.to_string(), GgufError::BadMagic(*b"GGUG").to_string(), "the reader's message alone");
+}
+
+/// `Array::get` reads any element: constant time for fixed-size ones, strings by walking.
+#[test]
+fn array_elements_by_index() {
+    let b = Builder::valid()
+        .kv("t.u16", array(2, 3, &[1, 0, 2, 0, 3, 0]))
+        .kv("t.s", array(8, 2, &[string(b"ab"), string(b"")].concat()));
+    let bytes = b.build();
+    let g = Gguf::parse(&bytes).unwrap();
+    let Some(Value::Array(u16s)) = g.get("t.u16") else { panic!("an array") };
+    assert_eq!(
+        (0..4).map(|i| u16s.get(i)).collect::<Vec<_>>(),
+        [Some(Value::U16(1)), Some(Value::U16(2)), Some(Value::U16(3)), None]
+    );
+    let Some(Value::Array(strings)) = g.get("t.s") else { panic!("an array") };
+    assert_eq!(
+        [strings.get(0), strings.get(1), strings.get(2)],
+        [Some(Value::String(b"ab")), Some(Value::String(b"")), None]
+    );
+}
+
+/// `Tensor::from_f32` views the floats without a copy.
+#[test]
+fn an_f32_tensor_from_floats() {
+    let values = [1.0f32, -2.5, 3.0, 0.5, 0.0, 4.0];
+    let t = Tensor::from_f32(&values, 2, 3).unwrap();
+    assert_eq!((t.format(), t.rows(), t.cols()), (Format::F32, 2, 3));
+    assert_eq!(t.bytes().unwrap().as_ptr(), values.as_ptr().cast::<u8>(), "no copy");
+    assert_eq!(t.decode().unwrap(), values);
+    assert!(matches!(Tensor::from_f32(&values, 2, 4), Err(tern::Error::LengthMismatch { .. })));
 }

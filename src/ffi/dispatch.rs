@@ -172,9 +172,9 @@ pub struct tern_dispatcher {
 /// stay valid until the dispatcher is freed. Errors: TERN_ERR_NULL_POINTER (`out`),
 /// TERN_ERR_UNKNOWN_KERNEL (a forced kernel this library does not have; the message says
 /// whether the name came from the option or from `TERN_KERNEL`), TERN_ERR_INVALID_ARGUMENT
-/// (a `struct_size` too small, or larger with unknown fields set; unknown flag bits; a name
-/// that is not UTF-8; more than 1024 threads), TERN_ERR_ALLOCATION_FAILED (threads could
-/// not start).
+/// (a `struct_size` that is not a released version's size, or larger with extra bytes set;
+/// unknown flag bits; a name that is not UTF-8; more than 1024 threads),
+/// TERN_ERR_ALLOCATION_FAILED (threads could not start).
 #[no_mangle]
 pub unsafe extern "C" fn tern_dispatcher_new(
     options: *const tern_dispatcher_options,
@@ -450,7 +450,7 @@ fn operands_context(error: Error, act: &Tensor, weight: &Tensor) -> Status {
     if !shapes {
         return status;
     }
-    let describe = |t: &Tensor| format!("{:?} {}x{}", t.format(), t.rows(), t.cols());
+    let describe = |t: &Tensor| format!("{} {}x{}", t.format(), t.rows(), t.cols());
     status.context(format_args!("act is {}, weight is {}", describe(act), describe(weight)))
 }
 

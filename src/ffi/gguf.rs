@@ -6,27 +6,9 @@ use super::status::*;
 use super::tensor::tern_tensor;
 use crate::error::Error;
 use crate::format::Format;
-use crate::gguf::{Gguf, MAX_DIMS};
+use crate::gguf::{GgufFile, Value, ValueType, MAX_DIMS};
 use crate::tensor::Tensor;
 use std::ffi::{c_char, c_void, CStr, CString};
-use std::sync::Arc;
-
-/// The bytes a handle reads: a read-only mapping of a file, or bytes the caller lends.
-enum Backing {
-    Mapped(memmap2::Mmap),
-    /// Valid until the handle and every tensor wrapped from it are freed (the caller's
-    /// promise in `tern_gguf_open_bytes`).
-    Borrowed(&'static [u8]),
-}
-
-impl Backing {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Backing::Mapped(map) => map,
-            Backing::Borrowed(bytes) => bytes,
-        }
-    }
-}
 
 /// One tensor's header entry, owned (the names are copied once, NUL-terminated for C).
 struct Entry {
@@ -41,16 +23,22 @@ struct Entry {
     bytes: Option<usize>,
 }
 
-/// A parsed GGUF file: its tensor table over a mapping of the file (or the caller's bytes).
+/// A parsed GGUF file: its metadata and tensor table over a mapping of the file (or the
+/// caller's bytes).
 ///
 /// Ownership: created by `tern_gguf_open` or `tern_gguf_open_bytes`, released with
 /// `tern_gguf_free`. Lifetime: the mapping (or the borrow of the caller's bytes) lasts until
-/// the handle and every tensor wrapped from it by `tern_gguf_tensor_wrap` are freed, in any
-/// order. Thread-safety: no function mutates a handle, so one handle may be read from many
-/// threads at once; `tern_gguf_free` must not race with any other use of the same handle.
+/// the handle and every tensor wrapped from it by `tern_gguf_tensor_wrap` or
+/// `tern_gguf_tensor_wrap_slice` are freed, in any order; pointers into the file
+/// (`tern_gguf_tensor_data`, metadata keys and strings) are valid while the handle lives.
+/// Thread-safety: no function mutates a handle, so one handle may be read from many threads
+/// at once; `tern_gguf_free` must not race with any other use of the same handle.
 pub struct tern_gguf {
-    backing: Arc<Backing>,
+    pub(super) file: GgufFile,
     tensors: Vec<Entry>,
+    /// Per metadata entry: for an array of strings, each element's (start, length) in the
+    /// file, so that `tern_gguf_kv_array_get_str` is constant time; empty otherwise.
+    pub(super) string_elements: Vec<Vec<(usize, usize)>>,
 }
 
 /// A GGUF tensor's header entry, as `tern_gguf_tensor_info_get` reports it.
@@ -68,22 +56,24 @@ pub struct tern_gguf_tensor_info {
     /// ggml's dimensions, `ne[0]` the contiguous one: a weight `n x k` has `ne[0] = k`,
     /// `ne[1] = n`.
     pub ne: [u64; 4],
-    /// Offset of the tensor's data in the file (absolute, not relative to the data section).
+    /// Offset of the tensor's data in the file (absolute, not relative to the data section;
+    /// Rust's `tern::gguf::TensorInfo::offset` is relative, `Gguf::file_offset` absolute).
     pub offset: u64,
-    /// Bytes of data, or 0 for a ggml type tern does not know the size of.
+    /// Bytes of data; 0 for a ggml type tern does not know the size of (for which
+    /// `tern_gguf_tensor_data` returns TERN_ERR_UNKNOWN_FORMAT), or for an empty tensor.
     pub bytes: usize,
 }
 
 const _: () = assert!(MAX_DIMS == 4, "tern_gguf_tensor_info.ne has 4 entries");
 
 impl tern_gguf {
-    /// Parses `backing` and copies out its tensor table.
-    fn new(backing: Backing) -> FfiResult<tern_gguf> {
-        let file = Gguf::parse(backing.bytes()).map_err(Error::from)?;
+    /// Copies out the tensor table and indexes the string arrays of a parsed file.
+    fn new(file: GgufFile) -> FfiResult<tern_gguf> {
+        let parsed = file.gguf();
         let mut tensors = Vec::new();
         // Bounded by the file: `parse` checked the count against the bytes.
-        tensors.try_reserve_exact(file.tensors.len()).map_err(|_| Error::AllocationFailed(file.tensors.len()))?;
-        for t in &file.tensors {
+        tensors.try_reserve_exact(parsed.tensors.len()).map_err(|_| Error::AllocationFailed(parsed.tensors.len()))?;
+        for t in &parsed.tensors {
             let name = CString::new(t.name).map_err(|_| {
                 Status::new(TERN_ERR_INVALID_FILE, format!("tensor name {:?} holds a NUL byte", t.name))
             })?;
@@ -93,13 +83,28 @@ impl tern_gguf {
                 format: t.ggml_type.format(),
                 n_dims: t.n_dims,
                 ne: t.dims,
-                // Cannot overflow: `parse` checked that every known tensor lies in the file,
-                // and an unknown type's offset was checked the same way with size 0.
-                offset: file.data_start + t.offset,
+                offset: parsed.file_offset(t),
                 bytes: t.size.and_then(|s| usize::try_from(s).ok()),
             });
         }
-        Ok(tern_gguf { backing: Arc::new(backing), tensors })
+        let base = parsed.bytes().as_ptr() as usize;
+        let mut string_elements = Vec::with_capacity(parsed.metadata.len());
+        for kv in &parsed.metadata {
+            let mut index = Vec::new();
+            if let Value::Array(array) = kv.value {
+                if array.elem_type == ValueType::String {
+                    // Bounded by the file: `parse` checked the length against the bytes.
+                    let len = array.len as usize;
+                    index.try_reserve_exact(len).map_err(|_| Error::AllocationFailed(len.saturating_mul(16)))?;
+                    index.extend(array.iter().map(|v| match v {
+                        Value::String(s) => (s.as_ptr() as usize - base, s.len()),
+                        _ => unreachable!("an array of strings holds strings"),
+                    }));
+                }
+            }
+            string_elements.push(index);
+        }
+        Ok(tern_gguf { file, tensors, string_elements })
     }
 
     fn entry(&self, index: usize) -> FfiResult<&Entry> {
@@ -111,6 +116,23 @@ impl tern_gguf {
         })
     }
 
+    /// The bytes of a tensor of a type the reader knows (TERN_ERR_UNKNOWN_FORMAT otherwise).
+    fn known_bytes(&self, e: &Entry) -> FfiResult<&[u8]> {
+        let Some(len) = e.bytes else {
+            return Err(Status::new(
+                TERN_ERR_UNKNOWN_FORMAT,
+                format!(
+                    "tensor {:?} has ggml type {}, which this version of tern does not know: its size cannot be computed",
+                    e.name,
+                    e.ggml_type
+                ),
+            ));
+        };
+        // In range: `parse` checked every known tensor against the file's length.
+        let start = e.offset as usize;
+        Ok(&self.file.gguf().bytes()[start..start + len])
+    }
+
     fn into_raw(self) -> *mut tern_gguf {
         Box::into_raw(Box::new(self))
     }
@@ -118,7 +140,7 @@ impl tern_gguf {
 
 /// # Safety
 /// `g` must be NULL or a live handle from this module, not freed during `'a`.
-unsafe fn gguf_ref<'a>(g: *const tern_gguf) -> FfiResult<&'a tern_gguf> {
+pub(super) unsafe fn gguf_ref<'a>(g: *const tern_gguf) -> FfiResult<&'a tern_gguf> {
     // SAFETY: forwarded to the caller.
     unsafe { try_ref(g, "g") }
 }
@@ -127,7 +149,7 @@ unsafe fn gguf_ref<'a>(g: *const tern_gguf) -> FfiResult<&'a tern_gguf> {
 ///
 /// # Safety
 /// A non-NULL `s` must point to a NUL-terminated string valid for `'a`.
-unsafe fn c_str<'a>(s: *const c_char, arg: &'static str) -> FfiResult<&'a CStr> {
+pub(super) unsafe fn c_str<'a>(s: *const c_char, arg: &'static str) -> FfiResult<&'a CStr> {
     if s.is_null() {
         return Err(Status::null(arg));
     }
@@ -146,24 +168,6 @@ fn path_of(path: &CStr) -> FfiResult<&std::path::Path> {
     path.to_str().map(std::path::Path::new).map_err(|_| Status::invalid("path", "not UTF-8"))
 }
 
-fn map_file(path: &std::path::Path) -> FfiResult<Backing> {
-    let io = |what: &str, e: std::io::Error| Error::Io(format!("{what} {}: {e}", path.display()));
-    // Before opening: opening a FIFO would block, and a device has no size to map.
-    if !std::fs::metadata(path).map_err(|e| io("stat", e))?.is_file() {
-        return Err(Error::Io(format!("open {}: not a regular file", path.display())).into());
-    }
-    let file = std::fs::File::open(path).map_err(|e| io("open", e))?;
-    // An empty file cannot be mapped; it is refused by the parser like any short file.
-    if file.metadata().map_err(|e| io("stat", e))?.len() == 0 {
-        return Ok(Backing::Borrowed(&[]));
-    }
-    // SAFETY: the mapping is read-only and private to this handle. The header makes it the
-    // caller's contract that the file is not modified or truncated while the handle or a
-    // tensor wrapped from it lives (as for any memory-mapped model file).
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| io("mmap", e))?;
-    Ok(Backing::Mapped(map))
-}
-
 /// Opens the GGUF file at `path` (NUL-terminated; bytes on Unix, UTF-8 elsewhere) by
 /// memory-mapping it read-only, parses and checks its header and tensor table, and writes a
 /// new handle to `*out`. Tensor data is not read until used. The file must not be modified
@@ -176,7 +180,10 @@ pub unsafe extern "C" fn tern_gguf_open(path: *const c_char, out: *mut *mut tern
     guard(|| {
         // SAFETY: the caller passes a NUL-terminated path and a writable out-parameter.
         let (path, out) = unsafe { (c_str(path, "path")?, Out::new(out, "out")?) };
-        let gguf = tern_gguf::new(map_file(path_of(path)?)?)?;
+        // SAFETY: the header makes it the caller's contract that the file is not modified
+        // or truncated while the handle or a tensor wrapped from it lives.
+        let file = unsafe { GgufFile::map(path_of(path)?) }?;
+        let gguf = tern_gguf::new(file)?;
         out.write(gguf.into_raw());
         Ok(())
     })
@@ -196,7 +203,7 @@ pub unsafe extern "C" fn tern_gguf_open_bytes(
         // SAFETY: the caller passes `len` bytes at `data` that outlive the handle and its
         // tensors (the documented contract behind 'static), and a writable out-parameter.
         let (bytes, out) = unsafe { (slice::<'static, u8>(data.cast(), len, "data")?, Out::new(out, "out")?) };
-        out.write(tern_gguf::new(Backing::Borrowed(bytes))?.into_raw());
+        out.write(tern_gguf::new(GgufFile::from_static(bytes)?)?.into_raw());
         Ok(())
     })
 }
@@ -249,18 +256,47 @@ pub unsafe extern "C" fn tern_gguf_find(g: *const tern_gguf, name: *const c_char
     })
 }
 
-/// The matrix shape of a GGUF tensor, the ggml way: rows = `ne[1]`, cols = `ne[0]`.
-fn matrix_shape(e: &Entry) -> FfiResult<(usize, usize)> {
-    let name = e.name.to_string_lossy();
-    if e.ne[2..].iter().any(|&d| d != 1) {
+/// Wraps 2-D slice `slice` of tensor `e` (`ne[2]` slices of `ne[1] x ne[0]`; a 1-D or 2-D
+/// tensor is one slice) as a new C handle over the file's bytes. `what` is the export's rule
+/// for the message when `ne[3] > 1` or (for `tern_gguf_tensor_wrap`) `ne[2] > 1`.
+fn wrap_slice(g: &tern_gguf, e: &Entry, slice: usize, max_slices: u64, what: &str) -> FfiResult<*mut tern_tensor> {
+    let name = &e.name;
+    let Some(format) = e.format else {
+        let ty = match crate::gguf::GgmlType(e.ggml_type).name() {
+            Some(known) => format!("{known} ({})", e.ggml_type),
+            None => format!("{}, which this version of tern does not know", e.ggml_type),
+        };
         return Err(Status::new(
-            TERN_ERR_INVALID_SHAPE,
-            format!("tensor {name:?} has ne = {:?}: only 1-D and 2-D tensors (ne[2] = ne[3] = 1) wrap", e.ne),
+            TERN_ERR_UNSUPPORTED,
+            format!(
+                "tensor {name:?} has ggml type {ty}; tern has no format for it to wrap (tern_gguf_tensor_data gives \
+                 the bytes of a type it knows)"
+            ),
+        ));
+    };
+    if e.ne[3] != 1 || e.ne[2] == 0 || e.ne[2] > max_slices {
+        return Err(Status::new(TERN_ERR_INVALID_SHAPE, format!("tensor {name:?} has ne = {:?}: {what}", e.ne)));
+    }
+    if slice as u64 >= e.ne[2] {
+        return Err(Status::new(
+            TERN_ERR_OUT_OF_BOUNDS,
+            format!("argument `slice`: {slice} given, tensor {name:?} has {} (ne[2])", e.ne[2]),
         ));
     }
-    let dim =
-        |d: u64| usize::try_from(d).map_err(|_| Error::SizeOverflow { rows: e.ne[1] as usize, cols: e.ne[0] as usize });
-    Ok((dim(e.ne[1])?, dim(e.ne[0])?))
+    let bytes = g.known_bytes(e)?;
+    let overflow = || Error::SizeOverflow { rows: e.ne[1] as usize, cols: e.ne[0] as usize };
+    let (rows, cols) =
+        (usize::try_from(e.ne[1]).map_err(|_| overflow())?, usize::try_from(e.ne[0]).map_err(|_| overflow())?);
+    // ne[2] >= 1 here (slice < ne[2]) and divides the size: every slice is a whole matrix.
+    let per_slice = bytes.len() / e.ne[2] as usize;
+    let bytes = &bytes[slice * per_slice..(slice + 1) * per_slice];
+    // SAFETY: the bytes belong to the file handle's mapping (or the caller's lent bytes),
+    // which the new tensor handle keeps alive through `keep_alive` until it is freed; a
+    // mapping does not move.
+    let bytes: &'static [u8] = unsafe { &*std::ptr::from_ref::<[u8]>(bytes) };
+    let tensor =
+        Tensor::wrap(format, bytes, rows, cols).map_err(|err| Status::from(err).context(format!("tensor {name:?}")))?;
+    Ok(tern_tensor::into_raw_owned(tensor, g.file.keep_alive()))
 }
 
 /// Wraps tensor `index` as a `tern_tensor` over the file's bytes, without a copy: rows =
@@ -268,8 +304,9 @@ fn matrix_shape(e: &Entry) -> FfiResult<(usize, usize)> {
 /// the format from the ggml type. The tensor keeps the mapping alive: it may outlive the
 /// handle; free it with `tern_tensor_free`. Errors: TERN_ERR_NULL_POINTER,
 /// TERN_ERR_OUT_OF_BOUNDS (index), TERN_ERR_UNSUPPORTED (a ggml type tern has no format
-/// for), TERN_ERR_INVALID_SHAPE (3-D or 4-D with `ne[2]` or `ne[3]` above 1, or a shape the
-/// format refuses). Thread-safe.
+/// for, e.g. F16 or Q8_0: `tern_gguf_tensor_data` gives its bytes), TERN_ERR_INVALID_SHAPE
+/// (3-D or 4-D with `ne[2]` or `ne[3]` above 1: see `tern_gguf_tensor_wrap_slice`; or a
+/// shape the format refuses). Thread-safe.
 #[no_mangle]
 pub unsafe extern "C" fn tern_gguf_tensor_wrap(
     g: *const tern_gguf,
@@ -279,25 +316,67 @@ pub unsafe extern "C" fn tern_gguf_tensor_wrap(
     guard(|| {
         // SAFETY: the caller passes a live handle and a writable out-parameter.
         let (g, out) = unsafe { (gguf_ref(g)?, Out::new(out, "out")?) };
-        let e = g.entry(index)?;
-        let name = e.name.to_string_lossy();
-        let (Some(format), Some(len)) = (e.format, e.bytes) else {
-            return Err(Status::new(
-                TERN_ERR_UNSUPPORTED,
-                format!("tensor {name:?} has ggml type {}, which tern has no format for", e.ggml_type),
-            ));
+        let rule = "only 1-D and 2-D tensors (ne[2] = ne[3] = 1) wrap; tern_gguf_tensor_wrap_slice wraps one \
+                    matrix of a 3-D tensor";
+        out.write(wrap_slice(g, g.entry(index)?, 0, 1, rule)?);
+        Ok(())
+    })
+}
+
+/// Wraps matrix `slice` (< `ne[2]`) of a 3-D tensor (`ne[3]` = 1; e.g. one expert of a
+/// mixture-of-experts weight) as a `tern_tensor` over the file's bytes, without a copy:
+/// rows = `ne[1]`, cols = `ne[0]`, the bytes from `slice * bytes / ne[2]`. A 1-D or 2-D
+/// tensor has one slice (0). The tensor keeps the mapping alive like those of
+/// `tern_gguf_tensor_wrap`. Errors: TERN_ERR_NULL_POINTER, TERN_ERR_OUT_OF_BOUNDS (`index`,
+/// or `slice` >= `ne[2]`), TERN_ERR_UNSUPPORTED (a ggml type tern has no format for),
+/// TERN_ERR_INVALID_SHAPE (`ne[3]` above 1, or a shape the format refuses). Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn tern_gguf_tensor_wrap_slice(
+    g: *const tern_gguf,
+    index: usize,
+    slice: usize,
+    out: *mut *mut tern_tensor,
+) -> tern_status {
+    guard(|| {
+        // SAFETY: the caller passes a live handle and a writable out-parameter.
+        let (g, out) = unsafe { (gguf_ref(g)?, Out::new(out, "out")?) };
+        out.write(wrap_slice(
+            g,
+            g.entry(index)?,
+            slice,
+            u64::MAX,
+            "only tensors with ne[2] >= 1 and ne[3] = 1 have 2-D slices",
+        )?);
+        Ok(())
+    })
+}
+
+/// The bytes of tensor `index`, whatever its ggml type (tern's formats or not: F16, BF16,
+/// Q8_0, Q4_K, Q6_K, ...; an engine's embeddings and output head): `*data` points into
+/// the file (or the bytes lent to `tern_gguf_open_bytes`) and stays valid while the handle
+/// lives; `*len` is the tensor's size from ggml's block sizes, `*ggml_type` its type id.
+/// Read-only; alignment is the file's (`general.alignment`, 32 by default). Errors:
+/// TERN_ERR_NULL_POINTER, TERN_ERR_OUT_OF_BOUNDS (index), TERN_ERR_UNKNOWN_FORMAT (a ggml
+/// type this version of tern does not know, so its size is unknown; the message has the
+/// id). Nothing is written on error. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn tern_gguf_tensor_data(
+    g: *const tern_gguf,
+    index: usize,
+    data: *mut *const c_void,
+    len: *mut usize,
+    ggml_type: *mut u32,
+) -> tern_status {
+    guard(|| {
+        // SAFETY: the caller passes a live handle and writable out-parameters.
+        let (g, data, len, ty) = unsafe {
+            (gguf_ref(g)?, Out::new(data, "data")?, Out::new(len, "len")?, Out::new(ggml_type, "ggml_type")?)
         };
-        let (rows, cols) = matrix_shape(e)?;
-        // In range: `parse` checked every known tensor against the file's length.
-        let start = e.offset as usize;
-        let bytes = &g.backing.bytes()[start..start + len];
-        // SAFETY: the bytes belong to the mapping (or the caller's lent bytes), which the
-        // new handle keeps alive through its `Arc` until the tensor is freed; a mapping does
-        // not move when the `Arc` does.
-        let bytes: &'static [u8] = unsafe { &*(bytes as *const [u8]) };
-        let tensor =
-            Tensor::wrap(format, bytes, rows, cols).map_err(|e| Status::from(e).context(format!("tensor {name:?}")))?;
-        out.write(tern_tensor::into_raw_owned(tensor, g.backing.clone()));
+        let e = g.entry(index)?;
+        let bytes = g.known_bytes(e)?;
+        data.write(bytes.as_ptr().cast());
+        len.write(bytes.len());
+        ty.write(e.ggml_type);
         Ok(())
     })
 }

@@ -27,6 +27,7 @@
 pub mod dispatch;
 pub mod encoding;
 pub mod gguf;
+pub mod gguf_kv;
 pub mod guard;
 pub mod options;
 pub mod scope;
@@ -37,6 +38,7 @@ pub mod version;
 pub use dispatch::*;
 pub use encoding::*;
 pub use gguf::*;
+pub use gguf_kv::*;
 pub use guard::{guard, guard_value, Status};
 pub use options::*;
 pub use scope::*;

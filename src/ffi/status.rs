@@ -28,7 +28,9 @@ pub const TERN_ERR_NON_FINITE: tern_status = 6u32;
 pub const TERN_ERR_SCALE_OVERFLOW: tern_status = 7u32;
 /// Encoded bytes hold a code (or scale) outside the format's alphabet.
 pub const TERN_ERR_CORRUPT_CODE: tern_status = 8u32;
-/// A (row, col) index or a row range lies outside the matrix (or the range is reversed).
+/// An index lies outside what it indexes: a (row, col) outside the matrix, a row range
+/// outside it (or reversed), a GGUF tensor, metadata entry, array element or slice past the
+/// end. The message names the argument and the count.
 pub const TERN_ERR_OUT_OF_BOUNDS: tern_status = 9u32;
 /// The tensor's scope was reset or freed; the tensor can no longer be read.
 pub const TERN_ERR_STALE_TENSOR: tern_status = 10u32;
@@ -38,7 +40,10 @@ pub const TERN_ERR_SHAPE_MISMATCH: tern_status = 11u32;
 pub const TERN_ERR_UNKNOWN_KERNEL: tern_status = 12u32;
 /// The kernel needs CPU features this machine does not have.
 pub const TERN_ERR_KERNEL_UNAVAILABLE: tern_status = 13u32;
-/// No kernel exists for this combination of formats.
+/// What was asked is not supported: no kernel exists for this combination of formats (or a
+/// strict dispatcher refuses the fallback that would serve it), or a GGUF tensor's ggml
+/// type has no tern format (`tern_gguf_tensor_wrap`; its bytes are still readable with
+/// `tern_gguf_tensor_data`). The message says which.
 pub const TERN_ERR_UNSUPPORTED: tern_status = 14u32;
 /// The operation needs a scope and none was given.
 pub const TERN_ERR_SCOPE_REQUIRED: tern_status = 15u32;
@@ -53,7 +58,8 @@ pub const TERN_ERR_PANIC: tern_status = 18u32;
 /// No item (e.g. no GGUF tensor) has the requested name.
 pub const TERN_ERR_NOT_FOUND: tern_status = 19u32;
 /// The bytes are not a GGUF file tern can read (truncated, corrupt or absurd header); the
-/// message (`tern_last_error`) says what and at which offset.
+/// message (`tern_last_error`) says what and at which offset (and does not repeat this
+/// status's own words, so printing both reads once).
 pub const TERN_ERR_INVALID_FILE: tern_status = 20u32;
 /// The operating system refused an operation (open, stat or mmap of a file); the message
 /// names the path and the system's reason.
@@ -94,19 +100,19 @@ pub fn status_of(error: &Error) -> tern_status {
 const STATUS_STRINGS: [&CStr; 22] = [
     c"TERN_OK: success",
     c"TERN_ERR_NULL_POINTER: a required pointer argument was NULL",
-    c"TERN_ERR_UNKNOWN_FORMAT: unknown format id",
+    c"TERN_ERR_UNKNOWN_FORMAT: unknown format id or ggml type id",
     c"TERN_ERR_INVALID_SHAPE: the shape does not fit the format",
     c"TERN_ERR_SIZE_OVERFLOW: the matrix size overflows size_t",
     c"TERN_ERR_LENGTH_MISMATCH: a buffer length does not match the shape",
     c"TERN_ERR_NON_FINITE: the input holds a NaN or an infinity",
     c"TERN_ERR_SCALE_OVERFLOW: a scale does not fit the format (a TQ block's max overflows f16, or an I8_ABSMAX row's scale would decode code 127 to infinity)",
     c"TERN_ERR_CORRUPT_CODE: encoded bytes hold an invalid code or scale",
-    c"TERN_ERR_OUT_OF_BOUNDS: index or row range outside the matrix",
+    c"TERN_ERR_OUT_OF_BOUNDS: an index or row range is out of range (matrix element, rows, tensor, metadata entry, array element, slice)",
     c"TERN_ERR_STALE_TENSOR: the tensor's scope was reset or freed",
     c"TERN_ERR_SHAPE_MISMATCH: the operands' shapes do not fit",
     c"TERN_ERR_UNKNOWN_KERNEL: no kernel has that name",
     c"TERN_ERR_KERNEL_UNAVAILABLE: the kernel needs CPU features this machine lacks",
-    c"TERN_ERR_UNSUPPORTED: no kernel for this combination of formats",
+    c"TERN_ERR_UNSUPPORTED: tern does not support this (no kernel for the pair of formats, a fallback a strict dispatcher refuses, or a type tern has no format for)",
     c"TERN_ERR_SCOPE_REQUIRED: the operation needs a scope",
     c"TERN_ERR_ALLOCATION_FAILED: a memory allocation failed",
     c"TERN_ERR_INVALID_ARGUMENT: invalid argument",

@@ -98,6 +98,13 @@ pub struct BlockSpec {
 const GGML_TYPES: [(u32, Format); 5] =
     [(0, Format::F32), (34, Format::Tq1_0), (35, Format::Tq2_0), (36, Format::I2S), (42, Format::Q2_0)];
 
+impl std::fmt::Display for Format {
+    /// The API's name ([`Format::name`]), as the C header spells it: `TQ2_0`, not `Tq2_0`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl Format {
     /// Every format, in id order.
     pub const ALL: [Format; 9] = [

@@ -24,9 +24,8 @@ use crate::format::{bitnet, tq1_0, tq2_0, Format};
 use crate::kernel::{prep, ActI8, MatRef, OutTile};
 use std::any::TypeId;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 /// Vector operations of one ISA. `V` holds bytes or int32 lanes, `F` the f32 lanes of the
 /// same width, `P` a partial dot-product accumulator for the planes of one weight load.
@@ -494,13 +493,22 @@ fn tq_layout<S: Simd, L: Tq>(k: usize) -> Layout {
 /// Evaluating the layout per element costs several microseconds per call (a tenth of a
 /// small GEMV); computing the runs per call still cost about 6,500 instructions (a few
 /// percent of a 256 x 2048 GEMV on aarch64).
+///
+/// The cache is a `Vec`, not a `HashMap`: a hash table points into the middle of its
+/// allocation, so valgrind reported the tables reachable only through it as "possibly
+/// lost"; a `Vec` points at the start of its buffer and every table stays "still
+/// reachable" (not a leak kind valgrind reports by default).
 fn tq_runs<S: Simd, L: Tq>() -> &'static prep::Placement {
-    type Cache = Mutex<HashMap<TypeId, &'static prep::Placement>>;
-    static RUNS: OnceLock<Cache> = OnceLock::new();
-    let mut runs = RUNS.get_or_init(Cache::default).lock().unwrap_or_else(PoisonError::into_inner);
+    static RUNS: Mutex<Vec<(TypeId, &'static prep::Placement)>> = Mutex::new(Vec::new());
+    let mut runs = RUNS.lock().unwrap_or_else(PoisonError::into_inner);
+    let key = TypeId::of::<(S, L)>();
+    if let Some(&(_, placement)) = runs.iter().find(|(k, _)| *k == key) {
+        return placement;
+    }
     // Leaked once per (ISA, format) pair: a dozen small tables at most, for the process.
-    runs.entry(TypeId::of::<(S, L)>())
-        .or_insert_with(|| Box::leak(Box::new(prep::Placement::runs(256, |e| L::slot::<S>(e)))))
+    let placement: &'static prep::Placement = Box::leak(Box::new(prep::Placement::runs(256, |e| L::slot::<S>(e))));
+    runs.push((key, placement));
+    placement
 }
 
 /// The prepared-activation layout of BITNET_B1_58 for `W`-byte vectors and rows of `k`.
