@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The JVM leg of scripts/test.sh: builds target/jvm/tern.jar (scripts/build-jvm.sh), compiles
+# the Kotlin test program, the overhead bench and the docs' example against it once, and runs
+#   - jvm/test/TernTest.kt on JDK 25 through FFM and on JDK 17 through JNI (with -Xcheck:jni):
+#     results bit-identical to jvm/test/reference.c's, computed through tern.h; error paths;
+#     events; RSS over 10,000 closed and 10,000 dropped handles;
+#   - jvm/example/Qkv.kt on both (once with -Dtern.library.path), and the loader's error for
+#     a platform the jar lacks;
+#   - the calling overhead: matmul 2560 x 2560 TQ2_0 at m = 1 from C, FFM and JNI,
+#     interleaved (reported, not enforced: a shared CI machine is too noisy for a 5 % gate).
+# The toolchain comes from registries (scripts/setup-jvm.sh). Env: TERN_JVM_OUT (default
+# target/jvm), TERN_JVM_AARCH64=0 (jar without linux-aarch64).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${TERN_JVM_OUT:-target/jvm}"
+bash scripts/build-jvm.sh "$out"
+# shellcheck source=scripts/setup-jvm.sh
+. scripts/setup-jvm.sh
+out="$(cd "$out" && pwd)"
+jar="$out/tern.jar"
+
+# The C programs find libtern by its soname, as an installed program would.
+mkdir -p "$out/lib"
+soname="$(objdump -p target/release/libtern.so | awk '/SONAME/ { print $2 }')"
+ln -sf "$PWD/target/release/libtern.so" "$out/lib/$soname"
+cc -std=c11 -O2 -Wall -Wextra -Werror -I include jvm/test/reference.c -L target/release -ltern \
+    -Wl,-rpath,"$out/lib" -o "$out/reference"
+"$out/reference" reference "$out/reference.bin" tests/fixtures/gguf/tiny_bitnet.gguf
+
+echo "test-jvm: compiling the test program, the bench and the example" >&2
+rm -rf "$out/test-classes"
+"$KOTLINC" -jdk-home "$JDK25_HOME" -jvm-target 17 -nowarn -cp "$jar:$KOTLIN_LIB/kotlin-test.jar" \
+    jvm/test/TernTest.kt jvm/test/SegmentTest.kt jvm/test/Bench.kt jvm/example/Qkv.kt -d "$out/test-classes"
+cp="$out/test-classes:$jar:$KOTLIN_LIB/kotlin-stdlib.jar:$KOTLIN_LIB/kotlin-test.jar"
+ffm=("$JAVA25" --enable-native-access=ALL-UNNAMED -cp "$cp")
+jni=("$JAVA17" -Xcheck:jni -cp "$cp")
+
+# A small heap, so that RSS measures native memory rather than a growing JVM heap.
+for run in ffm jni; do
+    echo "test-jvm: TernTest through $run" >&2
+    declare -n java="$run"
+    log="$out/test-$run.log"
+    if ! "${java[@]}" -Xmx64m -Dtern.test.gguf=tests/fixtures/gguf/tiny_bitnet.gguf \
+        TernTestKt "$out/reference.bin" tests/fixtures/gguf "$run" >"$log" 2>&1; then
+        cat "$log" >&2
+        echo "test-jvm: TernTest failed through $run" >&2
+        exit 1
+    fi
+    # -Xcheck:jni reports misuse as warnings without failing the run.
+    if grep -i 'warning.*jni\|FATAL' "$log"; then echo "test-jvm: JNI warnings through $run" >&2; exit 1; fi
+    grep -E '^(tern |compared|memory:)' "$log"
+    tail -n 1 "$log"
+done
+
+fixture=tests/fixtures/gguf/tiny_attention.gguf
+echo "test-jvm: the docs' example (FFM with -Dtern.library.path, then JNI from the jar)" >&2
+"$JAVA25" --enable-native-access=ALL-UNNAMED -Dtern.library.path=target/release -cp "$cp" QkvKt "$fixture"
+"${jni[@]}" QkvKt "$fixture"
+if msg="$("$JAVA25" -Dos.arch=riscv64 -cp "$cp" QkvKt "$fixture" 2>&1)"; then
+    echo "test-jvm: the loader accepted a platform the jar lacks" >&2
+    exit 1
+fi
+grep -q 'no native library for platform linux-riscv64' <<<"$msg" ||
+    { echo "$msg" >&2; echo "test-jvm: the loader's error does not name the platform" >&2; exit 1; }
+
+echo "test-jvm: calling overhead, matmul 2560 x 2560 TQ2_0, m = 1, median ns per call ($(lscpu | sed -n 's/^Model name: *//p'))" >&2
+rounds=3 calls=2000
+best() { sort -n | head -n 1; }
+c_ns=() ffm_ns=() jni_ns=()
+for _ in 1 2; do
+    c_ns+=("$("$out/reference" bench "$rounds" "$calls" | best)")
+    ffm_ns+=("$("${ffm[@]}" BenchKt "$rounds" "$calls" | best)")
+    jni_ns+=("$("${jni[@]}" BenchKt "$rounds" "$calls" | best)")
+done
+c=$(printf '%s\n' "${c_ns[@]}" | best)
+f=$(printf '%s\n' "${ffm_ns[@]}" | best)
+j=$(printf '%s\n' "${jni_ns[@]}" | best)
+awk -v c="$c" -v f="$f" -v j="$j" 'BEGIN {
+    printf "overhead: C %d ns, FFM %d ns (%+.1f %%, target 5 %%), JNI %d ns (%+.1f %%, target 10 %%)\n",
+        c, f, 100 * (f - c) / c, j, 100 * (j - c) / c }'
