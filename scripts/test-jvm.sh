@@ -4,8 +4,9 @@
 #   - jvm/test/TernTest.kt on JDK 25 through FFM and on JDK 17 through JNI (with -Xcheck:jni):
 #     results bit-identical to jvm/test/reference.c's, computed through tern.h; error paths;
 #     events; RSS over 10,000 closed and 10,000 dropped handles;
-#   - jvm/example/Qkv.kt on both (once with -Dtern.library.path), and the loader's error for
-#     a platform the jar lacks;
+#   - the docs' examples, checked to be docs/consuming.md's text: jvm/example/Qkv.kt on both
+#     bridges (once with -Dtern.library.path), JavaCaller.java (javac 17); and the loader's
+#     error for a platform the jar lacks;
 #   - the calling overhead: matmul 2560 x 2560 TQ2_0 at m = 1 from C, FFM and JNI,
 #     interleaved (reported, not enforced: a shared CI machine is too noisy for a 5 % gate).
 # The toolchain comes from registries (scripts/setup-jvm.sh). Env: TERN_JVM_OUT (default
@@ -27,10 +28,18 @@ cc -std=c11 -O2 -Wall -Wextra -Werror -I include jvm/test/reference.c -L target/
     -Wl,-rpath,"$out/lib" -o "$out/reference"
 "$out/reference" reference "$out/reference.bin" tests/fixtures/gguf/tiny_bitnet.gguf
 
-echo "test-jvm: compiling the test program, the bench and the example" >&2
+# The examples in docs/consuming.md are the files compiled here, to the byte.
+for example in jvm/example/Qkv.kt jvm/example/JavaCaller.java; do
+    awk -v marker="<!-- $example -->" '$0 == marker { on = 1; getline; next } on && /^```$/ { exit } on' \
+        docs/consuming.md | cmp -s - "$example" ||
+        { echo "test-jvm: docs/consuming.md's copy of $example differs from the file" >&2; exit 1; }
+done
+
+echo "test-jvm: compiling the test program, the bench and the examples" >&2
 rm -rf "$out/test-classes"
 "$KOTLINC" -jdk-home "$JDK25_HOME" -jvm-target 17 -nowarn -cp "$jar:$KOTLIN_LIB/kotlin-test.jar" \
     jvm/test/TernTest.kt jvm/test/SegmentTest.kt jvm/test/Bench.kt jvm/example/Qkv.kt -d "$out/test-classes"
+"$JDK17_HOME/bin/javac" -d "$out/test-classes" -cp "$jar:$KOTLIN_LIB/kotlin-stdlib.jar" jvm/example/JavaCaller.java
 cp="$out/test-classes:$jar:$KOTLIN_LIB/kotlin-stdlib.jar:$KOTLIN_LIB/kotlin-test.jar"
 ffm=("$JAVA25" --enable-native-access=ALL-UNNAMED -cp "$cp")
 jni=("$JAVA17" -Xcheck:jni -cp "$cp")
@@ -53,9 +62,13 @@ for run in ffm jni; do
 done
 
 fixture=tests/fixtures/gguf/tiny_attention.gguf
-echo "test-jvm: the docs' example (FFM with -Dtern.library.path, then JNI from the jar)" >&2
+echo "test-jvm: the docs' examples (FFM with -Dtern.library.path, then JNI from the jar; Java)" >&2
 "$JAVA25" --enable-native-access=ALL-UNNAMED -Dtern.library.path=target/release -cp "$cp" QkvKt "$fixture"
 "${jni[@]}" QkvKt "$fixture"
+java_out="$("${jni[@]}" JavaCaller)"
+echo "$java_out"
+grep -q 'refused as expected: true TERN_ERR_LENGTH_MISMATCH' <<<"$java_out" ||
+    { echo "test-jvm: the Java example did not see its TernException" >&2; exit 1; }
 if msg="$("$JAVA25" -Dos.arch=riscv64 -cp "$cp" QkvKt "$fixture" 2>&1)"; then
     echo "test-jvm: the loader accepted a platform the jar lacks" >&2
     exit 1
@@ -64,10 +77,10 @@ grep -q 'no native library for platform linux-riscv64' <<<"$msg" ||
     { echo "$msg" >&2; echo "test-jvm: the loader's error does not name the platform" >&2; exit 1; }
 
 echo "test-jvm: calling overhead, matmul 2560 x 2560 TQ2_0, m = 1, median ns per call ($(lscpu | sed -n 's/^Model name: *//p'))" >&2
-rounds=3 calls=2000
+rounds=5 calls=1000
 best() { sort -n | head -n 1; }
 c_ns=() ffm_ns=() jni_ns=()
-for _ in 1 2; do
+for _ in 1 2 3 4; do
     c_ns+=("$("$out/reference" bench "$rounds" "$calls" | best)")
     ffm_ns+=("$("${ffm[@]}" BenchKt "$rounds" "$calls" | best)")
     jni_ns+=("$("${jni[@]}" BenchKt "$rounds" "$calls" | best)")

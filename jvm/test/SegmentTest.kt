@@ -33,6 +33,16 @@ fun segmentTests() = test("MemorySegment wrap, decode, matmul") {
             }
         }
         expectStatus(Status.INVALID_FILE) { Gguf.wrap(arena.allocate(64)) }
+        expectStatus(Status.INVALID_ARGUMENT) { weight.decode(segment.asReadOnly()) }
+        // A closed arena: refused, not read after it was freed.
+        val gone = Arena.ofConfined()
+        val goneBytes = gone.allocate(bytes.size.toLong()).copyFrom(java.lang.foreign.MemorySegment.ofArray(bytes))
+        val orphan = Tensor.wrap(Format.TQ2_0, goneBytes, 16, 256)
+        gone.close()
+        expectStatus(Status.STALE_TENSOR) { orphan.decode() }
+        Dispatcher(ignoreEnv = true).use { d -> expectStatus(Status.STALE_TENSOR) { d.matmul(act, orphan) } }
+        orphan.close()
+        expectStatus(Status.INVALID_ARGUMENT) { weight.decode(goneBytes) }
         weight.close()
         act.close()
     }

@@ -290,6 +290,7 @@ fun errorTests(ggufDir: String) {
             if (ByteOrder.nativeOrder() == ByteOrder.BIG_ENDIAN) ByteOrder.LITTLE_ENDIAN else ByteOrder.BIG_ENDIAN,
         )
         expectStatus(Status.INVALID_ARGUMENT) { d.matmul(act, weight, bigEndian) }
+        expectStatus(Status.INVALID_ARGUMENT) { d.matmul(act, weight, direct(32).asReadOnlyBuffer()) }
         expectStatus(Status.INVALID_ARGUMENT) { Gguf.open("a\u0000b") }
     }
 

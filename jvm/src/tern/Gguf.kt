@@ -40,14 +40,15 @@ class Gguf private constructor(ref: NativeRef) : Handle(ref) {
     fun tensor(index: Int): Tensor = alive(this) {
         val out = LongArray(1)
         check(bridge.ggufWrap(address, index.toLong(), out))
-        Tensor.adopt(out[0], ref.keep)
+        Tensor.adopt(out[0], ref.keep, ref.alive)
     }
 
     /** The tensor named [name], as [tensor]. */
     fun tensor(name: String): Tensor = tensor(find(name))
 
     companion object {
-        private fun adopt(address: Long, keep: Any?) = Gguf(NativeRef(address, keep) { bridge.ggufFree(it) })
+        private fun adopt(address: Long, keep: Any?, alive: (() -> Boolean)? = null) =
+            Gguf(NativeRef(address, keep, alive) { bridge.ggufFree(it) })
 
         /** Memory-maps and parses the file at [path] (`tern_gguf_open`). */
         @JvmStatic
@@ -64,12 +65,12 @@ class Gguf private constructor(ref: NativeRef) : Handle(ref) {
 
         /** Parses a direct buffer (position to limit) without copying; it is kept reachable while needed. */
         @JvmStatic
-        fun wrap(bytes: ByteBuffer): Gguf = openAt(directAddress(bytes), bytes.remaining().toLong(), bytes)
+        fun wrap(bytes: ByteBuffer): Gguf = openAt(directAddress(bytes), bytes.remaining().toLong(), bytes, null)
 
-        internal fun openAt(address: Long, length: Long, keep: Any): Gguf {
+        internal fun openAt(address: Long, length: Long, keep: Any, alive: (() -> Boolean)?): Gguf {
             val out = LongArray(1)
             check(bridge.ggufOpenBytes(address, length, out))
-            return adopt(out[0], keep)
+            return adopt(out[0], keep, alive)
         }
     }
 }

@@ -87,7 +87,8 @@ class Tensor private constructor(ref: NativeRef) : Handle(ref) {
 
     companion object {
         /** A tensor over a new native handle; [keep] stays reachable until it is freed. */
-        internal fun adopt(address: Long, keep: Any?) = Tensor(NativeRef(address, keep) { bridge.tensorFree(it) })
+        internal fun adopt(address: Long, keep: Any?, alive: (() -> Boolean)? = null) =
+            Tensor(NativeRef(address, keep, alive) { bridge.tensorFree(it) })
 
         /** Encodes [data] (`rows * cols` floats, row-major) into a tensor that owns its bytes. */
         @JvmStatic
@@ -103,12 +104,14 @@ class Tensor private constructor(ref: NativeRef) : Handle(ref) {
          */
         @JvmStatic
         fun wrap(format: Format, bytes: ByteBuffer, rows: Int, cols: Int): Tensor =
-            wrapAddress(format, directAddress(bytes), bytes.remaining().toLong(), rows, cols, bytes)
+            wrapAddress(format, directAddress(bytes), bytes.remaining().toLong(), rows, cols, bytes, null)
 
-        internal fun wrapAddress(format: Format, address: Long, length: Long, rows: Int, cols: Int, keep: Any): Tensor {
+        internal fun wrapAddress(
+            format: Format, address: Long, length: Long, rows: Int, cols: Int, keep: Any, alive: (() -> Boolean)?,
+        ): Tensor {
             val out = LongArray(1)
             check(bridge.tensorWrap(Encoding.of(format).address, address, length, rows.toLong(), cols.toLong(), out))
-            return adopt(out[0], keep)
+            return adopt(out[0], keep, alive)
         }
     }
 }
@@ -119,8 +122,9 @@ internal fun directAddress(buffer: ByteBuffer): Long {
     return bridge.directAddress(buffer) + buffer.position()
 }
 
-/** [directAddress] for a buffer of floats, which must be in native byte order. */
+/** [directAddress] for an output buffer of floats: writable, in native byte order. */
 internal fun floatsAddress(buffer: ByteBuffer): Long {
+    if (buffer.isReadOnly) fail(Status.INVALID_ARGUMENT, "a read-only ByteBuffer cannot receive output")
     if (buffer.order() != ByteOrder.nativeOrder()) {
         fail(Status.INVALID_ARGUMENT, "a ByteBuffer of floats must be in native order (order(ByteOrder.nativeOrder()))")
     }

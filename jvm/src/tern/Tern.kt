@@ -110,8 +110,13 @@ internal val cleaner: Cleaner = Cleaner.create()
  * once, on close() or when the owner has become unreachable. [keep] holds memory tern borrows
  * (a wrapped buffer, GGUF bytes) until the handle is freed.
  */
-internal class NativeRef(@Volatile var address: Long, val keep: Any?, private val free: (Long) -> Unit) :
-    Runnable {
+internal class NativeRef(
+    @Volatile var address: Long,
+    val keep: Any?,
+    /** For memory the JVM can free while reachable (a MemorySegment's arena): whether it still lives. */
+    val alive: (() -> Boolean)? = null,
+    private val free: (Long) -> Unit,
+) : Runnable {
     override fun run() {
         val a = address
         address = 0
@@ -122,12 +127,20 @@ internal class NativeRef(@Volatile var address: Long, val keep: Any?, private va
 
 /**
  * Base of every handle: close() frees now (idempotent), the Cleaner frees a handle dropped
- * without close(). A closed handle passes NULL to tern, which reports TERN_ERR_NULL_POINTER.
+ * without close(). A closed handle passes NULL to tern, which reports TERN_ERR_NULL_POINTER;
+ * one over a MemorySegment whose arena was closed fails with TERN_ERR_STALE_TENSOR instead of
+ * reading freed memory (closing the arena during a call is a race, as in C).
  */
 abstract class Handle internal constructor(internal val ref: NativeRef) : AutoCloseable {
     private val cleanable = cleaner.register(this, ref)
 
-    internal val address: Long get() = ref.address
+    internal val address: Long
+        get() {
+            if (ref.alive?.invoke() == false) {
+                fail(Status.STALE_TENSOR, "the memory this ${javaClass.simpleName} borrows was freed (its arena is closed)")
+            }
+            return ref.address
+        }
 
     /** Whether close() was called. */
     val isClosed: Boolean get() = ref.address == 0L
