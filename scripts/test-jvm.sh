@@ -44,22 +44,53 @@ cp="$out/test-classes:$jar:$KOTLIN_LIB/kotlin-stdlib.jar:$KOTLIN_LIB/kotlin-test
 ffm=("$JAVA25" --enable-native-access=ALL-UNNAMED -cp "$cp")
 jni=("$JAVA17" -Xcheck:jni -cp "$cp")
 
-# A small heap, so that RSS measures native memory rather than a growing JVM heap.
-for run in ffm jni; do
-    echo "test-jvm: TernTest through $run" >&2
-    declare -n java="$run"
-    log="$out/test-$run.log"
-    if ! "${java[@]}" -Xmx64m -Dtern.test.gguf=tests/fixtures/gguf/tiny_bitnet.gguf \
-        TernTestKt "$out/reference.bin" tests/fixtures/gguf "$run" >"$log" 2>&1; then
+# Runs TernTest against REFERENCE expecting BRIDGE, with the java command that follows;
+# LABEL names its log. A small heap, so that RSS measures native memory rather than a
+# growing JVM heap; -Xcheck:jni reports misuse as warnings without failing the run.
+tern_test() {
+    local reference="$1" bridge="$2" label="$3" log="$out/test-$3.log"
+    shift 3
+    echo "test-jvm: TernTest through $bridge ($label)" >&2
+    if ! "$@" -Xmx64m -Dtern.test.gguf=tests/fixtures/gguf/tiny_bitnet.gguf \
+        TernTestKt "$reference" tests/fixtures/gguf "$bridge" >"$log" 2>&1; then
         cat "$log" >&2
-        echo "test-jvm: TernTest failed through $run" >&2
+        echo "test-jvm: TernTest failed ($label)" >&2
         exit 1
     fi
-    # -Xcheck:jni reports misuse as warnings without failing the run.
-    if grep -i 'warning.*jni\|FATAL' "$log"; then echo "test-jvm: JNI warnings through $run" >&2; exit 1; fi
+    if grep -i 'warning.*jni\|FATAL' "$log"; then echo "test-jvm: JNI warnings ($label)" >&2; exit 1; fi
     grep -E '^(tern |compared|memory:)' "$log"
     tail -n 1 "$log"
-done
+}
+tern_test "$out/reference.bin" ffm jdk25-ffm "${ffm[@]}"
+tern_test "$out/reference.bin" jni jdk17-jni "${jni[@]}"
+
+if [ "${TERN_JVM_AARCH64:-1}" != 0 ]; then
+    # The jar's linux-aarch64 natives through JNI on Debian's arm64 JDK 17 under qemu-user
+    # (QEMU_CPU=max: the dotprod and i8mm kernels), against the C reference built for aarch64.
+    # The JDK is unpacked from its package into the tool cache, not installed: an arm64
+    # openjdk-17 would have to be the same version as the machine's amd64 one.
+    (
+        # shellcheck source=scripts/setup-aarch64.sh
+        . scripts/setup-aarch64.sh
+        jdk="$TERN_JVM_TOOLS/openjdk-17-arm64/usr/lib/jvm/java-17-openjdk-arm64"
+        if ! [ -x "$jdk/bin/java" ]; then
+            echo "test-jvm: unpacking openjdk-17-jre-headless:arm64 (apt) into $TERN_JVM_TOOLS" >&2
+            deb="$(mktemp -d)"
+            (cd "$deb" && apt-get download -qq openjdk-17-jre-headless:arm64 2>/dev/null)
+            dpkg -x "$deb"/openjdk-17-jre-headless_*_arm64.deb "$TERN_JVM_TOOLS/openjdk-17-arm64"
+            rm -rf "$deb"
+        fi
+        lib="$CARGO_TARGET_DIR/$TRIPLE/release"
+        mkdir -p "$out/lib-aarch64"
+        ln -sf "$PWD/$lib/libtern.so" "$out/lib-aarch64/$soname"
+        aarch64-linux-gnu-gcc -std=c11 -O2 -Wall -Wextra -Werror -I include jvm/test/reference.c -L "$lib" -ltern \
+            -Wl,-rpath,"$out/lib-aarch64" -o "$out/reference-aarch64"
+        export QEMU_CPU=max
+        qemu-aarch64 -L / "$out/reference-aarch64" reference "$out/reference-aarch64.bin" tests/fixtures/gguf/tiny_bitnet.gguf
+        tern_test "$out/reference-aarch64.bin" jni aarch64-jni \
+            qemu-aarch64 -L / "$jdk/bin/java" -Xcheck:jni -cp "$cp"
+    )
+fi
 
 fixture=tests/fixtures/gguf/tiny_attention.gguf
 echo "test-jvm: the docs' examples (FFM with -Dtern.library.path, then JNI from the jar; Java)" >&2

@@ -7,7 +7,8 @@
  * JVM arrays are copied (Get/Release<T>ArrayElements), never pinned with the Critical
  * functions: tern may call the event sink back into the JVM during a matmul, which a
  * critical region forbids. An output array is copied back only on success (JNI_ABORT
- * otherwise), so a failed call leaves it untouched.
+ * otherwise), so a failed call leaves it untouched. Array parameters are never NULL unless
+ * their Kotlin declaration is nullable (those are checked here).
  */
 #include <jni.h>
 #include <stdint.h>
@@ -117,6 +118,7 @@ JNI_FN(jlong, kernelCount)(JNIEnv *env, jobject self) {
 JNI_FN(jint, kernelInfo)(JNIEnv *env, jobject self, jlong index, jlongArray out) {
     (void)self;
     tern_kernel_info info;
+    memset(&info, 0, sizeof info);
     tern_status s = tern_kernel_info_get((size_t)index, &info);
     jlong v[4] = {JPTR(info.name), info.weight, info.act, info.available};
     return put(env, out, s, 4, v);

@@ -80,6 +80,7 @@ class Tensor private constructor(ref: NativeRef) : Handle(ref) {
     fun bytes(): ByteArray = alive(this) {
         val out = LongArray(2)
         check(bridge.tensorData(address, out))
+        if (out[1] > Int.MAX_VALUE - 8) fail(Status.SIZE_OVERFLOW, "${out[1]} bytes do not fit a JVM array")
         bridge.copyBytes(out[0], out[1])
     }
 
