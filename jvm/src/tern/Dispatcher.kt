@@ -28,7 +28,8 @@ data class Event(
  * caller. [strict]: refuse pairs no dedicated kernel serves (TERN_DISPATCH_STRICT). [kernel]:
  * force a kernel by name for the pairs it serves. [ignoreEnv]: do not read `TERN_KERNEL`.
  * [onEvent]: receives the events, on the thread that called matmul; an exception it throws
- * is rethrown by that matmul once tern returns (the output is written by then).
+ * is rethrown by that matmul once tern returns (the output is written by then). A callback
+ * that captures its own dispatcher keeps it alive until close().
  *
  * Thread-safety: matmul may run on one dispatcher from several threads at once, each with
  * its own [Scope]; [setOnEvent] and close() must not race with anything else on it.
@@ -49,13 +50,16 @@ class Dispatcher @JvmOverloads constructor(
 
     /** Replaces the event callback (null: none). */
     fun setOnEvent(callback: ((Event) -> Unit)?) = alive(this) {
+        // The sink stays referenced from native code until replaced: it must not capture this
+        // dispatcher, or a dispatcher dropped without close() could never be collected.
+        val failures = callbackFailure
         val sink = callback?.let { cb ->
             EventSink { kind, name, from, to, rows, cols, bytes, nanos ->
                 // An exception must not unwind through tern's frames: kept, and rethrown after the call.
                 try {
                     cb(Event(EventKind.of(kind)!!, bridge.string(name), Format.of(from), Format.of(to), rows, cols, bytes, nanos))
                 } catch (t: Throwable) {
-                    if (callbackFailure.get() == null) callbackFailure.set(t)
+                    if (failures.get() == null) failures.set(t)
                 }
             }
         }

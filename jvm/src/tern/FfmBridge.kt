@@ -15,6 +15,7 @@ import java.lang.foreign.ValueLayout.JAVA_LONG
 import java.lang.invoke.MethodHandle
 import java.lang.invoke.MethodHandles
 import java.lang.invoke.MethodType
+import java.lang.ref.Reference
 import java.nio.ByteBuffer
 
 /**
@@ -95,7 +96,8 @@ internal class FfmBridge(private val library: File) : Bridge {
     override fun versionString() = (hVersionString.invoke() as MemorySegment).address()
     override fun statusString(status: Int) = (hStatusStr.invoke(status) as MemorySegment).address()
     override fun lastError() = (hLastError.invoke() as MemorySegment).address()
-    override fun string(address: Long): String = ptr(address).reinterpret(Long.MAX_VALUE).getString(0)
+    override fun string(address: Long): String =
+        if (address == 0L) "" else ptr(address).reinterpret(Long.MAX_VALUE).getString(0)
     override fun copyBytes(address: Long, length: Long): ByteArray =
         ptr(address).reinterpret(length).toArray(JAVA_BYTE)
     override fun directAddress(buffer: ByteBuffer): Long =
@@ -184,14 +186,17 @@ internal class FfmBridge(private val library: File) : Bridge {
 
     override fun setSink(dispatcher: Long, sink: EventSink?, keep: Array<AutoCloseable?>): Int {
         if (sink == null) return hSetSink.invoke(ptr(dispatcher), MemorySegment.NULL, MemorySegment.NULL) as Int
-        val arena = Arena.ofShared()
+        // An automatic arena: the stub lives while `keep[0]` holds it and the GC frees it after.
+        // (Closing a shared arena costs a handshake with every thread, which kept the Cleaner
+        // of dropped dispatchers behind their creation.)
+        val arena = Arena.ofAuto()
         val target = MethodHandles.lookup().findVirtual(
             Upcall::class.java, "call",
             MethodType.methodType(Void.TYPE, MemorySegment::class.java, MemorySegment::class.java),
         ).bindTo(Upcall(sink))
         val stub = linker.upcallStub(target, FunctionDescriptor.ofVoid(P, P), arena)
         val status = hSetSink.invoke(ptr(dispatcher), stub, MemorySegment.NULL) as Int
-        if (status == Status.OK) keep[0] = arena else arena.close()
+        if (status == Status.OK) keep[0] = AutoCloseable { Reference.reachabilityFence(arena) }
         return status
     }
 

@@ -18,7 +18,12 @@ class Gguf private constructor(ref: NativeRef) : Handle(ref) {
     val tensors: List<GgufTensorInfo> by lazy { alive(this) { (0 until size).map { info(it) } } }
 
     /** The number of tensors. */
-    val size: Int get() = alive(this) { bridge.ggufCount(address).toInt() }
+    val size: Int
+        get() = alive(this) {
+            // tern_gguf_tensor_count reports 0 for NULL; a closed file is an error, not an empty one.
+            if (isClosed) fail(Status.NULL_POINTER, "the Gguf is closed")
+            bridge.ggufCount(address).toInt()
+        }
 
     private fun info(index: Int): GgufTensorInfo {
         val f = LongArray(10)
