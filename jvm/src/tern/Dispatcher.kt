@@ -55,9 +55,11 @@ class Dispatcher @JvmOverloads constructor(
         val failures = callbackFailure
         val sink = callback?.let { cb ->
             EventSink { kind, name, from, to, rows, cols, bytes, nanos ->
-                // An exception must not unwind through tern's frames: kept, and rethrown after the call.
+                // A kind this library predates is skipped. An exception must not unwind through
+                // tern's frames: kept, and rethrown after the call.
+                val eventKind = EventKind.of(kind) ?: return@EventSink
                 try {
-                    cb(Event(EventKind.of(kind)!!, bridge.string(name), Format.of(from), Format.of(to), rows, cols, bytes, nanos))
+                    cb(Event(eventKind, bridge.string(name), Format.of(from), Format.of(to), rows, cols, bytes, nanos))
                 } catch (t: Throwable) {
                     if (failures.get() == null) failures.set(t)
                 }
