@@ -7,7 +7,9 @@
 #
 # Usage: scripts/build-jvm.sh OUTDIR
 # Env: TERN_JVM_AARCH64=0 leaves out linux-aarch64 (built by default; it needs the cross
-# toolchain, which is installed as root on Debian).
+# toolchain, which is installed as root on Debian). TERN_JVM_CARGO_TARGET_DIR (default target)
+# and TERN_AARCH64_TARGET_DIR (default target/aarch64): cargo's target directories, e.g. a
+# CMake build's, whose release libtern cargo then finds up to date.
 set -euo pipefail
 out="${1:?usage: scripts/build-jvm.sh OUTDIR}"
 cd "$(dirname "$0")/.."
@@ -30,10 +32,11 @@ jni_lib() { # CC LIBTERN_DIR DEST_DIR
 
 host="linux-$(uname -m)"
 echo "build-jvm: natives for $host" >&2
-cargo build --release --lib --quiet
+lib="${TERN_JVM_CARGO_TARGET_DIR:-target}/release"
+CARGO_TARGET_DIR="${TERN_JVM_CARGO_TARGET_DIR:-target}" cargo build --release --lib --quiet
 mkdir -p "$stage/native/$host"
-cp target/release/libtern.so "$stage/native/$host/"
-jni_lib cc target/release "$stage/native/$host"
+cp "$lib/libtern.so" "$stage/native/$host/"
+jni_lib cc "$lib" "$stage/native/$host"
 
 if [ "${TERN_JVM_AARCH64:-1}" != 0 ] && [ "$host" != linux-aarch64 ]; then
     echo "build-jvm: natives for linux-aarch64 (cross toolchain)" >&2

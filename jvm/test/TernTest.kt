@@ -430,8 +430,10 @@ fun churn(cycles: Int, cycle: (Int) -> Unit): List<Long> {
 }
 
 fun memoryTests() {
-    // Fewer under emulation (scripts/test-jvm.sh passes 1000 for aarch64 under qemu).
+    // Fewer under emulation, with more slack: qemu's own translation cache grows with the
+    // code HotSpot compiles (scripts/test-jvm.sh passes 1000 and 24 for aarch64 under qemu).
     val cycles = System.getProperty("tern.test.cycles")?.toInt() ?: 10_000
+    val slackKiB = 1024 * (System.getProperty("tern.test.rss-slack-mib")?.toInt() ?: 8)
     // Each cycle allocates about 60 KB of native memory: a 4 x 1024 F32 activation, a 64 x 1024
     // TQ2_0 weight, a scope with the requantized activation, a 26 KB copy of a GGUF.
     val a = floats(4, 1024)
@@ -468,6 +470,6 @@ fun memoryTests() {
                 "$middle MiB half-way, $last MiB at the end",
         )
         // A cycle's leaked handles would add about 60 KB per measured cycle (600 MiB for 10,000).
-        test("$what: RSS flat") { assertTrue(rss[2] - rss[0] < 8 * 1024, "grew ${rss[2] - rss[0]} KiB over $cycles cycles") }
+        test("$what: RSS flat") { assertTrue(rss[2] - rss[0] < slackKiB, "grew ${rss[2] - rss[0]} KiB over $cycles cycles") }
     }
 }

@@ -93,7 +93,8 @@ internal interface Bridge {
  */
 internal val bridge: Bridge by lazy {
     val forced = System.getProperty("tern.bridge")
-    val feature = Runtime.version().feature()
+    // Not Runtime.version(): Android has no such method (and reports "0.9" here, so: JNI).
+    val feature = System.getProperty("java.specification.version")?.toIntOrNull() ?: 0
     when (forced ?: if (feature >= 22) "ffm" else "jni") {
         "ffm" -> {
             if (feature < 22) throw UnsupportedOperationException("tern.bridge=ffm needs JDK 22 or later; this is JDK $feature")
@@ -132,7 +133,7 @@ internal object NativeLibrary {
         System.getProperty("tern.library.path")?.let { dir ->
             val f = File(dir, fileName)
             if (!f.isFile) throw UnsatisfiedLinkError("tern: tern.library.path=$dir has no $fileName")
-            return f
+            return f.absoluteFile // System.load takes absolute paths only
         }
         val resource = "/native/$platform/$fileName"
         val input = NativeLibrary::class.java.getResourceAsStream(resource)
