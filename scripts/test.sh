@@ -15,7 +15,9 @@
 # Missing system tools are installed when running as root on Debian (scripts/setup.sh,
 # scripts/setup-aarch64.sh, scripts/setup-wasm.sh, scripts/test-browser.sh); otherwise the
 # scripts say what to install.
-# TERN_SKIP="asan fuzz aarch64 wasm" skips legs (for quick local runs); CI runs them all.
+#   8. the JVM library (scripts/test-jvm.sh): Kotlin tests through FFM on JDK 25 and JNI on
+#      JDK 17, the docs' example, the calling overhead.
+# TERN_SKIP="asan fuzz aarch64 wasm jvm" skips legs (for quick local runs); CI runs them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Every build here starts from nothing on CI: incremental compilation only adds its
@@ -68,6 +70,11 @@ if ! skip wasm; then
     leg "WebAssembly (node, clang wasm32-wasi, the JS package, headless Chromium)"
     bash scripts/test-wasm.sh
     bash scripts/test-browser.sh
+fi
+
+if ! skip jvm; then
+    leg "JVM (Kotlin over FFM on JDK 25 and JNI on JDK 17)"
+    bash scripts/test-jvm.sh
 fi
 
 echo
