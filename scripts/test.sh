@@ -10,11 +10,13 @@
 #   6. the aarch64 suite (Rust and C) under qemu, with and without dotprod;
 #   7. WebAssembly: the Rust suite and the C harness for wasm32-wasip1 under node (SIMD128
 #      and relaxed-SIMD builds), the JS package's tests, and its browser page end to end in
-#      headless Chromium.
+#      headless Chromium;
+#   8. llama.cpp on tern: the ggml backend libggml-tern under llama.cpp's own tests and
+#      llama-bench (scripts/test-ggml.sh; the llama.cpp source comes from PyPI, cached).
 # Missing system tools are installed when running as root on Debian (scripts/setup.sh,
 # scripts/setup-aarch64.sh, scripts/setup-wasm.sh, scripts/test-browser.sh); otherwise the
 # scripts say what to install.
-# TERN_SKIP="asan fuzz aarch64 wasm" skips legs (for quick local runs); CI runs them all.
+# TERN_SKIP="asan fuzz aarch64 wasm ggml" skips legs (for quick local runs); CI runs them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Every build here starts from nothing on CI: incremental compilation only adds its
@@ -67,6 +69,11 @@ if ! skip wasm; then
     leg "WebAssembly (node, clang wasm32-wasi, the JS package, headless Chromium)"
     bash scripts/test-wasm.sh
     bash scripts/test-browser.sh
+fi
+
+if ! skip ggml; then
+    leg "llama.cpp on tern (ggml backend)"
+    bash scripts/test-ggml.sh
 fi
 
 echo
