@@ -310,6 +310,14 @@ int compute_shared_activation_run(backend_context & ctx, ggml_cgraph * graph, in
     return run_many(ctx, nodes, act->data, weights, outs) ? end : -1;
 }
 
+// The view ops compute nothing (graph_compute skips them); claiming them is what lets a
+// graph of views around a ternary MUL_MAT, and test-backend-ops (which asks about every
+// tensor of a case, leaves included), stay on this backend.
+bool is_view_op(ggml_op op) {
+    return op == GGML_OP_NONE || op == GGML_OP_RESHAPE || op == GGML_OP_VIEW || op == GGML_OP_PERMUTE ||
+           op == GGML_OP_TRANSPOSE;
+}
+
 ggml_status graph_compute(ggml_backend_t backend, ggml_cgraph * graph) {
     backend_context & ctx = *static_cast<backend_context *>(backend->context);
     if (!ensure_dispatcher(ctx)) {
@@ -317,39 +325,27 @@ ggml_status graph_compute(ggml_backend_t backend, ggml_cgraph * graph) {
     }
     for (int i = 0; i < ggml_graph_n_nodes(graph);) {
         ggml_tensor * node = ggml_graph_node(graph, i);
-        int           next = i + 1;
-        if ((node->flags & GGML_TENSOR_FLAG_COMPUTE) == 0 || ggml_is_empty(node)) {
-            i = next;
+        if ((node->flags & GGML_TENSOR_FLAG_COMPUTE) == 0 || ggml_is_empty(node) || is_view_op(node->op)) {
+            ++i;
             continue;
         }
-        switch (node->op) {
-            case GGML_OP_NONE:
-            case GGML_OP_RESHAPE:
-            case GGML_OP_VIEW:
-            case GGML_OP_PERMUTE:
-            case GGML_OP_TRANSPOSE:
-                // Views the scheduler leaves inside this backend's split compute nothing.
-                break;
-            case GGML_OP_MUL_MAT:
-                if (node->src[1]->ne[2] == 1 && node->src[1]->ne[3] == 1) {
-                    next = compute_shared_activation_run(ctx, graph, i);
-                } else if (!compute_batched(ctx, node)) {
-                    next = -1;
-                }
-                if (next < 0) {
-                    return GGML_STATUS_FAILED;
-                }
-                for (int j = i; j < next; ++j) {
-                    ctx.mul_mats[claimed_type_index(ggml_graph_node(graph, j)->src[0]->type)]++;
-                }
-                break;
-            default:
-                // supports_op claims nothing else, so the scheduler never sends it.
-                GGML_LOG_ERROR("ggml-tern: %s (%s) is not an op this backend claims\n", ggml_op_desc(node),
-                               node->name);
-                return GGML_STATUS_FAILED;
+        if (node->op != GGML_OP_MUL_MAT) {
+            // supports_op claims nothing else, so the scheduler never sends it.
+            GGML_LOG_ERROR("ggml-tern: %s (%s) is not an op this backend claims\n", ggml_op_desc(node), node->name);
+            return GGML_STATUS_FAILED;
         }
-        i = next;
+        int next = i + 1;
+        if (node->src[1]->ne[2] == 1 && node->src[1]->ne[3] == 1) {
+            next = compute_shared_activation_run(ctx, graph, i);
+        } else if (!compute_batched(ctx, node)) {
+            next = -1;
+        }
+        if (next < 0) {
+            return GGML_STATUS_FAILED;
+        }
+        for (; i < next; ++i) {
+            ctx.mul_mats[claimed_type_index(ggml_graph_node(graph, i)->src[0]->type)]++;
+        }
     }
     return GGML_STATUS_SUCCESS;
 }
@@ -454,7 +450,7 @@ ggml_backend_buffer_t device_buffer_from_host_ptr(ggml_backend_dev_t, void * ptr
 }
 
 bool device_supports_op(ggml_backend_dev_t, const ggml_tensor * op) {
-    return op->op == GGML_OP_MUL_MAT && supports_mul_mat(op);
+    return is_view_op(op->op) || (op->op == GGML_OP_MUL_MAT && supports_mul_mat(op));
 }
 
 bool device_supports_buft(ggml_backend_dev_t, ggml_backend_buffer_type_t buft) {

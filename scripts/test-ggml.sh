@@ -32,19 +32,28 @@ here=$PWD
 build=$here/build/ggml
 module=$build/libggml-tern.so
 step() { echo "--- ggml: $* ($(date +%T))"; }
+# logged LOG COMMAND...: runs the command with its output in LOG; on failure shows the end.
+logged() {
+    local log=$1
+    shift
+    "$@" >"$log" 2>&1 || { tail -30 "$log"; echo "FAIL ggml: $*"; exit 1; }
+}
+# The backend's count of the MUL_MATs it ran of one type (ggml's name, e.g. tq2_0), summed
+# over the stats lines in a log (TERN_GGML_STATS: one line per backend freed).
+tern_runs() { grep -o "ggml-tern stats: .*" "$1" | grep -o " $2=[0-9]*" | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }'; }
+no_tern() { env -u GGML_BACKEND_PATH "$@"; }
 
 if [[ ! -f $src/tests/test-backend-ops.cpp ]]; then
     step "llama.cpp source: llama-cpp-python==$version sdist from PyPI"
     dl=$(mktemp -d)
     trap 'rm -rf "$dl"' EXIT
-    if ! python3 -m pip download --quiet --no-deps --no-binary :all: --no-build-isolation \
-        "llama-cpp-python==$version" -d "$dl" >"$dl/pip.log" 2>&1; then
+    if ! (cd "$dl" && python3 -m pip download --no-deps --no-binary :all: "llama-cpp-python==$version" >pip.log 2>&1); then
         tail -3 "$dl/pip.log"
         echo "SKIP ggml: cannot download llama-cpp-python==$version from PyPI (the llama.cpp source)"
         exit 0
     fi
     mkdir -p "$cache"
-    tar -xzf "$dl"/llama_cpp_python-$version.tar.gz -C "$dl"
+    tar -xzf "$dl/llama_cpp_python-$version.tar.gz" -C "$dl"
     rm -rf "$src"
     mv "$dl/llama_cpp_python-$version/vendor/llama.cpp" "$src"
 fi
@@ -52,87 +61,88 @@ fi
 step "llama.cpp build (ggml $cpu_flags)"
 # GGML_BACKEND_DL: ggml loads its CPU backend and GGML_BACKEND_PATH's as modules.
 # shellcheck disable=SC2086 # cpu_flags is a list of -D options
-cmake -S "$src" -B "$cache/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
-    -DGGML_BACKEND_DL=ON -DGGML_NATIVE=OFF $cpu_flags -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
-    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_EXAMPLES=OFF >"$cache/configure.log"
-cmake --build "$cache/build" -j "$jobs" \
-    --target ggml-cpu llama test-backend-ops llama-bench llama-quantize >"$cache/build.log" \
-    || { tail -30 "$cache/build.log"; exit 1; }
+logged "$cache/configure.log" cmake -S "$src" -B "$cache/build" -DCMAKE_BUILD_TYPE=Release \
+    -DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON -DGGML_NATIVE=OFF $cpu_flags -DLLAMA_CURL=OFF \
+    -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+logged "$cache/build.log" cmake --build "$cache/build" -j "$jobs" \
+    --target ggml-cpu llama test-backend-ops llama-bench llama-quantize
 
 step "libggml-tern and its test programs"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTERN_BUILD_TESTS=OFF -DTERN_INSTALL=OFF \
-    -DTERN_CARGO_TARGET_DIR="$here/build/cargo" -DTERN_GGML_SOURCE_DIR="$src" >/dev/null
-cmake --build "$build" -j "$jobs" --target ggml-tern
+mkdir -p "$build"
+logged "$build/configure.log" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTERN_BUILD_TESTS=OFF \
+    -DTERN_INSTALL=OFF -DTERN_CARGO_TARGET_DIR="$here/build/cargo" -DTERN_GGML_SOURCE_DIR="$src"
+logged "$build/build.log" cmake --build "$build" -j "$jobs" --target ggml-tern
 tools_flags=(-O2 -std=c++17 -Wall -Wextra -Werror -I"$src/include" -I"$src/ggml/include"
              -L"$bin" -Wl,-rpath,"$bin")
 c++ "${tools_flags[@]}" ggml-tern/test/logits.cpp -o "$build/logits" -lllama -lggml -lggml-base
 c++ "${tools_flags[@]}" ggml-tern/test/ops.cpp -o "$build/ops" -lggml -lggml-base
 export GGML_BACKEND_PATH=$module
+# ggml finds its CPU backend module next to the program or in the current directory.
+cd "$bin"
 
 step "test-backend-ops -b tern -o MUL_MAT"
-"$bin/test-backend-ops" -b tern -o MUL_MAT >"$build/backend-ops.log" 2>&1 \
-    || { grep -E "FAIL|error" "$build/backend-ops.log" | head -20; exit 1; }
+logged "$build/backend-ops.log" ./test-backend-ops -b tern -o MUL_MAT
 python3 - "$build/backend-ops.log" <<'EOF'
 import re, sys
-lines = [l for l in open(sys.argv[1]) if l.lstrip().startswith("MUL_MAT(")]
+log = re.sub(r"\x1b\[[0-9;]*m", "", open(sys.argv[1]).read())  # no colours
+lines = [l.strip() for l in log.splitlines() if l.lstrip().startswith("MUL_MAT(")]
 ternary = [l for l in lines if re.search(r"type_a=tq[12]_0,type_b=f32", l)]
-claimed = [l for l in lines if l.rstrip().endswith(("OK", "FAIL"))]
-passed = [l for l in claimed if l.rstrip().endswith("OK")]
+claimed = [l for l in lines if l.endswith(("OK", "FAIL"))]
+passed = [l for l in claimed if l.endswith("OK")]
 refused_ternary = [l for l in ternary if "not supported" in l]
 print(f"test-backend-ops MUL_MAT on tern: {len(lines)} cases, {len(claimed)} claimed, "
       f"{len(passed)} passed; {len(ternary)} TQ1_0/TQ2_0 x F32 cases, {len(refused_ternary)} refused")
-assert "Backend tern" in open(sys.argv[1]).read() or lines, "test-backend-ops did not run the tern backend"
+assert "Backend 2/2: tern" in log and "Backend tern: OK" in log, "test-backend-ops did not pass on tern"
 assert len(ternary) >= 20, "the suite's TQ1_0/TQ2_0 cases are missing: a different llama.cpp?"
 assert len(passed) == len(claimed), "a case tern claims failed"
-assert not refused_ternary, "tern refused a TQ1_0/TQ2_0 case of the suite:\n" + "".join(refused_ternary)
-assert all(re.search(r"type_a=tq[12]_0,type_b=f32", l) for l in claimed), "tern claimed a non-ternary case"
+assert not refused_ternary, "tern refused a TQ1_0/TQ2_0 case of the suite:\n" + "\n".join(refused_ternary)
+assert set(claimed) <= set(ternary), "tern claimed a non-ternary case"
 EOF
 
 step "batched MUL_MAT, refusals, activation drift against f64 (ggml-tern/test/ops.cpp)"
-"$build/ops"
+"$build/ops" 2>/dev/null
 
 step "synthetic model ($layers layers), quantized by llama-quantize"
 mkdir -p "$models"
-f16=$models/synthetic-$layers-f16.gguf
-if [[ ! -f $f16 ]]; then
-    PYTHONPATH=$src/gguf-py python3 ggml-tern/test/synthetic_model.py "$f16.tmp" --layers "$layers"
-    mv "$f16.tmp" "$f16"
-fi
-for type in TQ1_0 TQ2_0; do
-    model=$models/synthetic-$layers-$type.gguf
-    [[ -f $model ]] || "$bin/llama-quantize" "$f16" "$model" "$type" >"$models/quantize-$type.log" 2>&1 \
-        || { tail -20 "$models/quantize-$type.log"; exit 1; }
-done
+# synthetic-model PATH LAYERS [OPTIONS]: the F16 file and its TQ1_0/TQ2_0 quantizations;
+# token_embd and output stay F16, so that all three hold the same weights.
+synthetic_model() {
+    local f16=$1-f16.gguf
+    if [[ ! -f $f16 ]]; then
+        PYTHONPATH=$src/gguf-py python3 "$here/ggml-tern/test/synthetic_model.py" "$f16.tmp" "${@:2}"
+        mv "$f16.tmp" "$f16"
+    fi
+    for type in TQ1_0 TQ2_0; do
+        [[ -f $1-$type.gguf ]] || logged "$1-$type.log" ./llama-quantize --output-tensor-type f16 \
+            --token-embedding-type f16 "$f16" "$1-$type.gguf" "$type"
+    done
+}
+model=$models/synthetic-$layers
+synthetic_model "$model" --layers "$layers"
 
-# The backend's count of the MUL_MATs it ran, of one type, summed over the stats lines
-# (one per backend freed) in a log.
-tern_runs() { grep -o "ggml-tern stats: .*" "$1" | grep -o " $2=[0-9]*" | cut -d= -f2 | paste -sd+ | bc; }
-
 for type in TQ1_0 TQ2_0; do
-    model=$models/synthetic-$layers-$type.gguf
     step "llama-bench $type, with and without tern"
-    GGML_BACKEND_PATH='' "$bin/llama-bench" -m "$model" -p 32 -n 4 -r 1 -t 2 >"$build/bench-cpu-$type.log" 2>&1 \
-        || { tail -20 "$build/bench-cpu-$type.log"; exit 1; }
-    TERN_GGML_STATS=1 "$bin/llama-bench" -m "$model" -p 32 -n 4 -r 1 -t 2 >"$build/bench-tern-$type.log" 2>&1 \
-        || { tail -20 "$build/bench-tern-$type.log"; exit 1; }
-    grep -E "^\| .*(pp|tg)[0-9]+" "$build/bench-cpu-$type.log" "$build/bench-tern-$type.log"
-    ran=$(tern_runs "$build/bench-tern-$type.log" "$type")
-    # Per token batch, 7 ternary MUL_MATs a layer (Q, K, V, O, gate, up, down); llama-bench
-    # runs pp32 and tg4 plus a warm-up of each: at least 1 + 1 + 4 + 1 batches.
+    bench=(./llama-bench -m "$model-$type.gguf" -p 32 -n 4 -r 1 -t 2)
+    logged "$build/bench-cpu-$type.log" no_tern "${bench[@]}"
+    TERN_GGML_STATS=1 logged "$build/bench-tern-$type.log" "${bench[@]}"
+    grep -hE "^\| .*(pp|tg)[0-9]+" "$build/bench-cpu-$type.log" "$build/bench-tern-$type.log"
+    ran=$(tern_runs "$build/bench-tern-$type.log" "${type,,}")
+    # 7 ternary MUL_MATs a layer (Q, K, V, O, gate, up, down) per batch; pp32 and tg4 with
+    # a warm-up each are 1 + 1 + 1 + 4 batches.
     want=$((7 * layers * 7))
     echo "tern ran $ran $type MUL_MATs in llama-bench (at least $want expected)"
-    [[ ${ran:-0} -ge $want ]] || { echo "FAIL: the ternary MUL_MATs did not run on tern"; exit 1; }
+    [[ $ran -ge $want ]] || { echo "FAIL ggml: the ternary MUL_MATs did not run on tern"; exit 1; }
+    ! grep -q "ggml-tern stats" "$build/bench-cpu-$type.log" || { echo "FAIL ggml: tern ran without GGML_BACKEND_PATH"; exit 1; }
 done
 
 step "one forward pass: logits with tern against the CPU backend and the F16 model"
 n_tokens=16
-GGML_BACKEND_PATH='' "$build/logits" "$f16" $n_tokens 2 "$build/logits-f16.bin" >/dev/null 2>"$build/logits.log"
+logged "$build/logits-f16.log" no_tern "$build/logits" "$model-f16.gguf" $n_tokens 2 "$build/logits-f16.bin"
 for type in TQ1_0 TQ2_0; do
-    model=$models/synthetic-$layers-$type.gguf
-    GGML_BACKEND_PATH='' "$build/logits" "$model" $n_tokens 2 "$build/logits-cpu-$type.bin" >/dev/null 2>>"$build/logits.log"
-    TERN_GGML_STATS=1 "$build/logits" "$model" $n_tokens 2 "$build/logits-tern-$type.bin" >/dev/null 2>"$build/logits-tern-$type.log"
-    ran=$(tern_runs "$build/logits-tern-$type.log" "$type")
-    [[ ${ran:-0} -eq $((7 * layers)) ]] || { echo "FAIL: tern ran ${ran:-0} $type MUL_MATs, not $((7 * layers))"; exit 1; }
+    logged "$build/logits-cpu-$type.log" no_tern "$build/logits" "$model-$type.gguf" $n_tokens 2 "$build/logits-cpu-$type.bin"
+    TERN_GGML_STATS=1 logged "$build/logits-tern-$type.log" "$build/logits" "$model-$type.gguf" $n_tokens 2 "$build/logits-tern-$type.bin"
+    ran=$(tern_runs "$build/logits-tern-$type.log" "${type,,}")
+    [[ $ran -eq $((7 * layers)) ]] || { echo "FAIL ggml: tern ran $ran $type MUL_MATs, not $((7 * layers))"; exit 1; }
 done
 python3 - "$build" $n_tokens <<'EOF'
 import sys
@@ -151,27 +161,22 @@ for t in ("TQ1_0", "TQ2_0"):
     top1 = float(np.mean(np.argmax(tern, 1) == np.argmax(cpu, 1)))
     print(f"{t}: worst-token relative L2 of the logits: CPU vs F16 {cpu_ref:.4f}, tern vs F16 "
           f"{tern_ref:.4f}, tern vs CPU {tern_cpu:.4f}; top-1 agreement tern/CPU {top1:.2f}")
-    # Both backends round the activations to 8 bits before each ternary matmul (ggml per
-    # 256-block, tern per token): each is that far from the F16 model. tern's per-token
-    # scale is at most a few times coarser, so its drift may exceed the CPU's by that
-    # much, no more; a wrong kernel or layout would be off by 100%.
-    assert tern_ref <= 3 * cpu_ref + 1e-3, f"{t}: tern drifts from the reference far more than the CPU backend"
-    assert tern_cpu <= 4 * cpu_ref + 1e-3, f"{t}: tern and the CPU backend disagree beyond their rounding"
+    # Both backends round the activations to 8 bits before each ternary matmul, ggml per
+    # 256-block, tern per token (coarser: ggml-tern/test/ops.cpp measures 1.2-2x ggml's
+    # error per matmul); a wrong kernel, layout or slice would be off by ~100%.
+    assert tern_ref <= 2 * cpu_ref, f"{t}: tern drifts from the F16 model over 2x as far as the CPU backend"
+    assert tern_cpu <= 3 * cpu_ref, f"{t}: tern and the CPU backend disagree beyond their rounding"
 EOF
 
 if command -v valgrind >/dev/null; then
     step "valgrind: 3 x (model, context, tern and CPU backends, one pass) leak nothing"
-    tiny=$models/tiny-TQ2_0.gguf
-    if [[ ! -f $tiny ]]; then
-        PYTHONPATH=$src/gguf-py python3 ggml-tern/test/synthetic_model.py "$models/tiny-f16.gguf" \
-            --layers 1 --hidden 256 --ffn 512 --heads 4 --kv-heads 1
-        "$bin/llama-quantize" "$models/tiny-f16.gguf" "$tiny" TQ2_0 >/dev/null 2>&1
-    fi
-    TERN_GGML_STATS=1 valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite,indirect \
-        --error-exitcode=99 "$build/logits" "$tiny" 4 2 "$build/logits-tiny.bin" 3 >/dev/null 2>"$build/valgrind.log" \
-        || { tail -40 "$build/valgrind.log"; echo "FAIL: valgrind"; exit 1; }
-    ran=$(tern_runs "$build/valgrind.log" TQ2_0)
-    [[ ${ran:-0} -eq $((3 * 7)) ]] || { echo "FAIL: under valgrind tern ran ${ran:-0} MUL_MATs, not 21"; exit 1; }
+    tiny=$models/tiny
+    synthetic_model "$tiny" --layers 1 --hidden 256 --ffn 512 --heads 4 --kv-heads 1
+    TERN_GGML_STATS=1 logged "$build/valgrind.log" valgrind --quiet --leak-check=full \
+        --errors-for-leak-kinds=definite,indirect --error-exitcode=99 \
+        "$build/logits" "$tiny-TQ2_0.gguf" 4 2 "$build/logits-tiny.bin" 3
+    ran=$(tern_runs "$build/valgrind.log" tq2_0)
+    [[ $ran -eq $((3 * 7)) ]] || { echo "FAIL ggml: under valgrind tern ran $ran MUL_MATs, not 21"; exit 1; }
     echo "valgrind: no leaks, no errors; tern ran $ran MUL_MATs"
 else
     echo "SKIP ggml valgrind check: valgrind is not installed"

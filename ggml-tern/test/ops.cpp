@@ -33,7 +33,7 @@ struct mul_mat_case {
     int64_t      w2, w3, a2, a3;  // batch dims of the weight and of the activation
     int          n_weights;       // MUL_MATs on the one activation
     bool         outliers;        // a few activation channels 30x the others
-    bool         drift_bounded;   // tern's error must stay within 2x the CPU backend's
+    double       max_ratio;       // bound on tern's error over the CPU backend's
 };
 
 ggml_context * new_context() {
@@ -112,9 +112,11 @@ void run_case(ggml_backend_t tern, ggml_backend_t cpu, const mul_mat_case & c, s
         }
     }
     printf("%-44s relative L2 error against f64: tern %.5f, CPU %.5f\n", c.name, worst[0], worst[1]);
-    // A wrong slice, layout or kernel is off by ~100%; 8-bit activations by ~1%.
-    check(worst[0] < 0.05, c.name);
-    check(!c.drift_bounded || worst[0] <= 2 * worst[1], c.name);
+    // A wrong slice, layout or kernel is off by ~100%; 8-bit activations by 1-6%. The
+    // ratios are what per-token scales measure against per-256-block ones (about 1.2x on
+    // Gaussian rows, 2x with 30x outlier channels), with room for other seeds.
+    check(worst[0] < 0.25, c.name);
+    check(worst[0] <= c.max_ratio * worst[1], c.name);
     ggml_backend_buffer_free(buffer);
     ggml_free(ctx);
 }
@@ -152,13 +154,13 @@ int main() {
 
     check_refusals(tern);
     const mul_mat_case cases[] = {
-        {"TQ2_0 batched 2x3, broadcast to 4x3", GGML_TYPE_TQ2_0, 512, 16, 5, 2, 3, 4, 3, 1, false, true},
-        {"TQ1_0 batched 1x2, broadcast to 3x2", GGML_TYPE_TQ1_0, 256, 8, 3, 1, 2, 3, 2, 1, false, true},
-        {"TQ2_0 three weights on one activation", GGML_TYPE_TQ2_0, 1024, 32, 7, 1, 1, 1, 1, 3, false, true},
-        {"TQ2_0 2560 -> 512, 8 tokens, Gaussian", GGML_TYPE_TQ2_0, 2560, 512, 8, 1, 1, 1, 1, 1, false, true},
-        {"TQ1_0 6912 -> 256, 8 tokens, Gaussian", GGML_TYPE_TQ1_0, 6912, 256, 8, 1, 1, 1, 1, 1, false, true},
-        {"TQ2_0 2560 -> 512, 8 tokens, outliers", GGML_TYPE_TQ2_0, 2560, 512, 8, 1, 1, 1, 1, 1, true, false},
-        {"TQ1_0 6912 -> 256, 8 tokens, outliers", GGML_TYPE_TQ1_0, 6912, 256, 8, 1, 1, 1, 1, 1, true, false},
+        {"TQ2_0 batched 2x3, broadcast to 4x3", GGML_TYPE_TQ2_0, 512, 16, 5, 2, 3, 4, 3, 1, false, 1.5},
+        {"TQ1_0 batched 1x2, broadcast to 3x2", GGML_TYPE_TQ1_0, 256, 8, 3, 1, 2, 3, 2, 1, false, 1.5},
+        {"TQ2_0 three weights on one activation", GGML_TYPE_TQ2_0, 1024, 32, 7, 1, 1, 1, 1, 3, false, 1.5},
+        {"TQ2_0 2560 -> 512, 8 tokens, Gaussian", GGML_TYPE_TQ2_0, 2560, 512, 8, 1, 1, 1, 1, 1, false, 1.5},
+        {"TQ1_0 6912 -> 256, 8 tokens, Gaussian", GGML_TYPE_TQ1_0, 6912, 256, 8, 1, 1, 1, 1, 1, false, 1.5},
+        {"TQ2_0 2560 -> 512, 8 tokens, outliers", GGML_TYPE_TQ2_0, 2560, 512, 8, 1, 1, 1, 1, 1, true, 3.0},
+        {"TQ1_0 6912 -> 256, 8 tokens, outliers", GGML_TYPE_TQ1_0, 6912, 256, 8, 1, 1, 1, 1, 1, true, 3.0},
     };
     std::mt19937 rng(26);
     for (const mul_mat_case & c : cases) {
