@@ -290,8 +290,9 @@ bool compute_batched(backend_context & ctx, const ggml_tensor * node) {
 }
 
 // The run of MUL_MATs from graph node `first` on that share its activation (Q/K/V,
-// gate/up; all unbatched): one tern call for all of them. Returns the index after the
-// run, or -1 on failure.
+// gate/up; all unbatched): one tern call for all of them. A node seen again ends the run
+// (a graph may list one node several times, as test-backend-ops' perf mode does; one call
+// must not write an output twice). Returns the index after the run, or -1 on failure.
 int compute_shared_activation_run(backend_context & ctx, ggml_cgraph * graph, int first) {
     const ggml_tensor *              act = ggml_graph_node(graph, first)->src[1];
     std::vector<const ggml_tensor *> nodes;
@@ -300,7 +301,8 @@ int compute_shared_activation_run(backend_context & ctx, ggml_cgraph * graph, in
     int                              end = first;
     for (; end < ggml_graph_n_nodes(graph); ++end) {
         const ggml_tensor * node = ggml_graph_node(graph, end);
-        if (node->op != GGML_OP_MUL_MAT || node->src[1] != act || (node->flags & GGML_TENSOR_FLAG_COMPUTE) == 0) {
+        if (node->op != GGML_OP_MUL_MAT || node->src[1] != act || (node->flags & GGML_TENSOR_FLAG_COMPUTE) == 0 ||
+            std::find(nodes.begin(), nodes.end(), node) != nodes.end()) {
             break;
         }
         nodes.push_back(node);
