@@ -55,13 +55,13 @@ struct scope_deleter {
 };
 using scope_ptr = std::unique_ptr<tern_scope, scope_deleter>;
 
-// Logs a failed tern call; true when it succeeded.
-bool tern_ok(tern_status status, const char * what, const char * tensor_name) {
+// Logs a failed tern call (`about`: the tensor or format it was for); true when it succeeded.
+bool tern_ok(tern_status status, const char * call, const char * about = "") {
     if (status == TERN_OK) {
         return true;
     }
-    GGML_LOG_ERROR("ggml-tern: %s (%s) failed: %s: %s\n", what, tensor_name, tern_status_str(status),
-                   tern_last_error());
+    GGML_LOG_ERROR("ggml-tern: %s%s%s failed: %s: %s\n", call, *about ? " for " : "", about,
+                   tern_status_str(status), tern_last_error());
     return false;
 }
 
@@ -74,7 +74,7 @@ dispatcher_ptr new_dispatcher(int n_threads) {
     options.n_threads   = (uint32_t) (n_threads > 0 ? n_threads : 1);
     options.flags       = TERN_DISPATCH_STRICT;
     tern_dispatcher * d = nullptr;
-    if (!tern_ok(tern_dispatcher_new(&options, &d), "tern_dispatcher_new", "-")) {
+    if (!tern_ok(tern_dispatcher_new(&options, &d), "tern_dispatcher_new")) {
         return nullptr;
     }
     return dispatcher_ptr(d);
@@ -115,11 +115,11 @@ bool probe_type(tern_dispatcher * d, const tern_encoding * f32, const tern_encod
     }
     tensor_ptr weight_owner(weight);
     tern_scope * scope = nullptr;
-    if (!tern_ok(tern_scope_new(0, &scope), "probe: tern_scope_new", "-")) {
+    if (!tern_ok(tern_scope_new(0, &scope), "probe: tern_scope_new")) {
         return false;
     }
     scope_ptr scope_owner(scope);
-    if (!tern_ok(tern_dispatcher_set_sink(d, collect_kernel_name, &kernels), "probe: set_sink", "-")) {
+    if (!tern_ok(tern_dispatcher_set_sink(d, collect_kernel_name, &kernels), "probe: set_sink")) {
         return false;
     }
     bool ok = true;
@@ -127,13 +127,13 @@ bool probe_type(tern_dispatcher * d, const tern_encoding * f32, const tern_encod
         std::vector<float> act(m * k, 0.5f), out(m * n);
         tern_tensor * a = nullptr;
         ok = ok && tern_ok(tern_tensor_wrap(f32, act.data(), act.size() * sizeof(float), m, k, &a),
-                           "probe: tern_tensor_wrap", "activation");
+                           "probe: tern_tensor_wrap");
         tensor_ptr a_owner(a);
         ok = ok && tern_ok(tern_matmul(d, a, weight, scope, out.data(), out.size()), "probe: tern_matmul",
                            tern_encoding_name(enc));
-        ok = ok && tern_ok(tern_scope_reset(scope), "probe: tern_scope_reset", "-");
+        ok = ok && tern_ok(tern_scope_reset(scope), "probe: tern_scope_reset");
     }
-    ok = tern_ok(tern_dispatcher_set_sink(d, nullptr, nullptr), "probe: set_sink", "-") && ok;
+    ok = tern_ok(tern_dispatcher_set_sink(d, nullptr, nullptr), "probe: set_sink") && ok;
     return ok;
 }
 
@@ -181,7 +181,7 @@ int claimed_type_index(ggml_type type) {
     return -1;
 }
 
-// The shapes compute_node handles: a contiguous ternary weight (per batch slice it is
+// The shapes graph_compute handles: a contiguous ternary weight (per batch slice it is
 // one n x k matrix tern can wrap); F32 activations whose rows are contiguous within each
 // batch slice (the slices may be strided); a contiguous F32 output; batch dims of the
 // activation that are multiples of the weight's (ggml's broadcast).
@@ -224,7 +224,7 @@ bool ensure_dispatcher(backend_context & ctx) {
     }
     ctx.dispatcher.reset();
     dispatcher_ptr d = new_dispatcher(ctx.n_threads);
-    if (!d || !tern_ok(tern_dispatcher_set_sink(d.get(), count_kernel_run, &ctx), "tern_dispatcher_set_sink", "-")) {
+    if (!d || !tern_ok(tern_dispatcher_set_sink(d.get(), count_kernel_run, &ctx), "tern_dispatcher_set_sink")) {
         return false;
     }
     ctx.dispatcher         = std::move(d);
@@ -533,7 +533,7 @@ ggml_backend_t ggml_backend_tern_init(void) {
     }
     auto *       ctx   = new backend_context;
     tern_scope * scope = nullptr;
-    if (!tern_ok(tern_scope_new(0, &scope), "tern_scope_new", "-")) {
+    if (!tern_ok(tern_scope_new(0, &scope), "tern_scope_new")) {
         delete ctx;
         return nullptr;
     }

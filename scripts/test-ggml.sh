@@ -71,11 +71,15 @@ step "libggml-tern and its test programs"
 mkdir -p "$build"
 logged "$build/configure.log" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTERN_BUILD_TESTS=OFF \
     -DTERN_INSTALL=OFF -DTERN_CARGO_TARGET_DIR="$here/build/cargo" -DTERN_GGML_SOURCE_DIR="$src"
-logged "$build/build.log" cmake --build "$build" -j "$jobs" --target ggml-tern
+logged "$build/build.log" cmake --build "$build" -j "$jobs" --target ggml-tern ggml-tern-static
 tools_flags=(-O2 -std=c++17 -Wall -Wextra -Werror -I"$src/include" -I"$src/ggml/include"
              -L"$bin" -Wl,-rpath,"$bin")
 c++ "${tools_flags[@]}" ggml-tern/test/logits.cpp -o "$build/logits" -lllama -lggml -lggml-base
 c++ "${tools_flags[@]}" ggml-tern/test/ops.cpp -o "$build/ops" -lggml -lggml-base
+# The second way in: libggml-tern.a linked in and registered with ggml_backend_register.
+c++ "${tools_flags[@]}" -DTERN_GGML_REGISTER -Iggml-tern ggml-tern/test/ops.cpp -o "$build/ops-registered" \
+    "$build/ggml-tern/libggml-tern.a" "$build/lib/libtern.a" -lggml -lggml-base \
+    -lgcc_s -lutil -lrt -lpthread -lm -ldl
 export GGML_BACKEND_PATH=$module
 # ggml finds its CPU backend module next to the program or in the current directory.
 cd "$bin"
@@ -100,7 +104,10 @@ assert set(claimed) <= set(ternary), "tern claimed a non-ternary case"
 EOF
 
 step "batched MUL_MAT, refusals, activation drift against f64 (ggml-tern/test/ops.cpp)"
-"$build/ops" 2>/dev/null
+"$build/ops"
+step "the same with libggml-tern.a linked in and registered (ggml_backend_register)"
+logged "$build/ops-registered.log" no_tern "$build/ops-registered"
+tail -1 "$build/ops-registered.log"
 
 step "synthetic model ($layers layers), quantized by llama-quantize"
 mkdir -p "$models"

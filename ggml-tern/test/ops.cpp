@@ -6,9 +6,14 @@
 //  - how far tern's per-token int8 activations drift from an f64 reference, next to the
 //    CPU backend's per-256-block Q8_K, on Gaussian activations and on activations with
 //    outlier channels (as real LLM activations have).
-// Runs against a ggml built with GGML_BACKEND_DL, the backend loaded from GGML_BACKEND_PATH.
+// Built two ways, for the two ways in: against a ggml built with GGML_BACKEND_DL, with the
+// backend loaded from GGML_BACKEND_PATH; and with TERN_GGML_REGISTER, linked with
+// libggml-tern.a and registering it with ggml_backend_register, as an engine does.
 #include "ggml-backend.h"
 #include "ggml.h"
+#ifdef TERN_GGML_REGISTER
+#    include "ggml-tern.h"
+#endif
 
 #include <cmath>
 #include <cstdio>
@@ -142,10 +147,18 @@ void check_refusals(ggml_backend_t tern) {
 }  // namespace
 
 int main() {
-    ggml_backend_load_all();  // the CPU backend, and GGML_BACKEND_PATH's
+#ifdef TERN_GGML_REGISTER
+    ggml_backend_reg_t reg = ggml_backend_tern_reg();
+    if (reg == nullptr) {
+        fprintf(stderr, "FAIL: ggml_backend_tern_reg() returned NULL\n");
+        return 1;
+    }
+    ggml_backend_register(reg);
+#endif
+    ggml_backend_load_all();  // the CPU backend (and GGML_BACKEND_PATH's, if set)
     ggml_backend_dev_t tern_dev = ggml_backend_dev_by_name("tern");
     if (tern_dev == nullptr) {
-        fprintf(stderr, "FAIL: no tern device (is GGML_BACKEND_PATH set to libggml-tern.so?)\n");
+        fprintf(stderr, "FAIL: no tern device (GGML_BACKEND_PATH, or registered)\n");
         return 1;
     }
     printf("tern device: %s\n", ggml_backend_dev_description(tern_dev));
