@@ -208,6 +208,7 @@ struct backend_context {
     uint64_t                        tern_calls          = 0;
     std::mutex                      kernel_runs_mutex;  // the sink may be called from tern's workers
     std::map<std::string, uint64_t> kernel_runs;
+    uint64_t                        kernel_nanos = 0;  // summed over the threads
 };
 
 void count_kernel_run(void * userdata, const tern_event * event) {
@@ -215,6 +216,7 @@ void count_kernel_run(void * userdata, const tern_event * event) {
         auto * ctx = static_cast<backend_context *>(userdata);
         std::lock_guard<std::mutex> lock(ctx->kernel_runs_mutex);
         ctx->kernel_runs[event->name]++;
+        ctx->kernel_nanos += event->nanos;
     }
 }
 
@@ -361,6 +363,7 @@ void print_stats(backend_context & ctx) {
     for (const auto & run : ctx.kernel_runs) {
         line += " " + run.first + "=" + std::to_string(run.second);
     }
+    line += " kernel_ms=" + std::to_string(ctx.kernel_nanos / 1000000);
     fprintf(stderr, "%s\n", line.c_str());
 }
 
