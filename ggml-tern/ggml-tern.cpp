@@ -209,6 +209,14 @@ struct backend_context {
     std::mutex                      kernel_runs_mutex;  // the sink may be called from tern's workers
     std::map<std::string, uint64_t> kernel_runs;
     uint64_t                        kernel_nanos = 0;  // summed over the threads
+
+    // Weights wrapped once and kept (see weight_tensor), by the address of their bytes.
+    struct cached_weight {
+        tensor_ptr            tensor;
+        const tern_encoding * encoding;
+        size_t                rows, cols;
+    };
+    std::map<const void *, cached_weight> kept_weights;
 };
 
 void count_kernel_run(void * userdata, const tern_event * event) {
@@ -234,6 +242,35 @@ bool ensure_dispatcher(backend_context & ctx) {
     return true;
 }
 
+// The tern tensor over the n x k weight bytes at `data` (of ggml tensor `w`), or NULL after
+// logging why. tern learns things about a tensor's bytes on first use and keeps them with
+// the handle (whether every block has the same scale: a pass over the whole weight), so a
+// weight is wrapped once per backend when ggml says its buffer holds weights
+// (GGML_BACKEND_BUFFER_USAGE_WEIGHTS: loaded once, unchanged while a context uses them);
+// anything else is wrapped for this call only, into `call_owned`.
+tern_tensor * weight_tensor(backend_context & ctx, const ggml_tensor * w, const void * data, size_t n, size_t k,
+                            std::vector<tensor_ptr> & call_owned) {
+    const tern_encoding * enc  = ctx.dev.weights[claimed_type_index(w->type)];
+    const bool            keep = w->buffer != nullptr &&
+                      ggml_backend_buffer_get_usage(w->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS;
+    if (keep) {
+        auto it = ctx.kept_weights.find(data);
+        if (it != ctx.kept_weights.end() && it->second.encoding == enc && it->second.rows == n && it->second.cols == k) {
+            return it->second.tensor.get();
+        }
+    }
+    tern_tensor * t = nullptr;
+    if (!tern_ok(tern_tensor_wrap(enc, data, n * w->nb[1], n, k, &t), "tern_tensor_wrap", w->name)) {
+        return nullptr;
+    }
+    if (keep) {
+        ctx.kept_weights[data] = {tensor_ptr(t), enc, n, k};
+    } else {
+        call_owned.emplace_back(t);
+    }
+    return t;
+}
+
 // Runs `nodes` (MUL_MATs that share src1, or one batched MUL_MAT slice) as one
 // tern_matmul_many: the activation is requantized once for all the weights.
 // `weights[i]`/`outs[i]` point at the slice of nodes[i] to compute.
@@ -251,15 +288,12 @@ bool run_many(backend_context & ctx, const std::vector<const ggml_tensor *> & no
     std::vector<tern_tensor *> w_tensors;
     std::vector<size_t>        out_lens;
     for (size_t i = 0; i < nodes.size(); ++i) {
-        const ggml_tensor * w     = nodes[i]->src[0];
-        const int           index = claimed_type_index(w->type);
-        const size_t        n     = (size_t) w->ne[1];
-        tern_tensor *       t     = nullptr;
-        if (!tern_ok(tern_tensor_wrap(ctx.dev.weights[index], weights[i], n * w->nb[1], n, k, &t),
-                     "tern_tensor_wrap", w->name)) {
+        const ggml_tensor * w = nodes[i]->src[0];
+        const size_t        n = (size_t) w->ne[1];
+        tern_tensor *       t = weight_tensor(ctx, w, weights[i], n, k, owners);
+        if (t == nullptr) {
             return false;
         }
-        owners.emplace_back(t);
         w_tensors.push_back(t);
         out_lens.push_back(m * n);
     }
