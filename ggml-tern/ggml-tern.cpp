@@ -255,7 +255,9 @@ tern_tensor * weight_tensor(backend_context & ctx, const ggml_tensor * w, const 
                       ggml_backend_buffer_get_usage(w->buffer) == GGML_BACKEND_BUFFER_USAGE_WEIGHTS;
     if (keep) {
         auto it = ctx.kept_weights.find(data);
-        if (it != ctx.kept_weights.end() && it->second.encoding == enc && it->second.rows == n && it->second.cols == k) {
+        const bool same = it != ctx.kept_weights.end() && it->second.encoding == enc && it->second.rows == n &&
+                          it->second.cols == k;
+        if (same) {
             return it->second.tensor.get();
         }
     }

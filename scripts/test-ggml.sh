@@ -40,14 +40,17 @@ logged() {
 }
 # The backend's count of the MUL_MATs it ran of one type (ggml's name, e.g. tq2_0), summed
 # over the stats lines in a log (TERN_GGML_STATS: one line per backend freed).
-tern_runs() { grep -o "ggml-tern stats: .*" "$1" | grep -o " $2=[0-9]*" | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }'; }
+tern_runs() {
+    grep -o "ggml-tern stats: .*" "$1" | grep -o " $2=[0-9]*" | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }'
+}
 no_tern() { env -u GGML_BACKEND_PATH "$@"; }
 
 if [[ ! -f $src/tests/test-backend-ops.cpp ]]; then
     step "llama.cpp source: llama-cpp-python==$version sdist from PyPI"
     dl=$(mktemp -d)
     trap 'rm -rf "$dl"' EXIT
-    if ! (cd "$dl" && python3 -m pip download --no-deps --no-binary :all: "llama-cpp-python==$version" >pip.log 2>&1); then
+    if ! (cd "$dl" && python3 -m pip download --no-deps --no-binary :all: \
+        "llama-cpp-python==$version" >pip.log 2>&1); then
         tail -3 "$dl/pip.log"
         echo "SKIP ggml: cannot download llama-cpp-python==$version from PyPI (the llama.cpp source)"
         exit 0
@@ -139,15 +142,18 @@ for type in TQ1_0 TQ2_0; do
     want=$((7 * layers * 7))
     echo "tern ran $ran $type MUL_MATs in llama-bench (at least $want expected)"
     [[ $ran -ge $want ]] || { echo "FAIL ggml: the ternary MUL_MATs did not run on tern"; exit 1; }
-    ! grep -q "ggml-tern stats" "$build/bench-cpu-$type.log" || { echo "FAIL ggml: tern ran without GGML_BACKEND_PATH"; exit 1; }
+    ! grep -q "ggml-tern stats" "$build/bench-cpu-$type.log" \
+        || { echo "FAIL ggml: tern ran without GGML_BACKEND_PATH"; exit 1; }
 done
 
 step "one forward pass: logits with tern against the CPU backend and the F16 model"
 n_tokens=16
 logged "$build/logits-f16.log" no_tern "$build/logits" "$model-f16.gguf" $n_tokens 2 "$build/logits-f16.bin"
 for type in TQ1_0 TQ2_0; do
-    logged "$build/logits-cpu-$type.log" no_tern "$build/logits" "$model-$type.gguf" $n_tokens 2 "$build/logits-cpu-$type.bin"
-    TERN_GGML_STATS=1 logged "$build/logits-tern-$type.log" "$build/logits" "$model-$type.gguf" $n_tokens 2 "$build/logits-tern-$type.bin"
+    logged "$build/logits-cpu-$type.log" \
+        no_tern "$build/logits" "$model-$type.gguf" $n_tokens 2 "$build/logits-cpu-$type.bin"
+    TERN_GGML_STATS=1 logged "$build/logits-tern-$type.log" \
+        "$build/logits" "$model-$type.gguf" $n_tokens 2 "$build/logits-tern-$type.bin"
     ran=$(tern_runs "$build/logits-tern-$type.log" "${type,,}")
     [[ $ran -eq $((7 * layers)) ]] || { echo "FAIL ggml: tern ran $ran $type MUL_MATs, not $((7 * layers))"; exit 1; }
 done
