@@ -11,13 +11,15 @@
 #      cortex-a76: dotprod, cortex-a53: plain NEON);
 #   7. WebAssembly: the Rust suite and the C harness for wasm32-wasip1 under node (SIMD128
 #      and relaxed-SIMD builds), the JS package's tests, and its browser page end to end in
-#      headless Chromium.
-# Missing system tools are installed when running as root on Debian (scripts/setup.sh,
-# scripts/setup-aarch64.sh, scripts/setup-wasm.sh, scripts/test-browser.sh); otherwise the
-# scripts say what to install.
+#      headless Chromium;
 #   8. the JVM library (scripts/test-jvm.sh): Kotlin tests through FFM on JDK 25 and JNI on
-#      JDK 17, the docs' example, the calling overhead.
-# TERN_SKIP="asan fuzz aarch64 wasm jvm" skips legs (for quick local runs); CI runs them all.
+#      JDK 17, the docs' example, the calling overhead;
+#   9. llama.cpp on tern: the ggml backend libggml-tern under llama.cpp's own tests and
+#      llama-bench (scripts/test-ggml.sh; the llama.cpp source comes from PyPI, cached).
+# Missing system tools are installed when running as root on Debian (scripts/setup.sh,
+# scripts/setup-aarch64.sh, scripts/setup-wasm.sh, scripts/setup-jvm.sh,
+# scripts/test-browser.sh, scripts/test-ggml.sh); otherwise the scripts say what to install.
+# TERN_SKIP="asan fuzz aarch64 wasm jvm ggml" skips legs (for quick local runs); CI runs them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Every build here starts from nothing on CI: incremental compilation only adds its
@@ -75,6 +77,11 @@ fi
 if ! skip jvm; then
     leg "JVM (Kotlin over FFM on JDK 25 and JNI on JDK 17)"
     bash scripts/test-jvm.sh
+fi
+
+if ! skip ggml; then
+    leg "llama.cpp on tern (ggml backend)"
+    bash scripts/test-ggml.sh
 fi
 
 echo

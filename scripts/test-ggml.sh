@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# llama.cpp on tern: builds libggml-tern (ggml-tern/) against the llama.cpp tree vendored
+# in the PyPI sdist of llama-cpp-python, then checks it with llama.cpp's own tools:
+#   1. test-backend-ops -b tern -o MUL_MAT: every case tern claims passes, and the claimed
+#      cases include every TQ1_0/TQ2_0 case of the suite;
+#   2. ggml-tern/test/ops.cpp: batched and broadcast MUL_MATs against an f64 reference, next
+#      to the CPU backend's error, and the shapes supports_op must refuse;
+#   3. a synthetic model at BitNet b1.58 2B4T's shapes (fewer layers), quantized by
+#      llama-quantize to TQ1_0 and TQ2_0, runs through llama-bench with and without the
+#      backend, and the backend's counts show the ternary MUL_MATs ran on tern;
+#   4. one forward pass's logits with the backend against the CPU backend, both against
+#      the F16 model (which holds the same ternary weights) as the reference;
+#   5. valgrind: models, contexts and backends made and freed repeatedly leak nothing.
+# Everything downloaded or built for llama.cpp is cached in TERN_GGML_CACHE (default
+# ~/.cache/tern/llama.cpp-<version>), so a rerun only rebuilds the backend. No network or
+# no PyPI: prints a SKIP line and exits 0.
+#   TERN_GGML_CPU_FLAGS  ggml's CPU features (GGML_BACKEND_DL refuses GGML_NATIVE);
+#                        default: a portable AVX2 set
+#   TERN_GGML_LAYERS     layers of the synthetic model (default 4; BitNet 2B4T has 30)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+version=0.3.36
+cache=${TERN_GGML_CACHE:-$HOME/.cache/tern/llama.cpp-$version}
+cpu_flags=${TERN_GGML_CPU_FLAGS:-"-DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"}
+layers=${TERN_GGML_LAYERS:-4}
+jobs=$(nproc)
+src=$cache/src
+bin=$cache/build/bin
+models=$cache/models
+here=$PWD
+build=$here/build/ggml
+module=$build/libggml-tern.so
+step() { echo "--- ggml: $* ($(date +%T))"; }
+# logged LOG COMMAND...: runs the command with its output in LOG; on failure shows the end.
+logged() {
+    local log=$1
+    shift
+    "$@" >"$log" 2>&1 || { tail -30 "$log"; echo "FAIL ggml: $*"; exit 1; }
+}
+# The backend's count of the MUL_MATs it ran of one type (ggml's name, e.g. tq2_0), summed
+# over the stats lines in a log (TERN_GGML_STATS: one line per backend freed).
+tern_runs() {
+    grep -o "ggml-tern stats: .*" "$1" | grep -o " $2=[0-9]*" | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }'
+}
+no_tern() { env -u GGML_BACKEND_PATH "$@"; }
+
+if [[ ! -f $src/tests/test-backend-ops.cpp ]]; then
+    step "llama.cpp source: llama-cpp-python==$version sdist from PyPI"
+    dl=$(mktemp -d)
+    trap 'rm -rf "$dl"' EXIT
+    if ! (cd "$dl" && python3 -m pip download --no-deps --no-binary :all: \
+        "llama-cpp-python==$version" >pip.log 2>&1); then
+        tail -3 "$dl/pip.log"
+        echo "SKIP ggml: cannot download llama-cpp-python==$version from PyPI (the llama.cpp source)"
+        exit 0
+    fi
+    mkdir -p "$cache"
+    tar -xzf "$dl/llama_cpp_python-$version.tar.gz" -C "$dl"
+    rm -rf "$src"
+    mv "$dl/llama_cpp_python-$version/vendor/llama.cpp" "$src"
+fi
+
+step "llama.cpp build (ggml $cpu_flags)"
+# GGML_BACKEND_DL: ggml loads its CPU backend and GGML_BACKEND_PATH's as modules.
+# shellcheck disable=SC2086 # cpu_flags is a list of -D options
+logged "$cache/configure.log" cmake -S "$src" -B "$cache/build" -DCMAKE_BUILD_TYPE=Release \
+    -DBUILD_SHARED_LIBS=ON -DGGML_BACKEND_DL=ON -DGGML_NATIVE=OFF $cpu_flags -DLLAMA_CURL=OFF \
+    -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+logged "$cache/build.log" cmake --build "$cache/build" -j "$jobs" \
+    --target ggml-cpu llama test-backend-ops llama-bench llama-quantize
+
+step "libggml-tern and its test programs"
+mkdir -p "$build"
+logged "$build/configure.log" cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DTERN_BUILD_TESTS=OFF \
+    -DTERN_INSTALL=OFF -DTERN_CARGO_TARGET_DIR="$here/build/cargo" -DTERN_GGML_SOURCE_DIR="$src"
+logged "$build/build.log" cmake --build "$build" -j "$jobs" --target ggml-tern ggml-tern-static
+tools_flags=(-O2 -std=c++17 -Wall -Wextra -Werror -I"$src/include" -I"$src/ggml/include"
+             -L"$bin" -Wl,-rpath,"$bin")
+c++ "${tools_flags[@]}" ggml-tern/test/logits.cpp -o "$build/logits" -lllama -lggml -lggml-base
+c++ "${tools_flags[@]}" ggml-tern/test/ops.cpp -o "$build/ops" -lggml -lggml-base
+# The second way in: libggml-tern.a linked in and registered with ggml_backend_register.
+c++ "${tools_flags[@]}" -DTERN_GGML_REGISTER -Iggml-tern ggml-tern/test/ops.cpp -o "$build/ops-registered" \
+    "$build/ggml-tern/libggml-tern.a" "$build/lib/libtern.a" -lggml -lggml-base \
+    -lgcc_s -lutil -lrt -lpthread -lm -ldl
+export GGML_BACKEND_PATH=$module
+# ggml finds its CPU backend module next to the program or in the current directory.
+cd "$bin"
+
+step "test-backend-ops -b tern -o MUL_MAT"
+logged "$build/backend-ops.log" ./test-backend-ops -b tern -o MUL_MAT
+python3 - "$build/backend-ops.log" <<'EOF'
+import re, sys
+log = re.sub(r"\x1b\[[0-9;]*m", "", open(sys.argv[1]).read())  # no colours
+lines = [l.strip() for l in log.splitlines() if l.lstrip().startswith("MUL_MAT(")]
+ternary = [l for l in lines if re.search(r"type_a=tq[12]_0,type_b=f32", l)]
+claimed = [l for l in lines if l.endswith(("OK", "FAIL"))]
+passed = [l for l in claimed if l.endswith("OK")]
+refused_ternary = [l for l in ternary if "not supported" in l]
+print(f"test-backend-ops MUL_MAT on tern: {len(lines)} cases, {len(claimed)} claimed, "
+      f"{len(passed)} passed; {len(ternary)} TQ1_0/TQ2_0 x F32 cases, {len(refused_ternary)} refused")
+assert "Backend 2/2: tern" in log and "Backend tern: OK" in log, "test-backend-ops did not pass on tern"
+assert len(ternary) >= 20, "the suite's TQ1_0/TQ2_0 cases are missing: a different llama.cpp?"
+assert len(passed) == len(claimed), "a case tern claims failed"
+assert not refused_ternary, "tern refused a TQ1_0/TQ2_0 case of the suite:\n" + "\n".join(refused_ternary)
+assert set(claimed) <= set(ternary), "tern claimed a non-ternary case"
+EOF
+
+step "batched MUL_MAT, refusals, activation drift against f64 (ggml-tern/test/ops.cpp)"
+"$build/ops"
+step "the same with libggml-tern.a linked in and registered (ggml_backend_register)"
+logged "$build/ops-registered.log" no_tern "$build/ops-registered"
+tail -1 "$build/ops-registered.log"
+
+step "synthetic model ($layers layers), quantized by llama-quantize"
+mkdir -p "$models"
+# synthetic-model PATH LAYERS [OPTIONS]: the F16 file and its TQ1_0/TQ2_0 quantizations;
+# token_embd and output stay F16, so that all three hold the same weights.
+synthetic_model() {
+    local f16=$1-f16.gguf
+    if [[ ! -f $f16 ]]; then
+        PYTHONPATH=$src/gguf-py python3 "$here/ggml-tern/test/synthetic_model.py" "$f16.tmp" "${@:2}"
+        mv "$f16.tmp" "$f16"
+    fi
+    for type in TQ1_0 TQ2_0; do
+        [[ -f $1-$type.gguf ]] || logged "$1-$type.log" ./llama-quantize --output-tensor-type f16 \
+            --token-embedding-type f16 "$f16" "$1-$type.gguf" "$type"
+    done
+}
+model=$models/synthetic-$layers
+synthetic_model "$model" --layers "$layers"
+
+for type in TQ1_0 TQ2_0; do
+    step "llama-bench $type, with and without tern"
+    bench=(./llama-bench -m "$model-$type.gguf" -p 32 -n 4 -r 1 -t 2)
+    logged "$build/bench-cpu-$type.log" no_tern "${bench[@]}"
+    TERN_GGML_STATS=1 logged "$build/bench-tern-$type.log" "${bench[@]}"
+    grep -hE "^\| .*(pp|tg)[0-9]+" "$build/bench-cpu-$type.log" "$build/bench-tern-$type.log"
+    ran=$(tern_runs "$build/bench-tern-$type.log" "${type,,}")
+    # 7 ternary MUL_MATs a layer (Q, K, V, O, gate, up, down) per batch; pp32 and tg4 with
+    # a warm-up each are 1 + 1 + 1 + 4 batches.
+    want=$((7 * layers * 7))
+    echo "tern ran $ran $type MUL_MATs in llama-bench (at least $want expected)"
+    [[ $ran -ge $want ]] || { echo "FAIL ggml: the ternary MUL_MATs did not run on tern"; exit 1; }
+    ! grep -q "ggml-tern stats" "$build/bench-cpu-$type.log" \
+        || { echo "FAIL ggml: tern ran without GGML_BACKEND_PATH"; exit 1; }
+done
+
+step "one forward pass: logits with tern against the CPU backend and the F16 model"
+n_tokens=16
+logged "$build/logits-f16.log" no_tern "$build/logits" "$model-f16.gguf" $n_tokens 2 "$build/logits-f16.bin"
+for type in TQ1_0 TQ2_0; do
+    logged "$build/logits-cpu-$type.log" \
+        no_tern "$build/logits" "$model-$type.gguf" $n_tokens 2 "$build/logits-cpu-$type.bin"
+    TERN_GGML_STATS=1 logged "$build/logits-tern-$type.log" \
+        "$build/logits" "$model-$type.gguf" $n_tokens 2 "$build/logits-tern-$type.bin"
+    ran=$(tern_runs "$build/logits-tern-$type.log" "${type,,}")
+    [[ $ran -eq $((7 * layers)) ]] || { echo "FAIL ggml: tern ran $ran $type MUL_MATs, not $((7 * layers))"; exit 1; }
+done
+python3 - "$build" $n_tokens <<'EOF'
+import sys
+import numpy as np
+build, n_tokens = sys.argv[1], int(sys.argv[2])
+load = lambda name: np.fromfile(f"{build}/logits-{name}.bin", dtype=np.float32).reshape(n_tokens, -1).astype(np.float64)
+ref = load("f16")
+
+def rel(a, b):
+    """Per-token relative L2 distance of two logit rows, the worst token."""
+    return float(np.max(np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)))
+
+for t in ("TQ1_0", "TQ2_0"):
+    cpu, tern = load(f"cpu-{t}"), load(f"tern-{t}")
+    cpu_ref, tern_ref, tern_cpu = rel(cpu, ref), rel(tern, ref), rel(tern, cpu)
+    top1 = float(np.mean(np.argmax(tern, 1) == np.argmax(cpu, 1)))
+    print(f"{t}: worst-token relative L2 of the logits: CPU vs F16 {cpu_ref:.4f}, tern vs F16 "
+          f"{tern_ref:.4f}, tern vs CPU {tern_cpu:.4f}; top-1 agreement tern/CPU {top1:.2f}")
+    # Both backends round the activations to 8 bits before each ternary matmul, ggml per
+    # 256-block, tern per token (coarser: ggml-tern/test/ops.cpp measures 1.2-2x ggml's
+    # error per matmul); a wrong kernel, layout or slice would be off by ~100%.
+    assert tern_ref <= 2 * cpu_ref, f"{t}: tern drifts from the F16 model over 2x as far as the CPU backend"
+    assert tern_cpu <= 3 * cpu_ref, f"{t}: tern and the CPU backend disagree beyond their rounding"
+EOF
+
+if command -v valgrind >/dev/null; then
+    step "valgrind: 5 x (model, context, tern and CPU backends, one pass) leak nothing"
+    tiny=$models/tiny
+    synthetic_model "$tiny" --layers 1 --hidden 256 --ffn 512 --heads 4 --kv-heads 1
+    TERN_GGML_STATS=1 logged "$build/valgrind.log" valgrind --quiet --leak-check=full \
+        --errors-for-leak-kinds=definite,indirect --error-exitcode=99 \
+        "$build/logits" "$tiny-TQ2_0.gguf" 4 2 "$build/logits-tiny.bin" 5
+    ran=$(tern_runs "$build/valgrind.log" tq2_0)
+    [[ $ran -eq $((5 * 7)) ]] || { echo "FAIL ggml: under valgrind tern ran $ran MUL_MATs, not 35"; exit 1; }
+    echo "valgrind: no leaks, no errors; tern ran $ran MUL_MATs"
+else
+    echo "SKIP ggml valgrind check: valgrind is not installed"
+fi
+
+step "passed"
