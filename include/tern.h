@@ -488,8 +488,8 @@ typedef struct tern_gguf_tensor_info {
      */
     uint64_t ne[4];
     /**
-     * Offset of the tensor's data in the file (absolute, not relative to the data section;
-     * Rust's `tern::gguf::TensorInfo::offset` is relative, `Gguf::file_offset` absolute).
+     * Offset of the tensor's data in the file (absolute, as Rust's `Gguf::file_offset`;
+     * Rust's `TensorInfo::data_offset` is the one relative to the data section).
      */
     uint64_t offset;
     /**

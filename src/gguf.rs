@@ -365,9 +365,10 @@ pub struct TensorInfo<'a> {
     pub n_dims: u32,
     /// The ggml type of the data.
     pub ggml_type: GgmlType,
-    /// Relative to the data section (the C API's `tern_gguf_tensor_info.offset` is absolute,
-    /// in the file: [`Gguf::file_offset`] gives that one).
-    pub offset: u64,
+    /// Where the tensor's data starts, relative to the data section ([`Gguf::data_start`]);
+    /// [`Gguf::file_offset`] gives the offset in the file, which is what the C API's
+    /// `tern_gguf_tensor_info.offset` reports.
+    pub data_offset: u64,
     /// Bytes of data; `None` when the type is unknown.
     pub size: Option<u64>,
 }
@@ -485,11 +486,11 @@ impl<'a> Gguf<'a> {
         self.bytes
     }
 
-    /// Where a tensor's data starts in the file: `data_start + info.offset`, what the C
+    /// Where a tensor's data starts in the file: `data_start + info.data_offset`, what the C
     /// API's `tern_gguf_tensor_info.offset` reports. Cannot overflow: `parse` checked every
     /// tensor's range against the input.
     pub fn file_offset(&self, info: &TensorInfo) -> u64 {
-        self.data_start + info.offset
+        self.data_start + info.data_offset
     }
 }
 
@@ -600,7 +601,7 @@ fn check_range(info: &TensorInfo, data_start: u64, len: usize) -> Result<()> {
 
 /// `[start, end)` of a tensor in the file, checked against the file's length.
 fn data_range(info: &TensorInfo, data_start: u64, size: u64, len: usize) -> Result<(u64, u64)> {
-    let start = data_start.checked_add(info.offset);
+    let start = data_start.checked_add(info.data_offset);
     let end = start.and_then(|s| s.checked_add(size));
     match (start, end) {
         (Some(start), Some(end)) if end <= len as u64 => Ok((start, end)),
@@ -758,6 +759,6 @@ impl<'a> Cursor<'a> {
         if offset % alignment != 0 {
             return Err(GgufError::Misaligned { name: name.to_owned(), offset, alignment });
         }
-        Ok(TensorInfo { name, dims, n_dims, ggml_type, offset, size })
+        Ok(TensorInfo { name, dims, n_dims, ggml_type, data_offset: offset, size })
     }
 }

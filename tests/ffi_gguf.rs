@@ -99,7 +99,7 @@ fn opens_lists_finds_and_wraps(file: &str, formats: &[u32]) {
                 assert_eq!(CStr::from_ptr(got.name).to_str().unwrap(), t.name);
                 assert_eq!((got.ggml_type, got.n_dims, got.ne), (t.ggml_type.0, t.n_dims, t.dims));
                 assert_eq!(got.format, t.ggml_type.format().map_or(0, |f| f.id()));
-                assert_eq!(got.offset, reference.data_start + t.offset);
+                assert_eq!(got.offset, reference.data_start + t.data_offset);
                 assert_eq!(got.bytes as u64, t.size.unwrap());
                 let mut index = usize::MAX;
                 let name = CString::new(t.name).unwrap();
@@ -251,7 +251,7 @@ fn open_status(bytes: &[u8]) -> tern_status {
 fn every_prefix_is_refused_or_complete() {
     let bytes = fixture();
     let full = Gguf::parse(&bytes).unwrap();
-    let end = full.tensors.iter().map(|t| full.data_start + t.offset + t.size.unwrap()).max().unwrap() as usize;
+    let end = full.tensors.iter().map(|t| full.data_start + t.data_offset + t.size.unwrap()).max().unwrap() as usize;
     for len in 0..bytes.len() {
         let status = open_status(&bytes[..len]);
         if len < end {

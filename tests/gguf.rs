@@ -177,12 +177,15 @@ fn a_well_formed_file_parses_completely() {
         let names: Vec<_> = g.tensors.iter().map(|t| t.name).collect();
         assert_eq!(names, ["w2", "f", "w1"]);
         let w2 = g.tensor("w2").unwrap();
-        assert_eq!((w2.shape(), w2.ggml_type.name(), w2.size, w2.offset), (&[256, 2][..], Some("TQ2_0"), Some(132), 0));
+        assert_eq!(
+            (w2.shape(), w2.ggml_type.name(), w2.size, w2.data_offset),
+            (&[256, 2][..], Some("TQ2_0"), Some(132), 0)
+        );
         assert_eq!(w2.matrix(), (2, 256));
         let f = g.tensor("f").unwrap();
-        assert_eq!((f.shape(), f.size, f.offset, f.elements()), (&[4, 3][..], Some(48), 160, 12));
+        assert_eq!((f.shape(), f.size, f.data_offset, f.elements()), (&[4, 3][..], Some(48), 160, 12));
         let w1 = g.tensor("w1").unwrap();
-        assert_eq!((w1.n_dims, w1.matrix(), w1.size, w1.offset), (1, (1, 256), Some(54), 224));
+        assert_eq!((w1.n_dims, w1.matrix(), w1.size, w1.data_offset), (1, (1, 256), Some(54), 224));
         assert_eq!(g.data_start + 224 + 54, bytes.len() as u64);
 
         for (t, spec) in g.tensors.iter().zip(&b.tensors) {
@@ -306,7 +309,7 @@ fn alignment_is_checked() {
     let b = Builder { alignment: 64, ..Builder::valid() }.kv("general.alignment", typed(4, &64u32.to_le_bytes()));
     let bytes = b.build();
     let g = Gguf::parse(&bytes).unwrap();
-    assert_eq!((g.alignment, g.data_start % 64, g.tensor("w1").unwrap().offset), (64, 0, 256));
+    assert_eq!((g.alignment, g.data_start % 64, g.tensor("w1").unwrap().data_offset), (64, 0, 256));
     let mut bad = b.clone();
     bad.tensors[1].offset = Some(160);
     assert!(matches!(parse_err(&bad), GgufError::Misaligned { alignment: 64, .. }));
@@ -432,7 +435,7 @@ fn i2_s_and_q2_0_tensors_are_sized_and_wrap_in_place() {
         assert_eq!(t.matrix(), (rows as u64, cols as u64));
         let data = g.tensor_data(t).unwrap();
         let at = data.as_ptr() as usize - bytes.as_ptr() as usize;
-        assert_eq!(at as u64, g.data_start + t.offset, "{name}: the file's own bytes");
+        assert_eq!(at as u64, g.data_start + t.data_offset, "{name}: the file's own bytes");
         let w = Tensor::wrap(format, data, rows, cols).unwrap();
         assert_eq!(w.validate(), Ok(()));
         assert_eq!(w.decode().unwrap(), Tensor::encode(format, &src, rows, cols).unwrap().decode().unwrap());
@@ -495,7 +498,7 @@ fn an_owned_file_parses_like_a_borrowed_one() {
             (borrowed.metadata.len(), 5, borrowed.data_start)
         );
         let t = g.tensor("blk.0.attn_q.weight").unwrap();
-        assert_eq!(g.file_offset(t), g.data_start + t.offset);
+        assert_eq!(g.file_offset(t), g.data_start + t.data_offset);
         let data = g.tensor_data(t).unwrap();
         assert_eq!(data, &bytes[g.file_offset(t) as usize..][..data.len()]);
         let (rows, cols) = t.matrix();

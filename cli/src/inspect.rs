@@ -89,7 +89,7 @@ fn shorten(s: &str, max: usize) -> String {
 fn print_tensors(gguf: &Gguf) {
     let width = gguf.tensors.iter().map(|t| t.name.len()).max().unwrap_or(4).clamp(4, 48);
     outln!("\ntensors (shape is ggml's ne: [ne0 = k, ne1 = n, ...]):");
-    outln!("  {:<width$}  {:<12}{:<24}{:>14}{:>14}", "name", "type", "shape", "bytes", "offset");
+    outln!("  {:<width$}  {:<12}{:<24}{:>14}{:>14}", "name", "type", "shape", "bytes", "file offset");
     for t in &gguf.tensors {
         let shape = format!("{:?}", t.shape());
         let bytes = t.size.map_or("?".to_owned(), |s| group(s as usize));
@@ -99,7 +99,7 @@ fn print_tensors(gguf: &Gguf) {
             t.ggml_type.to_string(),
             shape,
             bytes,
-            group(t.offset as usize)
+            group(gguf.file_offset(t) as usize)
         );
     }
     let unknown = gguf.tensors.iter().filter(|t| t.size.is_none()).count();

@@ -389,7 +389,7 @@ fn inspect_refuses_corrupted_files_cleanly() {
 
     // A code of 3 in the TQ2_0 tensor's data: listed, then refused by validation.
     let g = Gguf::parse(&bytes).unwrap();
-    let at = (g.data_start + g.tensor("blk.0.attn_q.weight").unwrap().offset) as usize;
+    let at = (g.data_start + g.tensor("blk.0.attn_q.weight").unwrap().data_offset) as usize;
     let o = inspect_bytes("bad-codes.gguf", &patch(at, &[0xff]));
     assert_fails_cleanly(&o, "bad codes", "blk.0.attn_q.weight: invalid codes: corrupt code at element 0");
     assert!(stdout(&o).contains("2 of 3 ternary tensors ok"), "{}", stdout(&o));

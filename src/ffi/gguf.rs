@@ -56,8 +56,8 @@ pub struct tern_gguf_tensor_info {
     /// ggml's dimensions, `ne[0]` the contiguous one: a weight `n x k` has `ne[0] = k`,
     /// `ne[1] = n`.
     pub ne: [u64; 4],
-    /// Offset of the tensor's data in the file (absolute, not relative to the data section;
-    /// Rust's `tern::gguf::TensorInfo::offset` is relative, `Gguf::file_offset` absolute).
+    /// Offset of the tensor's data in the file (absolute, as Rust's `Gguf::file_offset`;
+    /// Rust's `TensorInfo::data_offset` is the one relative to the data section).
     pub offset: u64,
     /// Bytes of data; 0 for a ggml type tern does not know the size of (for which
     /// `tern_gguf_tensor_data` returns TERN_ERR_UNKNOWN_FORMAT), or for an empty tensor.

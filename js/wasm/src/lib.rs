@@ -544,7 +544,7 @@ pub unsafe extern "C" fn tjs_gguf_info(handle: u32, index: usize, out: *mut f64)
                 t.dims[1] as f64,
                 t.dims[2] as f64,
                 t.dims[3] as f64,
-                (g.gguf.data_start + t.offset) as f64,
+                g.gguf.file_offset(t) as f64,
                 t.size.map_or(-1.0, |l| l as f64),
                 t.name.as_ptr() as u32 as f64,
                 t.name.len() as f64,
