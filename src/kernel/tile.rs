@@ -21,10 +21,13 @@
 #![allow(clippy::needless_range_loop)]
 
 use crate::format::{bitnet, tq1_0, tq2_0, Format};
-use crate::kernel::{prep, ActI8, MatRef, OutTile};
+use crate::kernel::isa::{check, Isa, Job};
+use crate::kernel::weights::{Bitnet, Tq1, Tq2};
+use crate::kernel::{prep, ActI8, Compute, Geometry, MatRef, OutTile};
 use std::any::TypeId;
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::ops::Range;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
@@ -138,20 +141,18 @@ impl Prepared {
         Prepared { codes, stride, seeds, blocks, lanes, scales: act.scales }
     }
 
-    /// Token `t`'s codes in the unpack order (`stride` bytes, zero in padding slots).
-    #[cfg(target_arch = "aarch64")]
-    pub(crate) fn token(&self, t: usize) -> &[i8] {
-        &self.codes[t * self.stride..(t + 1) * self.stride]
+    /// The codes of `tokens` in the unpack order (`stride` bytes per token, zero in padding
+    /// slots).
+    pub(crate) fn tokens(&self, tokens: Range<usize>) -> &[i8] {
+        &self.codes[tokens.start * self.stride..tokens.end * self.stride]
     }
 
-    /// Bytes per token in [`Prepared::token`].
-    #[cfg(target_arch = "aarch64")]
+    /// Bytes per token in [`Prepared::tokens`].
     pub(crate) fn stride(&self) -> usize {
         self.stride
     }
 
     /// The activation rows' scales, one per token.
-    #[cfg(target_arch = "aarch64")]
     pub(crate) fn scales(&self) -> &[f32] {
         &self.scales
     }
@@ -394,8 +395,6 @@ pub(crate) trait Tq: 'static {
     );
 }
 
-pub(crate) struct Tq2;
-
 impl Tq for Tq2 {
     const BLOCK_BYTES: usize = tq2_0::BLOCK_BYTES;
     const SCALE_AT: usize = tq2_0::QS_BYTES;
@@ -438,8 +437,6 @@ impl Tq for Tq2 {
         unsafe { p_end::<S, R, T>(&p, acc) };
     }
 }
-
-pub(crate) struct Tq1;
 
 /// TQ1_0 code bytes per block (`qs` and `qh`, which are contiguous).
 pub(crate) const TQ1_CODE_BYTES: usize = tq1_0::QS_BYTES + tq1_0::QH_BYTES;
@@ -494,7 +491,7 @@ fn tq_layout<S: Simd, L: Tq>(k: usize) -> Layout {
 /// Evaluating the layout per element costs several microseconds per call (a tenth of a
 /// small GEMV); computing the runs per call still cost about 6,500 instructions (a few
 /// percent of a 256 x 2048 GEMV on aarch64).
-fn tq_runs<S: Simd, L: Tq>() -> &'static prep::Placement {
+pub(crate) fn tq_runs<S: Simd, L: Tq>() -> &'static prep::Placement {
     type Cache = Mutex<HashMap<TypeId, &'static prep::Placement>>;
     static RUNS: OnceLock<Cache> = OnceLock::new();
     let mut runs = RUNS.get_or_init(Cache::default).lock().unwrap_or_else(PoisonError::into_inner);
@@ -520,22 +517,10 @@ pub(crate) fn prepare_tq<S: Simd, L: Tq>(a: &MatRef) -> Prepared {
     Prepared::new(a, S::W, Some(S::lane), &tq_layout::<S, L>(a.cols))
 }
 
-/// Prepares I8_ABSMAX activations for BITNET_B1_58 on `S`.
-pub(crate) fn prepare_bitnet<S: Simd>(a: &MatRef) -> Prepared {
-    Prepared::new(a, S::W, Some(S::lane), &bitnet_layout(S::W, a.cols))
-}
-
-/// Where [`prepare_tq`] places each element of a TQ block (`L` on `S`), for kernels that
-/// gather the activations themselves.
-#[cfg(target_arch = "aarch64")]
-pub(crate) fn tq_placement<S: Simd, L: Tq>() -> &'static prep::Placement {
-    tq_runs::<S, L>()
-}
-
-/// [`prepare_bitnet`] without the lane sums.
-#[cfg(target_arch = "aarch64")]
-pub(crate) fn place_bitnet<S: Simd>(a: &MatRef) -> Prepared {
-    Prepared::new(a, S::W, None, &bitnet_layout(S::W, a.cols))
+/// Prepares I8_ABSMAX activations for BITNET_B1_58 on `S`, with the lane sums of `lane`
+/// (`Some(S::lane)`; `None` for kernels that unpack weights to signed trits and need none).
+pub(crate) fn prepare_bitnet<S: Simd>(a: &MatRef, lane: Option<fn(usize) -> usize>) -> Prepared {
+    Prepared::new(a, S::W, lane, &bitnet_layout(S::W, a.cols))
 }
 
 struct TqCtx<'a, S: Simd, L: Tq> {
@@ -552,8 +537,8 @@ impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
         let row_bytes = self.blocks * L::BLOCK_BYTES;
         // Bounds are checked here, once per tile; the block loop uses raw pointers.
         let bytes = &self.w[r0 * row_bytes..(r0 + R) * row_bytes];
-        let act = &self.act.codes[t0 * self.act.stride..(t0 + T) * self.act.stride];
-        assert_eq!(self.act.stride, self.blocks * self.act_block);
+        let act = self.act.tokens(t0..t0 + T);
+        assert_eq!(self.act.stride(), self.blocks * self.act_block);
         assert_eq!(self.act.blocks, self.blocks);
         let seeds = self.act.token_seeds::<S>(t0..t0 + T);
         // A later tile's rows, a line past the block's start (one prefetch per block and
@@ -599,7 +584,7 @@ impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
             }
             for r in 0..R {
                 for t in 0..T {
-                    out.set(t0 + t, r0 + r, self.act.scales[t0 + t] * S::fsum(f[r][t]));
+                    out.set(t0 + t, r0 + r, self.act.scales()[t0 + t] * S::fsum(f[r][t]));
                 }
             }
         }
@@ -639,7 +624,7 @@ impl<S: Simd> Tiles for BitnetCtx<'_, S> {
         let n = self.row_bytes;
         // Bounds are checked here, once per tile; the chunk loop uses raw pointers.
         let bytes = &self.w[r0 * n..(r0 + R) * n];
-        let act = &self.act.codes[t0 * self.act.stride..(t0 + T) * self.act.stride];
+        let act = self.act.tokens(t0..t0 + T);
         let full = n / S::W;
         let tail = n - full * S::W;
         assert!((full + (tail > 0) as usize) * 4 * S::W <= self.act.stride);
@@ -690,7 +675,7 @@ impl<S: Simd> Tiles for BitnetCtx<'_, S> {
                     // Exact: every product in `hi` is a multiple of 4.
                     let dot = (S::hsum(lo[r][t]) + (S::hsum(hi[r][t]) >> 2)) as f32;
                     // The reference's order: one block, `a_scale * (d * dot)`.
-                    out.set(t0 + t, r0 + r, self.act.scales[t0 + t] * (self.scale * dot));
+                    out.set(t0 + t, r0 + r, self.act.scales()[t0 + t] * (self.scale * dot));
                 }
             }
         }
@@ -755,125 +740,157 @@ pub(crate) unsafe fn bitnet<S: Simd, const R1: usize, const RB: usize, const TB:
     unsafe { run::<_, R1, RB, TB>(&c, out) }
 }
 
-/// The registry entries of one ISA for TQ1_0, TQ2_0 and BITNET_B1_58: entry points that
-/// check the CPU once per call, then run the skeleton inside `#[target_feature]` functions
-/// so that it compiles to the ISA's instructions. `R1` rows per single-token tile, `RB x TB`
-/// per batch tile (`BRB x BTB` for BITNET_B1_58 if given: its split planes need twice the
-/// accumulators). The calling module supplies `FEATURES` (for humans) and `available()`.
-macro_rules! isa_kernels {
-    ($isa:ty, $name:literal, $features:literal, $r1:literal, $rb:literal, $tb:literal) => {
-        crate::kernel::tile::isa_kernels!($isa, $name, $features, $r1, $rb, $tb, bitnet: $rb, $tb);
-    };
-    ($isa:ty, $name:literal, $features:literal, $r1:literal, $rb:literal, $tb:literal,
-     bitnet: $brb:literal, $btb:literal) => {
-        // wasm32 calls `#[target_feature]` functions without `unsafe` (the build decides
-        // the features); elsewhere the blocks are needed.
-        #[allow(unused_unsafe)]
-        pub(super) fn kernels() -> [crate::kernel::Kernel; 3] {
-            use crate::format::Format;
-            use crate::kernel::tile::{self, Prepared, Tq1, Tq2};
-            use crate::kernel::{Kernel, MatRef, OutTile, Prep};
+/// A weight format as the GEMV runs it: its activation preparation and its tiles.
+pub(crate) trait GemvFormat: 'static {
+    /// Prepares I8_ABSMAX activations for this format on `S`.
+    fn prepare<S: Simd>(a: &MatRef) -> Prepared;
 
-            #[target_feature(enable = $features)]
-            fn prepare_tq1(a: &MatRef) -> Prepared {
-                tile::prepare_tq::<$isa, Tq1>(a)
-            }
-            #[target_feature(enable = $features)]
-            fn prepare_tq2(a: &MatRef) -> Prepared {
-                tile::prepare_tq::<$isa, Tq2>(a)
-            }
-            #[target_feature(enable = $features)]
-            fn prepare_bitnet(a: &MatRef) -> Prepared {
-                tile::prepare_bitnet::<$isa>(a)
-            }
-            #[target_feature(enable = $features)]
-            fn run_tq1(w: &MatRef, a: &Prepared, out: &mut OutTile) {
-                // SAFETY: features enabled here; `Kernel::run_prepared` checked the shapes
-                // and that `a` is this entry's own preparation.
-                unsafe { tile::tq::<$isa, Tq1, $r1, $rb, $tb>(w, a, out) }
-            }
-            #[target_feature(enable = $features)]
-            fn run_tq2(w: &MatRef, a: &Prepared, out: &mut OutTile) {
-                // SAFETY: as in `run_tq1`.
-                unsafe { tile::tq::<$isa, Tq2, $r1, $rb, $tb>(w, a, out) }
-            }
-            #[target_feature(enable = $features)]
-            fn run_bitnet(w: &MatRef, a: &Prepared, out: &mut OutTile) {
-                // SAFETY: as in `run_tq1`.
-                unsafe { tile::bitnet::<$isa, $r1, $brb, $btb>(w, a, out) }
-            }
-
-            fn cpu() {
-                assert!(available(), "{:?} needs {FEATURES}", $name);
-            }
-
-            fn entry(
-                weight: Format,
-                tokens: usize,
-                prepare: crate::kernel::PrepareFn,
-                run: crate::kernel::KernelFn,
-            ) -> crate::kernel::Kernel {
-                // Row blocks of whole panels keep each thread's panel walk intact; token
-                // blocks of whole batch tiles keep the batch tiles full.
-                let geometry = crate::kernel::Geometry { rows: tile::PANEL, tokens };
-                Kernel {
-                    name: $name,
-                    weight,
-                    act: Format::I8Absmax,
-                    requires: FEATURES,
-                    available,
-                    min_tokens: 1,
-                    geometry,
-                    prepare,
-                    run,
-                }
-            }
-
-            [
-                entry(
-                    Format::Tq1_0,
-                    $tb,
-                    |a| {
-                        cpu();
-                        // SAFETY: the CPU has the features (checked above).
-                        Prep::Tile(unsafe { prepare_tq1(a) })
-                    },
-                    |w, a, out| {
-                        cpu();
-                        // SAFETY: as above.
-                        unsafe { run_tq1(w, a.tile(), out) }
-                    },
-                ),
-                entry(
-                    Format::Tq2_0,
-                    $tb,
-                    |a| {
-                        cpu();
-                        // SAFETY: the CPU has the features (checked above).
-                        Prep::Tile(unsafe { prepare_tq2(a) })
-                    },
-                    |w, a, out| {
-                        cpu();
-                        // SAFETY: as above.
-                        unsafe { run_tq2(w, a.tile(), out) }
-                    },
-                ),
-                entry(
-                    Format::BitnetB158,
-                    $btb,
-                    |a| {
-                        cpu();
-                        // SAFETY: the CPU has the features (checked above).
-                        Prep::Tile(unsafe { prepare_bitnet(a) })
-                    },
-                    |w, a, out| {
-                        cpu();
-                        // SAFETY: as above.
-                        unsafe { run_bitnet(w, a.tile(), out) }
-                    },
-                ),
-            ]
-        }
-    };
+    /// The GEMV of weights `w` by activations prepared with [`GemvFormat::prepare`].
+    ///
+    /// # Safety
+    /// The CPU must have the features `S` is built on; `act` was prepared by
+    /// `Self::prepare::<S>` from an activation with `w.cols` columns and `out.m()` rows, and
+    /// `out` is `out.m() x w.rows` (what [`crate::kernel::Kernel::run`] checks).
+    unsafe fn run<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
+        w: &MatRef,
+        act: &Prepared,
+        out: &mut OutTile,
+    );
 }
-pub(crate) use isa_kernels;
+
+impl GemvFormat for Tq1 {
+    fn prepare<S: Simd>(a: &MatRef) -> Prepared {
+        prepare_tq::<S, Tq1>(a)
+    }
+
+    #[inline(always)]
+    unsafe fn run<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
+        w: &MatRef,
+        act: &Prepared,
+        out: &mut OutTile,
+    ) {
+        // SAFETY: the caller's contract is `tq`'s.
+        unsafe { tq::<S, Tq1, R1, RB, TB>(w, act, out) }
+    }
+}
+
+impl GemvFormat for Tq2 {
+    fn prepare<S: Simd>(a: &MatRef) -> Prepared {
+        prepare_tq::<S, Tq2>(a)
+    }
+
+    #[inline(always)]
+    unsafe fn run<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
+        w: &MatRef,
+        act: &Prepared,
+        out: &mut OutTile,
+    ) {
+        // SAFETY: the caller's contract is `tq`'s.
+        unsafe { tq::<S, Tq2, R1, RB, TB>(w, act, out) }
+    }
+}
+
+impl GemvFormat for Bitnet {
+    fn prepare<S: Simd>(a: &MatRef) -> Prepared {
+        prepare_bitnet::<S>(a, Some(S::lane))
+    }
+
+    #[inline(always)]
+    unsafe fn run<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
+        w: &MatRef,
+        act: &Prepared,
+        out: &mut OutTile,
+    ) {
+        // SAFETY: the caller's contract is `bitnet`'s.
+        unsafe { bitnet::<S, R1, RB, TB>(w, act, out) }
+    }
+}
+
+/// The GEMV kernel of format `L` on ISA `S`: `R1` rows per single-token tile, `RB x TB`
+/// per batch tile.
+pub(crate) struct Gemv<S, L, const R1: usize, const RB: usize, const TB: usize>(PhantomData<fn() -> (S, L)>);
+
+impl<S, L, const R1: usize, const RB: usize, const TB: usize> Gemv<S, L, R1, RB, TB> {
+    pub(crate) const NEW: Self = Gemv(PhantomData);
+}
+
+/// [`GemvFormat::prepare`] as a [`Job`].
+struct PrepareJob<'a, S, L>(&'a MatRef<'a>, PhantomData<(S, L)>);
+
+impl<S: Simd, L: GemvFormat> Job for PrepareJob<'_, S, L> {
+    type Out = Prepared;
+
+    #[inline(always)]
+    unsafe fn run(self) -> Prepared {
+        L::prepare::<S>(self.0)
+    }
+}
+
+/// [`GemvFormat::run`] as a [`Job`].
+struct RunJob<'a, 'o, S, L, const R1: usize, const RB: usize, const TB: usize> {
+    w: &'a MatRef<'a>,
+    act: &'a Prepared,
+    out: &'a mut OutTile<'o>,
+    _isa: PhantomData<(S, L)>,
+}
+
+impl<S: Simd, L: GemvFormat, const R1: usize, const RB: usize, const TB: usize> Job
+    for RunJob<'_, '_, S, L, R1, RB, TB>
+{
+    type Out = ();
+
+    #[inline(always)]
+    unsafe fn run(self) {
+        // SAFETY: the caller has `S`'s features; `Compute::run`'s caller checked the rest.
+        unsafe { L::run::<S, R1, RB, TB>(self.w, self.act, self.out) }
+    }
+}
+
+impl<S: Simd + Isa, L: GemvFormat, const R1: usize, const RB: usize, const TB: usize> Compute
+    for Gemv<S, L, R1, RB, TB>
+{
+    type Act = Prepared;
+    const REQUIRES: &'static str = S::FEATURES;
+    // Row blocks of whole panels keep each thread's panel walk intact; token blocks of
+    // whole batch tiles keep the batch tiles full.
+    const GEOMETRY: Geometry = Geometry { rows: PANEL, tokens: TB };
+
+    fn available() -> bool {
+        S::available()
+    }
+
+    fn prepare(&self, a: &MatRef) -> Prepared {
+        check::<S>();
+        // SAFETY: the CPU has the features (checked above).
+        unsafe { S::enter(PrepareJob::<S, L>(a, PhantomData)) }
+    }
+
+    fn run(&self, w: &MatRef, _a: &MatRef, act: &Prepared, out: &mut OutTile) {
+        check::<S>();
+        // SAFETY: the CPU has the features (checked above); `Kernel::run_prepared` checked
+        // the shapes and that `act` is this kernel's own preparation.
+        unsafe { S::enter(RunJob::<S, L, R1, RB, TB> { w, act, out, _isa: PhantomData }) }
+    }
+}
+
+/// The GEMV entries `name` of ISA `S` for TQ1_0, TQ2_0 and BITNET_B1_58: `R1` rows per
+/// single-token tile, `RB x TB` per batch tile (`BRB x BTB` for BITNET_B1_58, whose split
+/// planes need twice the accumulators on some ISAs).
+pub(crate) fn kernels<
+    S: Simd + Isa,
+    const R1: usize,
+    const RB: usize,
+    const TB: usize,
+    const BRB: usize,
+    const BTB: usize,
+>(
+    name: &'static std::ffi::CStr,
+) -> [crate::kernel::Kernel; 3] {
+    use crate::kernel::Kernel;
+    let i8 = Format::I8Absmax;
+    [
+        Kernel::new(name, Format::Tq1_0, i8, 1, &Gemv::<S, Tq1, R1, RB, TB>::NEW),
+        Kernel::new(name, Format::Tq2_0, i8, 1, &Gemv::<S, Tq2, R1, RB, TB>::NEW),
+        Kernel::new(name, Format::BitnetB158, i8, 1, &Gemv::<S, Bitnet, R1, BRB, BTB>::NEW),
+    ]
+}

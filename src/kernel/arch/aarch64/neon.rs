@@ -3,12 +3,18 @@
 //! int32 accumulators before int16 can overflow.
 
 use super::simd::{GemmMac, Mac, Neon};
+use crate::kernel::isa::{self, Isa};
+use crate::kernel::{gemm, tile, Kernel};
 use core::arch::aarch64::*;
 
-pub(super) const FEATURES: &str = "neon";
+impl Isa for Neon<Smlal> {
+    const FEATURES: &'static str = "neon";
 
-pub(super) fn available() -> bool {
-    std::arch::is_aarch64_feature_detected!("neon")
+    fn available() -> bool {
+        std::arch::is_aarch64_feature_detected!("neon")
+    }
+
+    isa::enter!("neon");
 }
 
 pub(super) struct Smlal;
@@ -44,8 +50,6 @@ impl Mac for Smlal {
         (byte % 8) / 2
     }
 }
-
-crate::kernel::tile::isa_kernels!(Neon<Smlal>, c"bitnet_gemv/neon", "neon", 4, 2, 2);
 
 /// The GEMM's broadcast quad: `dup` of the quad's 32-bit lane, then `smlal`/`smlal2` of the
 /// four rows' codes (`w`: rows 0-1 in the low half, 2-3 in the high) into two int16x8, lane
@@ -88,4 +92,9 @@ impl GemmMac for Smlal {
 // quad). Preferred from the token count from which it executes fewer instructions than
 // this GEMV at every m counted (qemu, 256 x 2048; no ARM hardware here, so counts, not
 // timings): 5 / 5 / 7 for TQ1_0 / TQ2_0 / BITNET_B1_58 (docs/arm-instruction-counts.md).
-crate::kernel::gemm::gemm_kernels!(Neon<Smlal>, c"bitnet_gemm/neon", "neon", rv = 4, t = 2, min_tokens = [5, 5, 7]);
+/// `bitnet_gemm/neon`, then `bitnet_gemv/neon` (4 rows per single-token tile, 2 x 2 per
+/// batch tile).
+pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
+    let gemm = gemm::kernels::<Neon<Smlal>, 4, 2>(c"bitnet_gemm/neon", [5, 5, 7]);
+    gemm.into_iter().chain(tile::kernels::<Neon<Smlal>, 4, 2, 2, 2, 2>(c"bitnet_gemv/neon"))
+}

@@ -1,20 +1,26 @@
 //! AVX-512 VNNI: 64-byte vectors, `vpdpbusd` (u8 x i8, four products into each int32
 //! lane) and masked loads for tails.
 
+use crate::kernel::isa::{self, Isa};
 use crate::kernel::tile::{Simd, TQ1_CODE_BYTES};
+use crate::kernel::{gemm, tile, Kernel};
 use std::arch::x86_64::*;
 
-pub(super) const FEATURES: &str = "avx512f, avx512bw, avx512vnni, f16c, fma";
-
-pub(super) fn available() -> bool {
-    is_x86_feature_detected!("avx512f")
-        && is_x86_feature_detected!("avx512bw")
-        && is_x86_feature_detected!("avx512vnni")
-        && is_x86_feature_detected!("f16c")
-        && is_x86_feature_detected!("fma")
-}
-
 pub(super) struct Avx512;
+
+impl Isa for Avx512 {
+    const FEATURES: &'static str = "avx512f, avx512bw, avx512vnni, f16c, fma";
+
+    fn available() -> bool {
+        is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vnni")
+            && is_x86_feature_detected!("f16c")
+            && is_x86_feature_detected!("fma")
+    }
+
+    isa::enter!("avx512f,avx512bw,avx512vnni,f16c,fma");
+}
 
 impl Simd for Avx512 {
     const W: usize = 64;
@@ -319,8 +325,6 @@ unsafe fn opaque(mut v: __m512i) -> __m512i {
     v
 }
 
-crate::kernel::tile::isa_kernels!(Avx512, c"bitnet_gemv/avx512vnni", "avx512f,avx512bw,avx512vnni,f16c,fma", 4, 2, 4);
-
 // Register block 3 vectors (48 rows) x 8 tokens: 24 accumulators, 3 weight vectors and a
 // broadcast of the 32 zmm. Against 4 x 6 it reads 8 panel bytes per `vpdpbusd` instead of
 // 10.7 (the panel streams from L2, whose bandwidth an Intel core with two 512-bit
@@ -332,14 +336,12 @@ crate::kernel::tile::isa_kernels!(Avx512, c"bitnet_gemv/avx512vnni", "avx512f,av
 // overtakes the GEMV at 4 tokens for TQ1_0 (whose GEMV extracts digits per token tile),
 // at about 24 for TQ2_0 and BITNET_B1_58 (the panel unpack costs about what 8 tokens of
 // GEMV do).
-crate::kernel::gemm::gemm_kernels!(
-    Avx512,
-    c"bitnet_gemm/avx512vnni",
-    "avx512f,avx512bw,avx512vnni,f16c,fma",
-    rv = 3,
-    t = 8,
-    min_tokens = [4, 24, 24]
-);
+/// `bitnet_gemm/avx512vnni`, then `bitnet_gemv/avx512vnni` (4 rows per single-token tile,
+/// 2 x 4 per batch tile).
+pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
+    let gemm = gemm::kernels::<Avx512, 3, 8>(c"bitnet_gemm/avx512vnni", [4, 24, 24]);
+    gemm.into_iter().chain(tile::kernels::<Avx512, 4, 2, 4, 2, 4>(c"bitnet_gemv/avx512vnni"))
+}
 
 impl super::ByteOps for Avx512 {
     #[inline(always)]

@@ -1,6 +1,7 @@
-//! x86_64 kernels, chosen at run time: AMX (batches), AVX-512 VNNI, then AVX-VNNI, then AVX2. Each ISA
-//! supplies vector operations ([`crate::kernel::tile::Simd`]); the loops are the shared
-//! skeleton's.
+//! x86_64 kernels, chosen at run time: AMX (batches), AVX-512 VNNI, then AVX-VNNI, then
+//! AVX2. The last three supply vector operations ([`crate::kernel::tile::Simd`],
+//! [`GemmSimd`]) and register the shared GEMV and panel GEMM over them; AMX has a loop nest
+//! of its own (`amx`).
 
 mod amx;
 mod avx2;
@@ -63,10 +64,8 @@ unsafe fn times3<S: ByteOps>(q: S::V) -> S::V {
 /// Best first: AMX (for batches), AVX-512 VNNI, then AVX-VNNI, then AVX2; within an ISA
 /// the GEMM first, each GEMM preferred from its `min_tokens` on.
 pub(crate) fn kernels() -> Vec<Kernel> {
-    let avx512 = avx512vnni::gemm_kernels().into_iter().chain(avx512vnni::kernels());
-    let avxvnni = avxvnni::gemm_kernels().into_iter().chain(avxvnni::kernels());
-    let avx2 = avx2::gemm_kernels().into_iter().chain(avx2::kernels());
-    amx::kernels().into_iter().chain(avx512).chain(avxvnni).chain(avx2).collect()
+    let avx = avx512vnni::kernels().chain(avxvnni::kernels()).chain(avx2::kernels());
+    amx::kernels().into_iter().chain(avx).collect()
 }
 
 /// See [`crate::kernel::amx_status`].
