@@ -1,5 +1,5 @@
 //! The export layer of tern's JS package: tern's Rust API as a small wasm ABI for
-//! `js/src/tern.js`, built for wasm32-wasip1 as `tern_js.wasm` (scripts/test-wasm.sh).
+//! `js/src/index.js`, built for wasm32-wasip1 as `tern_js.wasm` (scripts/test-wasm.sh).
 //!
 //! - Objects (tensors, dispatchers, GGUF files) live in a table inside the module; JS holds
 //!   their handles (index + 1), so a wrong or freed handle is a status, never a wild pointer.
