@@ -7,6 +7,7 @@
 //!
 //! - `reference`: the definition every other kernel matches.
 //! - `isa`: the CPU feature sets and the one way into them ([`isa::Isa::enter`]).
+//! - `mac`: the one multiply-accumulate trait of the SIMD kernels.
 //! - `weights`: one marker type per ternary weight format.
 //! - `tile`: the GEMV skeleton (activation preparation, row x token tiles, the block loop);
 //!   `arch/<arch>/<isa>.rs` supplies vector operations through `tile::Simd`.
@@ -24,6 +25,8 @@ pub(crate) mod arch;
 pub(crate) mod gemm;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
 pub(crate) mod isa;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
+pub(crate) mod mac;
 pub(crate) mod prep;
 pub(crate) mod reference;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]

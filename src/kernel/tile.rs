@@ -22,6 +22,7 @@
 
 use crate::format::{bitnet, tq1_0, tq2_0, Format};
 use crate::kernel::isa::{check, Isa, Job};
+use crate::kernel::mac::Mac;
 use crate::kernel::weights::{Bitnet, Tq1, Tq2};
 use crate::kernel::{prep, ActI8, Compute, Geometry, MatRef, OutTile};
 use std::any::TypeId;
@@ -32,7 +33,8 @@ use std::ops::Range;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// Vector operations of one ISA. `V` holds bytes or int32 lanes, `F` the f32 lanes of the
-/// same width, `P` a partial dot-product accumulator for the planes of one weight load.
+/// same width, `M` its multiply-accumulate, whose partial accumulators take the planes of
+/// one weight load.
 ///
 /// # Safety
 /// Every method needs the CPU features of its ISA (callers run inside the ISA's
@@ -43,7 +45,8 @@ pub(crate) trait Simd: 'static {
     const W: usize;
     type V: Copy;
     type F: Copy;
-    type P: Copy;
+    /// The multiply-accumulate (see [`Mac`] for how many dots a partial accumulator takes).
+    type M: Mac<Self::V>;
 
     unsafe fn zero() -> Self::V;
     unsafe fn load(p: *const u8) -> Self::V;
@@ -56,16 +59,6 @@ pub(crate) trait Simd: 'static {
     /// Shifts right by 4 bits, in lanes of 8 or 16 bits: only the low 4 bits of each
     /// result byte are used (see [`dot_2bit_x4`]), and they are the same either way.
     unsafe fn srl4(x: Self::V) -> Self::V;
-    /// Starts partial dot products on top of `acc`.
-    unsafe fn p_start(acc: Self::V) -> Self::P;
-    /// `p += sum of u8 u * i8 s` over groups of adjacent bytes. A partial accumulator takes
-    /// at most 16 dots of codes <= 3 (one TQ block: `256 / W` loads of four planes, or TQ1_0's
-    /// digits) or 8 of codes <= 12 (BitNet's odd planes, 4 chunks) before `p_end`: at two
-    /// products of |a| <= 128 per int16 lane and dot (`smlal`, `vpmaddubsw`), |lane| <=
-    /// 16 * 2 * 3 * 128 or 8 * 2 * 12 * 128 = 24,576 < 2^15.
-    unsafe fn p_dot(p: Self::P, u: Self::V, s: Self::V) -> Self::P;
-    /// Folds the partial sums back into the int32 accumulator `acc` given to `p_start`.
-    unsafe fn p_end(p: Self::P, acc: Self::V) -> Self::V;
     /// Adds the dot products of the 52 code bytes of one TQ1_0 block per row `w[r]` with
     /// the activations prepared by [`Simd::tq1_slot`] at `a[t]` (`TQ1_ACT_BLOCK` bytes) to
     /// `acc[r][t]`.
@@ -85,12 +78,6 @@ pub(crate) trait Simd: 'static {
     /// faults, so `p` may point anywhere.
     unsafe fn prefetch_l2(p: *const u8);
 
-    /// The int32 lane of `p_end`'s result that byte `byte` (< `W`) of `p_dot`'s operands
-    /// adds to, for the per-lane seeds ([`prep::lane_sums`]). Dot-product instructions add
-    /// bytes `4i..4i + 4` to lane `i`.
-    fn lane(byte: usize) -> usize {
-        byte / 4
-    }
     /// Prepared activation bytes per TQ1_0 block (see [`Simd::tq1_slot`]).
     const TQ1_ACT_BLOCK: usize = TQ1_CODE_BYTES.div_ceil(Self::W) * Self::W * 5;
     /// Slot of TQ1_0 element `e` of a block in the activations [`Simd::tq1_block`] reads:
@@ -116,7 +103,7 @@ pub(crate) struct Prepared {
 
 impl Prepared {
     /// Places every token's codes in the unpack order of `layout` (read `vector` bytes at a
-    /// time) and, given the ISA's [`Simd::lane`], sums them per block and lane (kernels that
+    /// time) and, given the ISA's [`Mac::lane`], sums them per block and lane (kernels that
     /// unpack weights to signed trits need no sums).
     fn new(a: &MatRef, vector: usize, lane: Option<fn(usize) -> usize>, layout: &Layout) -> Prepared {
         let act = ActI8::parse(a);
@@ -175,6 +162,9 @@ impl Prepared {
         unsafe { S::load(seeds.as_ptr().add((t * self.blocks + block) * self.lanes) as *const u8) }
     }
 }
+
+/// A partial accumulator of `S`'s multiply-accumulate.
+type P<S> = <<S as Simd>::M as Mac<<S as Simd>::V>>::P;
 
 /// A kernel's work for one tile of `R` weight rows x `T` tokens.
 trait Tiles {
@@ -250,19 +240,21 @@ unsafe fn run<C: Tiles, const R1: usize, const RB: usize, const TB: usize>(c: &C
     }
 }
 
-/// Partial accumulators of `acc` for the weight loads that follow (see [`Simd::p_dot`] for
-/// how many one may take).
+/// Partial accumulators of `acc` for the weight loads that follow (see [`Mac`] for how many
+/// one may take).
 ///
 /// # Safety
 /// The CPU must have `S`'s features.
 #[inline(always)]
-unsafe fn p_start<S: Simd, const R: usize, const T: usize>(acc: &[[S::V; T]; R]) -> [[S::P; T]; R] {
+unsafe fn p_start<S: Simd, const R: usize, const T: usize>(acc: &[[S::V; T]; R]) -> [[P<S>; T]; R] {
+    // A partial takes up to 16 dots of codes <= 3 (one TQ block), or 8 of codes <= 12.
+    const { assert!(<S::M as Mac<S::V>>::GROUPS >= 4, "partial accumulators too narrow for a TQ block") };
     // SAFETY: register operations; the caller vouches for the features.
     unsafe {
-        let mut p = [[S::p_start(S::zero()); T]; R];
+        let mut p = [[S::M::start(S::zero()); T]; R];
         for r in 0..R {
             for t in 0..T {
-                p[r][t] = S::p_start(acc[r][t]);
+                p[r][t] = S::M::start(acc[r][t]);
             }
         }
         p
@@ -274,11 +266,11 @@ unsafe fn p_start<S: Simd, const R: usize, const T: usize>(acc: &[[S::V; T]; R])
 /// # Safety
 /// The CPU must have `S`'s features.
 #[inline(always)]
-unsafe fn p_end<S: Simd, const R: usize, const T: usize>(p: &[[S::P; T]; R], acc: &mut [[S::V; T]; R]) {
+unsafe fn p_end<S: Simd, const R: usize, const T: usize>(p: &[[P<S>; T]; R], acc: &mut [[S::V; T]; R]) {
     for r in 0..R {
         for t in 0..T {
             // SAFETY: register operations; the caller vouches for the features.
-            acc[r][t] = unsafe { S::p_end(p[r][t], acc[r][t]) };
+            acc[r][t] = unsafe { S::M::end(p[r][t], acc[r][t]) };
         }
     }
 }
@@ -289,7 +281,7 @@ unsafe fn p_end<S: Simd, const R: usize, const T: usize>(p: &[[S::P; T]; R], acc
 /// # Safety
 /// The CPU must have `S`'s features; every `a[t]` has `4 W` readable bytes.
 #[inline(always)]
-unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(x: [S::V; R], a: [*const i8; T], p: &mut [[S::P; T]; R]) {
+unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(x: [S::V; R], a: [*const i8; T], p: &mut [[P<S>; T]; R]) {
     // SAFETY: pointer reads stay in the ranges the caller vouches for, with its features.
     unsafe {
         let mask3 = S::splat8(3);
@@ -301,7 +293,7 @@ unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(x: [S::V; R], a: [*c
             for t in 0..T {
                 let av = S::load(a[t].add(plane * S::W) as *const u8);
                 for r in 0..R {
-                    p[r][t] = S::p_dot(p[r][t], w[r], av);
+                    p[r][t] = S::M::dot(p[r][t], w[r], av);
                 }
             }
         }
@@ -320,8 +312,8 @@ unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(x: [S::V; R], a: [*c
 unsafe fn dot_2bit_x4<S: Simd, const R: usize, const T: usize>(
     x: [S::V; R],
     a: [*const i8; T],
-    lo: &mut [[S::P; T]; R],
-    hi: &mut [[S::P; T]; R],
+    lo: &mut [[P<S>; T]; R],
+    hi: &mut [[P<S>; T]; R],
 ) {
     // SAFETY: pointer reads stay in the ranges the caller vouches for, with its features.
     unsafe {
@@ -340,9 +332,9 @@ unsafe fn dot_2bit_x4<S: Simd, const R: usize, const T: usize>(
                 let av = S::load(a[t].add(plane * S::W) as *const u8);
                 for r in 0..R {
                     if plane % 2 == 0 {
-                        lo[r][t] = S::p_dot(lo[r][t], w[r], av);
+                        lo[r][t] = S::M::dot(lo[r][t], w[r], av);
                     } else {
-                        hi[r][t] = S::p_dot(hi[r][t], w[r], av);
+                        hi[r][t] = S::M::dot(hi[r][t], w[r], av);
                     }
                 }
             }
@@ -414,7 +406,7 @@ impl Tq for Tq2 {
         a: [*const i8; T],
         acc: &mut [[S::V; T]; R],
     ) {
-        // One set of partial accumulators for the block's loads (see `Simd::p_dot`).
+        // One set of partial accumulators for the block's loads (see `Mac`).
         // SAFETY: the caller vouches for the features.
         let mut p = unsafe { p_start::<S, R, T>(acc) };
         for c in 0..tq2_0::QS_BYTES / S::W {
@@ -514,11 +506,11 @@ fn bitnet_layout(w: usize, k: usize) -> Layout {
 
 /// Prepares I8_ABSMAX activations for TQ format `L` on `S`.
 pub(crate) fn prepare_tq<S: Simd, L: Tq>(a: &MatRef) -> Prepared {
-    Prepared::new(a, S::W, Some(S::lane), &tq_layout::<S, L>(a.cols))
+    Prepared::new(a, S::W, Some(S::M::lane), &tq_layout::<S, L>(a.cols))
 }
 
 /// Prepares I8_ABSMAX activations for BITNET_B1_58 on `S`, with the lane sums of `lane`
-/// (`Some(S::lane)`; `None` for kernels that unpack weights to signed trits and need none).
+/// (`Some(S::M::lane)`; `None` for kernels that unpack weights to signed trits and need none).
 pub(crate) fn prepare_bitnet<S: Simd>(a: &MatRef, lane: Option<fn(usize) -> usize>) -> Prepared {
     Prepared::new(a, S::W, lane, &bitnet_layout(S::W, a.cols))
 }
@@ -643,7 +635,7 @@ impl<S: Simd> Tiles for BitnetCtx<'_, S> {
             let chunks = full + (tail > 0) as usize;
             // Single-token tiles take chunks in groups of one cache line per row: one
             // prefetch per line, one set of partial sums per group (at most 4 chunks, see
-            // `Simd::p_dot`). Batch tiles take one chunk at a time: their accumulators fill
+            // `Mac`). Batch tiles take one chunk at a time: their accumulators fill
             // the registers, and partial sums kept across chunks spill (qemu count, 4 x 2
             // dotprod tiles: 175 per 1,000 MACs against 161).
             let group = if T == 1 { (LINE / S::W).max(1) } else { 1 };
@@ -697,7 +689,7 @@ impl<S: Simd> BitnetCtx<'_, S> {
         act: &[i8],
         c: usize,
         (full, tail): (usize, usize),
-        (lo, hi): (&mut [[S::P; T]; R], &mut [[S::P; T]; R]),
+        (lo, hi): (&mut [[P<S>; T]; R], &mut [[P<S>; T]; R]),
     ) {
         let n = self.row_bytes;
         // SAFETY: the chunk lies in every row (the tail through `load_partial`) and in every
@@ -792,7 +784,7 @@ impl GemvFormat for Tq2 {
 
 impl GemvFormat for Bitnet {
     fn prepare<S: Simd>(a: &MatRef) -> Prepared {
-        prepare_bitnet::<S>(a, Some(S::lane))
+        prepare_bitnet::<S>(a, Some(S::M::lane))
     }
 
     #[inline(always)]

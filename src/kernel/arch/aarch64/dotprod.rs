@@ -2,8 +2,9 @@
 //! is not stable Rust, so `sdot` is written with `asm!`, compiled with the `dotprod` target
 //! feature, and the kernels run only where it is detected.
 
-use super::simd::{GemmMac, Mac, Neon};
+use super::simd::{GemmMac, Neon};
 use crate::kernel::isa::{self, Isa};
+use crate::kernel::mac::Mac;
 use crate::kernel::{gemm, tile, Kernel};
 use core::arch::aarch64::*;
 use core::arch::asm;
@@ -20,18 +21,20 @@ impl Isa for Neon<Sdot> {
 
 pub(super) struct Sdot;
 
-impl Mac for Sdot {
+impl Mac<uint8x16_t> for Sdot {
     type P = int32x4_t;
+    /// int32 lanes need no folding.
+    const GROUPS: usize = usize::MAX;
 
     #[inline(always)]
-    unsafe fn p_start(acc: uint8x16_t) -> int32x4_t {
+    unsafe fn start(acc: uint8x16_t) -> int32x4_t {
         // SAFETY: register-only NEON (the trait's contract).
         unsafe { vreinterpretq_s32_u8(acc) }
     }
 
     /// Codes are at most 12, so reading them as signed bytes is exact.
     #[inline(always)]
-    unsafe fn p_dot(p: int32x4_t, u: uint8x16_t, s: uint8x16_t) -> int32x4_t {
+    unsafe fn dot(p: int32x4_t, u: uint8x16_t, s: uint8x16_t) -> int32x4_t {
         let mut acc = p;
         // SAFETY: a register-only instruction of the dotprod extension, which the caller
         // has. `.arch_extension`: the assembler must accept `sdot` even where LLVM declines
@@ -50,13 +53,9 @@ impl Mac for Sdot {
     }
 
     #[inline(always)]
-    unsafe fn p_end(p: int32x4_t, _acc: uint8x16_t) -> uint8x16_t {
+    unsafe fn end(p: int32x4_t, _acc: uint8x16_t) -> uint8x16_t {
         // SAFETY: register-only NEON (the trait's contract).
         unsafe { vreinterpretq_u8_s32(p) }
-    }
-
-    fn lane(byte: usize) -> usize {
-        byte / 4
     }
 }
 
@@ -77,7 +76,7 @@ impl GemmMac for Sdot {
     unsafe fn q_dot<const L: i32>(q: int32x4_t, w: uint8x16_t, a: int8x16_t) -> int32x4_t {
         let mut acc = q;
         // SAFETY: a register-only instruction of the dotprod extension, which the caller
-        // has (`.arch_extension` as in `Sdot::p_dot`).
+        // has (`.arch_extension` as in `Sdot::dot`).
         unsafe {
             asm!(
                 ".arch_extension dotprod",

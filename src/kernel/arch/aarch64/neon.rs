@@ -2,8 +2,9 @@
 //! `smlal`/`smlal2` of codes by activations into int16 lanes, pairwise-widened into the
 //! int32 accumulators before int16 can overflow.
 
-use super::simd::{GemmMac, Mac, Neon};
+use super::simd::{GemmMac, Neon};
 use crate::kernel::isa::{self, Isa};
+use crate::kernel::mac::Mac;
 use crate::kernel::{gemm, tile, Kernel};
 use core::arch::aarch64::*;
 
@@ -19,19 +20,22 @@ impl Isa for Neon<Smlal> {
 
 pub(super) struct Smlal;
 
-impl Mac for Smlal {
+impl Mac<uint8x16_t> for Smlal {
     type P = int16x8_t;
+    /// Two products of at most 3 * 128 per int16 lane and dot: 8 groups of four dots are
+    /// 8 * 4 * 2 * 384 = 24,576 < 2^15.
+    const GROUPS: usize = 8;
 
     #[inline(always)]
-    unsafe fn p_start(_acc: uint8x16_t) -> int16x8_t {
+    unsafe fn start(_acc: uint8x16_t) -> int16x8_t {
         // SAFETY: register-only NEON (the trait's contract).
         unsafe { vdupq_n_s16(0) }
     }
 
     /// Lane j gains the products of bytes j and j + 8: two per dot, which keeps the int16
-    /// lanes exact within the bound of [`Simd::p_dot`](crate::kernel::tile::Simd::p_dot).
+    /// lanes exact within the bound of [`Mac`].
     #[inline(always)]
-    unsafe fn p_dot(p: int16x8_t, u: uint8x16_t, s: uint8x16_t) -> int16x8_t {
+    unsafe fn dot(p: int16x8_t, u: uint8x16_t, s: uint8x16_t) -> int16x8_t {
         // SAFETY: register-only NEON (the trait's contract).
         unsafe {
             let (u, s) = (vreinterpretq_s8_u8(u), vreinterpretq_s8_u8(s));
@@ -40,7 +44,7 @@ impl Mac for Smlal {
     }
 
     #[inline(always)]
-    unsafe fn p_end(p: int16x8_t, acc: uint8x16_t) -> uint8x16_t {
+    unsafe fn end(p: int16x8_t, acc: uint8x16_t) -> uint8x16_t {
         // SAFETY: register-only NEON (the trait's contract).
         unsafe { vreinterpretq_u8_s32(vpadalq_s16(vreinterpretq_s32_u8(acc), p)) }
     }

@@ -6,7 +6,7 @@
 //! always true), and a JS loader picks the best build the engine validates (js/src).
 //!
 //! Both kernels are the shared skeleton ([`crate::kernel::tile`]) over [`simd128::Wasm`];
-//! they differ only in the multiply-accumulate ([`simd128::Dot`]).
+//! they differ only in the multiply-accumulate ([`crate::kernel::mac::Mac`]).
 
 #[cfg(target_feature = "simd128")]
 mod requant;

@@ -1,8 +1,9 @@
 //! AVX2: [`Ymm`] vectors with `vpmaddubsw` into int16 partial sums (in the GEMV as many
 //! dots as `tile::Simd::p_dot`'s bound allows, below 2^15), widened by `vpmaddwd`.
 
-use super::ymm::{Mac, Ymm};
+use super::ymm::Ymm;
 use crate::kernel::isa::{self, Isa};
+use crate::kernel::mac::Mac;
 use crate::kernel::{gemm, tile, Kernel};
 use std::arch::x86_64::*;
 
@@ -19,7 +20,7 @@ impl Isa for Ymm<Maddubs> {
 /// `vpmaddubsw` pair sums in int16 lanes, folded into int32 by `vpmaddwd` by ones.
 pub(super) struct Maddubs;
 
-impl Mac for Maddubs {
+impl Mac<__m256i> for Maddubs {
     type P = __m256i;
     /// A pair sum is at most `2 * 3 * 128 = 768` in magnitude (codes <= 3, activations
     /// >= -128): 32 of them (8 groups of four quads) stay below 2^15.

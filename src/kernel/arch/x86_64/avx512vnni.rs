@@ -1,12 +1,36 @@
 //! AVX-512 VNNI: 64-byte vectors, `vpdpbusd` (u8 x i8, four products into each int32
 //! lane) and masked loads for tails.
 
+use super::avxvnni::Dpbusd;
 use crate::kernel::isa::{self, Isa};
+use crate::kernel::mac::Mac;
 use crate::kernel::tile::{Simd, TQ1_CODE_BYTES};
 use crate::kernel::{gemm, tile, Kernel};
 use std::arch::x86_64::*;
 
 pub(super) struct Avx512;
+
+/// `vpdpbusd zmm` straight into the int32 accumulator, as AVX-VNNI's on ymm.
+impl Mac<__m512i> for Dpbusd {
+    type P = __m512i;
+    const GROUPS: usize = usize::MAX;
+
+    #[inline(always)]
+    unsafe fn start(acc: __m512i) -> __m512i {
+        acc
+    }
+
+    #[inline(always)]
+    unsafe fn dot(p: __m512i, u: __m512i, s: __m512i) -> __m512i {
+        // SAFETY: register-only AVX-512 VNNI, which the caller has (the trait's contract).
+        unsafe { _mm512_dpbusd_epi32(p, u, s) }
+    }
+
+    #[inline(always)]
+    unsafe fn end(p: __m512i, _acc: __m512i) -> __m512i {
+        p
+    }
+}
 
 impl Isa for Avx512 {
     const FEATURES: &'static str = "avx512f, avx512bw, avx512vnni, f16c, fma";
@@ -26,23 +50,24 @@ impl Simd for Avx512 {
     const W: usize = 64;
     type V = __m512i;
     type F = __m512;
-    type P = __m512i;
+    type M = Dpbusd;
 
     #[inline(always)]
     unsafe fn zero() -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm512_setzero_si512() }
     }
 
     #[inline(always)]
     unsafe fn load(p: *const u8) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: reads 64 bytes at `p`, readable by the trait's contract; AVX-512.
         unsafe { _mm512_loadu_si512(p as *const _) }
     }
 
     #[inline(always)]
     unsafe fn load_partial(p: *const u8, len: usize) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: a masked load of the `len < 64` bytes at `p`, readable by the trait's
+        // contract; AVX-512BW.
         unsafe {
             assert!(len < 64);
             // Masked-off bytes are neither read nor able to fault.
@@ -52,13 +77,13 @@ impl Simd for Avx512 {
 
     #[inline(always)]
     unsafe fn splat8(x: u8) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm512_set1_epi8(x as i8) }
     }
 
     #[inline(always)]
     unsafe fn plane2(x: __m512i, plane: usize, mask3: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe {
             let shifted = match plane {
                 0 => x,
@@ -72,30 +97,14 @@ impl Simd for Avx512 {
 
     #[inline(always)]
     unsafe fn and(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm512_and_si512(a, b) }
     }
 
     #[inline(always)]
     unsafe fn srl4(x: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm512_srli_epi16::<4>(x) }
-    }
-
-    #[inline(always)]
-    unsafe fn p_start(acc: __m512i) -> __m512i {
-        acc
-    }
-
-    #[inline(always)]
-    unsafe fn p_dot(p: __m512i, u: __m512i, s: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
-        unsafe { _mm512_dpbusd_epi32(p, u, s) }
-    }
-
-    #[inline(always)]
-    unsafe fn p_end(p: __m512i, _acc: __m512i) -> __m512i {
-        p
     }
 
     /// One masked load covers a block's 52 code bytes. Without extracting digits: with
@@ -108,7 +117,8 @@ impl Simd for Avx512 {
         a: [*const i8; T],
         acc: &mut [[__m512i; T]; R],
     ) {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: one masked load of the 52 code bytes at each `w[r]` and 320 prepared bytes at
+        // each `a[t]`, readable by the trait's contract; the rest is register-only AVX-512.
         unsafe {
             let zero = _mm512_setzero_si512();
             let mut q = [zero; R];
@@ -149,25 +159,25 @@ impl Simd for Avx512 {
 
     #[inline(always)]
     unsafe fn fzero() -> __m512 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm512_setzero_ps() }
     }
 
     #[inline(always)]
     unsafe fn fmadd(acc: __m512i, d: f32, f: __m512) -> __m512 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(d), f) }
     }
 
     #[inline(always)]
     unsafe fn fsum(f: __m512) -> f32 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm512_reduce_add_ps(f) }
     }
 
     #[inline(always)]
     unsafe fn hsum(v: __m512i) -> i32 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm512_reduce_add_epi32(v) }
     }
 
@@ -189,13 +199,13 @@ impl crate::kernel::gemm::GemmSimd for Avx512 {
 
     #[inline(always)]
     unsafe fn splat32(x: i32) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm512_set1_epi32(x) }
     }
 
     #[inline(always)]
     unsafe fn store(p: *mut u8, v: __m512i) {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        // SAFETY: writes 64 bytes at `p`, writable by the trait's contract; AVX-512.
         unsafe { _mm512_storeu_si512(p as *mut _, v) }
     }
 
@@ -203,7 +213,7 @@ impl crate::kernel::gemm::GemmSimd for Avx512 {
     /// two rounds of 128-bit shuffles move the blocks into place.
     #[inline(always)]
     unsafe fn transpose(v: &mut [__m512i]) {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe {
             assert_eq!(v.len(), 16);
             let mut t = [_mm512_setzero_si512(); 16];
@@ -235,41 +245,41 @@ impl crate::kernel::gemm::GemmSimd for Avx512 {
 
     #[inline(always)]
     unsafe fn srli32<const N: u32>(x: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm512_srli_epi32::<N>(x) }
     }
 
     #[inline(always)]
     unsafe fn slli32<const N: u32>(x: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm512_slli_epi32::<N>(x) }
     }
 
     #[inline(always)]
     unsafe fn or(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm512_or_si512(a, b) }
     }
 
     #[inline(always)]
     unsafe fn top_trit(q: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { super::top_trit::<Self>(q) }
     }
 
     #[inline(always)]
     unsafe fn times3(q: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { super::times3::<Self>(q) }
     }
 
     type Q = __m512i;
-    /// `vpdpbusd` accumulates int32 directly: no folding.
-    const Q_GROUPS: usize = usize::MAX;
+    const Q_GROUPS: usize = <Dpbusd as Mac<__m512i>>::GROUPS;
 
     #[inline(always)]
     unsafe fn q_start(acc: __m512i) -> __m512i {
-        acc
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
+        unsafe { Dpbusd::start(acc) }
     }
 
     /// The address: `q_dot` broadcasts from memory.
@@ -286,30 +296,31 @@ impl crate::kernel::gemm::GemmSimd for Avx512 {
         // SAFETY: the trait's contract (this ISA's features; 16 readable bytes at `a`).
         unsafe {
             let quad = std::ptr::read_unaligned(a.add(4 * L as usize) as *const i32);
-            _mm512_dpbusd_epi32(p, w, _mm512_set1_epi32(quad))
+            Dpbusd::dot(p, w, _mm512_set1_epi32(quad))
         }
     }
 
     #[inline(always)]
-    unsafe fn q_end(p: __m512i, _acc: __m512i) -> __m512i {
-        p
+    unsafe fn q_end(p: __m512i, acc: __m512i) -> __m512i {
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
+        unsafe { Dpbusd::end(p, acc) }
     }
 
     #[inline(always)]
     unsafe fn fload(p: *const f32) -> __m512 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        // SAFETY: reads 16 floats at `p`, readable by the trait's contract; AVX-512.
         unsafe { _mm512_loadu_ps(p) }
     }
 
     #[inline(always)]
     unsafe fn fmadd_lanes(acc: __m512i, s: __m512, f: __m512) -> __m512 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), s, f) }
     }
 
     #[inline(always)]
     unsafe fn fstore(p: *mut f32, f: __m512) {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        // SAFETY: writes 16 floats at `p`, writable by the trait's contract; AVX-512.
         unsafe { _mm512_storeu_ps(p, f) }
     }
 }
@@ -346,19 +357,19 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
 impl super::ByteOps for Avx512 {
     #[inline(always)]
     unsafe fn add8(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm512_add_epi8(a, b) }
     }
 
     #[inline(always)]
     unsafe fn subs_u8(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm512_subs_epu8(a, b) }
     }
 
     #[inline(always)]
     unsafe fn min_u8(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm512_min_epu8(a, b) }
     }
 }

@@ -3,8 +3,9 @@
 //! into each int32 lane: no int16 partial sums to widen.
 
 use super::avx2::Maddubs;
-use super::ymm::{Mac, Ymm};
+use super::ymm::Ymm;
 use crate::kernel::isa::{self, Isa};
+use crate::kernel::mac::Mac;
 use crate::kernel::{gemm, tile, Kernel};
 use std::arch::x86_64::*;
 
@@ -21,7 +22,7 @@ impl Isa for Ymm<Dpbusd> {
 /// `vpdpbusd ymm` straight into the int32 accumulator.
 pub(super) struct Dpbusd;
 
-impl Mac for Dpbusd {
+impl Mac<__m256i> for Dpbusd {
     type P = __m256i;
     /// int32 lanes need no folding.
     const GROUPS: usize = usize::MAX;

@@ -4,31 +4,10 @@
 //! int32 lane).
 
 use crate::kernel::gemm::GemmSimd;
+use crate::kernel::mac::Mac;
 use crate::kernel::tile::Simd;
 use std::arch::x86_64::*;
 use std::marker::PhantomData;
-
-/// How a path adds u8 x i8 products of 32-byte vectors into int32 lanes: through partial
-/// accumulators that are started on an int32 accumulator, take dot products, and are
-/// folded back into it.
-pub(super) trait Mac: 'static {
-    /// A partial accumulator.
-    type P: Copy;
-    /// Groups of four quads (16 dot products per lane pair) a partial accumulator of the
-    /// GEMM takes before it must be folded.
-    const GROUPS: usize;
-    /// # Safety
-    /// The CPU must have the path's features (as for every method here).
-    unsafe fn start(acc: __m256i) -> Self::P;
-    /// `p` plus, per int32 lane, the products of its four u8 of `u` with the four i8 of `s`.
-    ///
-    /// # Safety
-    /// As for [`Mac::start`].
-    unsafe fn dot(p: Self::P, u: __m256i, s: __m256i) -> Self::P;
-    /// # Safety
-    /// As for [`Mac::start`].
-    unsafe fn end(p: Self::P, acc: __m256i) -> __m256i;
-}
 
 /// 32-byte vectors with the multiply-accumulate `M`.
 pub(super) struct Ymm<M>(PhantomData<M>);
@@ -38,27 +17,28 @@ const POW3: [i16; 5] = [1, 3, 9, 27, 81];
 
 /// `Simd` for the GEMV skeleton. Its partial sums take one weight load's four (2-bit) or
 /// five (TQ1_0) planes.
-impl<M: Mac> Simd for Ymm<M> {
+impl<M: Mac<__m256i>> Simd for Ymm<M> {
     const W: usize = 32;
     type V = __m256i;
     type F = __m256;
-    type P = M::P;
+    type M = M;
 
     #[inline(always)]
     unsafe fn zero() -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm256_setzero_si256() }
     }
 
     #[inline(always)]
     unsafe fn load(p: *const u8) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: reads 32 bytes at `p`, readable by the trait's contract; AVX2.
         unsafe { _mm256_loadu_si256(p as *const __m256i) }
     }
 
     #[inline(always)]
     unsafe fn load_partial(p: *const u8, len: usize) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: copies the `len < 32` bytes at `p` (readable by the trait's contract) into a
+        // local buffer and loads all 32 of its bytes; AVX2.
         unsafe {
             assert!(len < 32);
             let mut buf = [0u8; 32];
@@ -69,13 +49,13 @@ impl<M: Mac> Simd for Ymm<M> {
 
     #[inline(always)]
     unsafe fn splat8(x: u8) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm256_set1_epi8(x as i8) }
     }
 
     #[inline(always)]
     unsafe fn plane2(x: __m256i, plane: usize, mask3: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe {
             let shifted = match plane {
                 0 => x,
@@ -89,32 +69,14 @@ impl<M: Mac> Simd for Ymm<M> {
 
     #[inline(always)]
     unsafe fn and(a: __m256i, b: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm256_and_si256(a, b) }
     }
 
     #[inline(always)]
     unsafe fn srl4(x: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm256_srli_epi16::<4>(x) }
-    }
-
-    #[inline(always)]
-    unsafe fn p_start(acc: __m256i) -> M::P {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { M::start(acc) }
-    }
-
-    #[inline(always)]
-    unsafe fn p_dot(p: M::P, u: __m256i, s: __m256i) -> M::P {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { M::dot(p, u, s) }
-    }
-
-    #[inline(always)]
-    unsafe fn p_end(p: M::P, acc: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { M::end(p, acc) }
     }
 
     /// Two loads per block: `qs[0..32]`, then `qs[32..48]` with `qh` in lanes 16..20.
@@ -127,7 +89,8 @@ impl<M: Mac> Simd for Ymm<M> {
         a: [*const i8; T],
         acc: &mut [[__m256i; T]; R],
     ) {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: loads the 52 code bytes at each `w[r]` (32, 16 and 4 bytes) and 320 prepared
+        // bytes at each `a[t]`, readable by the trait's contract; AVX2.
         unsafe {
             let high = _mm256_set1_epi16(0xFF00u16 as i16);
             let three = _mm256_set1_epi16(3);
@@ -146,10 +109,10 @@ impl<M: Mac> Simd for Ymm<M> {
                     odd[r] = _mm256_and_si256(x, high);
                     even[r] = _mm256_slli_epi16::<8>(x);
                 }
-                let mut p = [[Self::p_start(zero); T]; R];
+                let mut p = [[M::start(zero); T]; R];
                 for r in 0..R {
                     for t in 0..T {
-                        p[r][t] = Self::p_start(acc[r][t]);
+                        p[r][t] = M::start(acc[r][t]);
                     }
                 }
                 for (digit, &pow) in POW3.iter().enumerate() {
@@ -163,13 +126,13 @@ impl<M: Mac> Simd for Ymm<M> {
                     for t in 0..T {
                         let av = Self::load(a[t].add(chunk * 160 + digit * 32) as *const u8);
                         for r in 0..R {
-                            p[r][t] = Self::p_dot(p[r][t], codes[r], av);
+                            p[r][t] = M::dot(p[r][t], codes[r], av);
                         }
                     }
                 }
                 for r in 0..R {
                     for t in 0..T {
-                        acc[r][t] = Self::p_end(p[r][t], acc[r][t]);
+                        acc[r][t] = M::end(p[r][t], acc[r][t]);
                     }
                 }
             }
@@ -178,19 +141,19 @@ impl<M: Mac> Simd for Ymm<M> {
 
     #[inline(always)]
     unsafe fn fzero() -> __m256 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm256_setzero_ps() }
     }
 
     #[inline(always)]
     unsafe fn fmadd(acc: __m256i, d: f32, f: __m256) -> __m256 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(d), f) }
     }
 
     #[inline(always)]
     unsafe fn fsum(f: __m256) -> f32 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe {
             let x = _mm_add_ps(_mm256_castps256_ps128(f), _mm256_extractf128_ps::<1>(f));
             let x = _mm_add_ps(x, _mm_movehl_ps(x, x));
@@ -200,7 +163,7 @@ impl<M: Mac> Simd for Ymm<M> {
 
     #[inline(always)]
     unsafe fn hsum(v: __m256i) -> i32 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe {
             let x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
             let x = _mm_add_epi32(x, _mm_unpackhi_epi64(x, x));
@@ -222,14 +185,14 @@ impl<M: Mac> Simd for Ymm<M> {
 }
 
 /// The GEMM's operations: 8 rows per vector, the partial accumulators of `M`.
-impl<M: Mac> GemmSimd for Ymm<M> {
+impl<M: Mac<__m256i>> GemmSimd for Ymm<M> {
     const LANES: usize = 8;
     type Q = M::P;
     const Q_GROUPS: usize = M::GROUPS;
 
     #[inline(always)]
     unsafe fn splat32(x: i32) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm256_set1_epi32(x) }
     }
 
@@ -244,7 +207,7 @@ impl<M: Mac> GemmSimd for Ymm<M> {
     #[inline(always)]
     unsafe fn transpose(v: &mut [__m256i]) {
         assert_eq!(v.len(), 8);
-        // SAFETY: the trait's contract (this ISA's features); register operations only.
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe {
             let mut t = [_mm256_setzero_si256(); 8];
             for i in 0..4 {
@@ -281,25 +244,25 @@ impl<M: Mac> GemmSimd for Ymm<M> {
 
     #[inline(always)]
     unsafe fn or(a: __m256i, b: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm256_or_si256(a, b) }
     }
 
     #[inline(always)]
     unsafe fn top_trit(q: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { super::top_trit::<Self>(q) }
     }
 
     #[inline(always)]
     unsafe fn times3(q: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { super::times3::<Self>(q) }
     }
 
     #[inline(always)]
     unsafe fn q_start(acc: __m256i) -> M::P {
-        // SAFETY: the trait's contract (this ISA's features).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { M::start(acc) }
     }
 
@@ -320,7 +283,7 @@ impl<M: Mac> GemmSimd for Ymm<M> {
 
     #[inline(always)]
     unsafe fn q_end(p: M::P, acc: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { M::end(p, acc) }
     }
 
@@ -358,22 +321,22 @@ unsafe fn mulhi_epu16(a: __m256i, b: __m256i) -> __m256i {
     out
 }
 
-impl<M: Mac> super::ByteOps for Ymm<M> {
+impl<M: Mac<__m256i>> super::ByteOps for Ymm<M> {
     #[inline(always)]
     unsafe fn add8(a: __m256i, b: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm256_add_epi8(a, b) }
     }
 
     #[inline(always)]
     unsafe fn subs_u8(a: __m256i, b: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm256_subs_epu8(a, b) }
     }
 
     #[inline(always)]
     unsafe fn min_u8(a: __m256i, b: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe { _mm256_min_epu8(a, b) }
     }
 }
