@@ -2,13 +2,15 @@
 //! lane) and masked loads for tails.
 
 use super::avxvnni::Dpbusd;
+use super::vector::{Tq1Block, Vector, X86};
 use crate::kernel::isa::{self, Isa};
 use crate::kernel::mac::Mac;
-use crate::kernel::tile::{Simd, TQ1_CODE_BYTES};
+use crate::kernel::tile::TQ1_CODE_BYTES;
 use crate::kernel::{gemm, tile, Kernel};
 use std::arch::x86_64::*;
 
-pub(super) struct Avx512;
+/// 64-byte vectors with `vpdpbusd zmm`.
+pub(super) type Avx512 = X86<__m512i, Dpbusd>;
 
 /// `vpdpbusd zmm` straight into the int32 accumulator, as AVX-VNNI's on ymm.
 impl Mac<__m512i> for Dpbusd {
@@ -46,21 +48,19 @@ impl Isa for Avx512 {
     isa::enter!("avx512f,avx512bw,avx512vnni,f16c,fma");
 }
 
-impl Simd for Avx512 {
+impl Vector for __m512i {
     const W: usize = 64;
-    type V = __m512i;
     type F = __m512;
-    type M = Dpbusd;
 
     #[inline(always)]
     unsafe fn zero() -> __m512i {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
         unsafe { _mm512_setzero_si512() }
     }
 
     #[inline(always)]
     unsafe fn load(p: *const u8) -> __m512i {
-        // SAFETY: reads 64 bytes at `p`, readable by the trait's contract; AVX-512.
+        // SAFETY: reads 64 bytes at `p`, readable by the trait's contract; AVX-512F.
         unsafe { _mm512_loadu_si512(p as *const _) }
     }
 
@@ -76,137 +76,69 @@ impl Simd for Avx512 {
     }
 
     #[inline(always)]
+    unsafe fn store(p: *mut u8, v: __m512i) {
+        // SAFETY: writes 64 bytes at `p`, writable by the trait's contract; AVX-512F.
+        unsafe { _mm512_storeu_si512(p as *mut _, v) }
+    }
+
+    #[inline(always)]
     unsafe fn splat8(x: u8) -> __m512i {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
         unsafe { _mm512_set1_epi8(x as i8) }
     }
 
     #[inline(always)]
-    unsafe fn plane2(x: __m512i, plane: usize, mask3: __m512i) -> __m512i {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
-        unsafe {
-            let shifted = match plane {
-                0 => x,
-                1 => _mm512_srli_epi16::<2>(x),
-                2 => _mm512_srli_epi16::<4>(x),
-                _ => _mm512_srli_epi16::<6>(x),
-            };
-            _mm512_and_si512(shifted, mask3)
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn and(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
-        unsafe { _mm512_and_si512(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn srl4(x: __m512i) -> __m512i {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
-        unsafe { _mm512_srli_epi16::<4>(x) }
-    }
-
-    /// One masked load covers a block's 52 code bytes. Without extracting digits: with
-    /// `q_n = (b * 3^n) mod 256`, digit n is `(3 q_n - q_(n+1)) / 256`, so
-    /// `sum code_n * a = (3 sum q_n a - sum q_(n+1) a) / 256` — two `vpdpbusd` per digit
-    /// and `q_(n+1) = 3 q_n` in wrapping 8-bit adds, instead of 16-bit multiplies.
-    #[inline(always)]
-    unsafe fn tq1_block<const R: usize, const T: usize>(
-        w: [*const u8; R],
-        a: [*const i8; T],
-        acc: &mut [[__m512i; T]; R],
-    ) {
-        // SAFETY: one masked load of the 52 code bytes at each `w[r]` and 320 prepared bytes at
-        // each `a[t]`, readable by the trait's contract; the rest is register-only AVX-512.
-        unsafe {
-            let zero = _mm512_setzero_si512();
-            let mut q = [zero; R];
-            for r in 0..R {
-                q[r] = Self::load_partial(w[r], TQ1_CODE_BYTES);
-            }
-            let mut lo = [[zero; T]; R];
-            // The seed `-sum a` joins as `+256 sum a` in the subtracted sum.
-            let mut hi = [[zero; T]; R];
-            for r in 0..R {
-                for t in 0..T {
-                    hi[r][t] = _mm512_slli_epi32::<8>(_mm512_sub_epi32(zero, acc[r][t]));
-                }
-            }
-            for digit in 0..5 {
-                let mut next = [zero; R];
-                for r in 0..R {
-                    next[r] = _mm512_add_epi8(q[r], opaque(_mm512_add_epi8(q[r], q[r])));
-                }
-                for t in 0..T {
-                    let av = _mm512_loadu_si512(a[t].add(digit * 64) as *const _);
-                    for r in 0..R {
-                        lo[r][t] = _mm512_dpbusd_epi32(lo[r][t], q[r], av);
-                        hi[r][t] = _mm512_dpbusd_epi32(hi[r][t], next[r], av);
-                    }
-                }
-                q = next;
-            }
-            for r in 0..R {
-                for t in 0..T {
-                    let lo3 = _mm512_add_epi32(lo[r][t], _mm512_add_epi32(lo[r][t], lo[r][t]));
-                    // Exact: every lane's difference is 256 times its dot product.
-                    acc[r][t] = _mm512_srai_epi32::<8>(_mm512_sub_epi32(lo3, hi[r][t]));
-                }
-            }
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn fzero() -> __m512 {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
-        unsafe { _mm512_setzero_ps() }
-    }
-
-    #[inline(always)]
-    unsafe fn fmadd(acc: __m512i, d: f32, f: __m512) -> __m512 {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
-        unsafe { _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(d), f) }
-    }
-
-    #[inline(always)]
-    unsafe fn fsum(f: __m512) -> f32 {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
-        unsafe { _mm512_reduce_add_ps(f) }
-    }
-
-    #[inline(always)]
-    unsafe fn hsum(v: __m512i) -> i32 {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
-        unsafe { _mm512_reduce_add_epi32(v) }
-    }
-
-    #[inline(always)]
-    unsafe fn f16(p: *const u8) -> f32 {
-        // SAFETY: the trait's contract (F16C is among this ISA's features; 2 bytes at `p`).
-        unsafe { super::f16c(p) }
-    }
-
-    #[inline(always)]
-    unsafe fn prefetch_l2(p: *const u8) {
-        // SAFETY: a prefetch never faults, whatever the address.
-        unsafe { _mm_prefetch::<_MM_HINT_T1>(p as *const i8) }
-    }
-}
-
-impl crate::kernel::gemm::GemmSimd for Avx512 {
-    const LANES: usize = 16;
-
-    #[inline(always)]
     unsafe fn splat32(x: i32) -> __m512i {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
         unsafe { _mm512_set1_epi32(x) }
     }
 
     #[inline(always)]
-    unsafe fn store(p: *mut u8, v: __m512i) {
-        // SAFETY: writes 64 bytes at `p`, writable by the trait's contract; AVX-512.
-        unsafe { _mm512_storeu_si512(p as *mut _, v) }
+    unsafe fn and(a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_and_si512(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn or(a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_or_si512(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn add8(a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: register-only AVX-512BW, which the caller has (the trait's contract).
+        unsafe { _mm512_add_epi8(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn subs_u8(a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: register-only AVX-512BW, which the caller has (the trait's contract).
+        unsafe { _mm512_subs_epu8(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn min_u8(a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: register-only AVX-512BW, which the caller has (the trait's contract).
+        unsafe { _mm512_min_epu8(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn srli16<const N: u32>(x: __m512i) -> __m512i {
+        // SAFETY: register-only AVX-512BW, which the caller has (the trait's contract).
+        unsafe { _mm512_srli_epi16::<N>(x) }
+    }
+
+    #[inline(always)]
+    unsafe fn srli32<const N: u32>(x: __m512i) -> __m512i {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_srli_epi32::<N>(x) }
+    }
+
+    #[inline(always)]
+    unsafe fn slli32<const N: u32>(x: __m512i) -> __m512i {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_slli_epi32::<N>(x) }
     }
 
     /// Three stages: 32-bit and 64-bit interleaves make 4 x 4 blocks within 128-bit lanes,
@@ -244,84 +176,98 @@ impl crate::kernel::gemm::GemmSimd for Avx512 {
     }
 
     #[inline(always)]
-    unsafe fn srli32<const N: u32>(x: __m512i) -> __m512i {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
-        unsafe { _mm512_srli_epi32::<N>(x) }
+    unsafe fn hsum(v: __m512i) -> i32 {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_reduce_add_epi32(v) }
     }
 
     #[inline(always)]
-    unsafe fn slli32<const N: u32>(x: __m512i) -> __m512i {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
-        unsafe { _mm512_slli_epi32::<N>(x) }
+    unsafe fn fzero() -> __m512 {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_setzero_ps() }
     }
 
     #[inline(always)]
-    unsafe fn or(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
-        unsafe { _mm512_or_si512(a, b) }
+    unsafe fn fsplat(x: f32) -> __m512 {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_set1_ps(x) }
     }
 
     #[inline(always)]
-    unsafe fn top_trit(q: __m512i) -> __m512i {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
-        unsafe { super::top_trit::<Self>(q) }
-    }
-
-    #[inline(always)]
-    unsafe fn times3(q: __m512i) -> __m512i {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
-        unsafe { super::times3::<Self>(q) }
-    }
-
-    type Q = __m512i;
-    const Q_GROUPS: usize = <Dpbusd as Mac<__m512i>>::GROUPS;
-
-    #[inline(always)]
-    unsafe fn q_start(acc: __m512i) -> __m512i {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
-        unsafe { Dpbusd::start(acc) }
-    }
-
-    /// The address: `q_dot` broadcasts from memory.
-    type A = *const u8;
-
-    #[inline(always)]
-    unsafe fn a_load(p: *const u8) -> *const u8 {
-        p
-    }
-
-    /// One `vpdpbusd` with a broadcast of the four activation bytes.
-    #[inline(always)]
-    unsafe fn q_dot<const L: i32>(p: __m512i, w: __m512i, a: *const u8) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; 16 readable bytes at `a`).
-        unsafe {
-            let quad = std::ptr::read_unaligned(a.add(4 * L as usize) as *const i32);
-            Dpbusd::dot(p, w, _mm512_set1_epi32(quad))
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn q_end(p: __m512i, acc: __m512i) -> __m512i {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
-        unsafe { Dpbusd::end(p, acc) }
-    }
-
-    #[inline(always)]
-    unsafe fn fload(p: *const f32) -> __m512 {
-        // SAFETY: reads 16 floats at `p`, readable by the trait's contract; AVX-512.
-        unsafe { _mm512_loadu_ps(p) }
-    }
-
-    #[inline(always)]
-    unsafe fn fmadd_lanes(acc: __m512i, s: __m512, f: __m512) -> __m512 {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
+    unsafe fn fmadd(acc: __m512i, s: __m512, f: __m512) -> __m512 {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
         unsafe { _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), s, f) }
     }
 
     #[inline(always)]
+    unsafe fn fsum(f: __m512) -> f32 {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_reduce_add_ps(f) }
+    }
+
+    #[inline(always)]
+    unsafe fn fload(p: *const f32) -> __m512 {
+        // SAFETY: reads 16 floats at `p`, readable by the trait's contract; AVX-512F.
+        unsafe { _mm512_loadu_ps(p) }
+    }
+
+    #[inline(always)]
     unsafe fn fstore(p: *mut f32, f: __m512) {
-        // SAFETY: writes 16 floats at `p`, writable by the trait's contract; AVX-512.
+        // SAFETY: writes 16 floats at `p`, writable by the trait's contract; AVX-512F.
         unsafe { _mm512_storeu_ps(p, f) }
+    }
+}
+
+/// Only with `vpdpbusd`: its identity below needs exact int32 dot products.
+impl Tq1Block<Dpbusd> for __m512i {
+    /// One masked load covers a block's 52 code bytes. Without extracting digits: with
+    /// `q_n = (b * 3^n) mod 256`, digit n is `(3 q_n - q_(n+1)) / 256`, so
+    /// `sum code_n * a = (3 sum q_n a - sum q_(n+1) a) / 256` — two `vpdpbusd` per digit
+    /// and `q_(n+1) = 3 q_n` in wrapping 8-bit adds, instead of 16-bit multiplies.
+    #[inline(always)]
+    unsafe fn tq1_block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        acc: &mut [[__m512i; T]; R],
+    ) {
+        // SAFETY: one masked load of the 52 code bytes at each `w[r]` and 320 prepared bytes at
+        // each `a[t]`, readable by the trait's contract; the rest is register-only AVX-512.
+        unsafe {
+            let zero = _mm512_setzero_si512();
+            let mut q = [zero; R];
+            for r in 0..R {
+                q[r] = <Self as Vector>::load_partial(w[r], TQ1_CODE_BYTES);
+            }
+            let mut lo = [[zero; T]; R];
+            // The seed `-sum a` joins as `+256 sum a` in the subtracted sum.
+            let mut hi = [[zero; T]; R];
+            for r in 0..R {
+                for t in 0..T {
+                    hi[r][t] = _mm512_slli_epi32::<8>(_mm512_sub_epi32(zero, acc[r][t]));
+                }
+            }
+            for digit in 0..5 {
+                let mut next = [zero; R];
+                for r in 0..R {
+                    next[r] = _mm512_add_epi8(q[r], opaque(_mm512_add_epi8(q[r], q[r])));
+                }
+                for t in 0..T {
+                    let av = _mm512_loadu_si512(a[t].add(digit * 64) as *const _);
+                    for r in 0..R {
+                        lo[r][t] = _mm512_dpbusd_epi32(lo[r][t], q[r], av);
+                        hi[r][t] = _mm512_dpbusd_epi32(hi[r][t], next[r], av);
+                    }
+                }
+                q = next;
+            }
+            for r in 0..R {
+                for t in 0..T {
+                    let lo3 = _mm512_add_epi32(lo[r][t], _mm512_add_epi32(lo[r][t], lo[r][t]));
+                    // Exact: every lane's difference is 256 times its dot product.
+                    acc[r][t] = _mm512_srai_epi32::<8>(_mm512_sub_epi32(lo3, hi[r][t]));
+                }
+            }
+        }
     }
 }
 
@@ -352,24 +298,4 @@ unsafe fn opaque(mut v: __m512i) -> __m512i {
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
     let gemm = gemm::kernels::<Avx512, 3, 8>(c"bitnet_gemm/avx512vnni", [4, 24, 24]);
     gemm.into_iter().chain(tile::kernels::<Avx512, 4, 2, 4, 2, 4>(c"bitnet_gemv/avx512vnni"))
-}
-
-impl super::ByteOps for Avx512 {
-    #[inline(always)]
-    unsafe fn add8(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
-        unsafe { _mm512_add_epi8(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn subs_u8(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
-        unsafe { _mm512_subs_epu8(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn min_u8(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
-        unsafe { _mm512_min_epu8(a, b) }
-    }
 }

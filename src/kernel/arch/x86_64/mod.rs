@@ -8,9 +8,9 @@ mod avx2;
 mod avx512vnni;
 mod avxvnni;
 mod requant;
+mod vector;
 mod ymm;
 
-use crate::kernel::gemm::GemmSimd;
 use crate::kernel::Kernel;
 use std::arch::x86_64::*;
 
@@ -25,40 +25,6 @@ unsafe fn f16c(p: *const u8) -> f32 {
         let bits = u16::from_le_bytes([*p, *p.add(1)]);
         _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
     }
-}
-
-/// Byte arithmetic of the x86 vector widths, from which TQ1_0's digit steps of
-/// [`GemmSimd`] are built: x86 has no byte shifts or byte multiplies.
-///
-/// # Safety
-/// Every method needs the CPU features of its ISA.
-trait ByteOps: GemmSimd {
-    unsafe fn add8(a: Self::V, b: Self::V) -> Self::V;
-    unsafe fn subs_u8(a: Self::V, b: Self::V) -> Self::V;
-    unsafe fn min_u8(a: Self::V, b: Self::V) -> Self::V;
-}
-
-/// [`GemmSimd::top_trit`] as `[q >= 86] + [q >= 171]`, from saturating subtractions.
-///
-/// # Safety
-/// The CPU must have `S`'s features.
-#[inline(always)]
-unsafe fn top_trit<S: ByteOps>(q: S::V) -> S::V {
-    // SAFETY: register operations; the caller guarantees this ISA's features.
-    unsafe {
-        let one = S::splat8(1);
-        S::add8(S::min_u8(S::subs_u8(q, S::splat8(85)), one), S::min_u8(S::subs_u8(q, S::splat8(170)), one))
-    }
-}
-
-/// [`GemmSimd::times3`] as two additions.
-///
-/// # Safety
-/// The CPU must have `S`'s features.
-#[inline(always)]
-unsafe fn times3<S: ByteOps>(q: S::V) -> S::V {
-    // SAFETY: register operations; the caller guarantees this ISA's features.
-    unsafe { S::add8(q, S::add8(q, q)) }
 }
 
 /// Best first: AMX (for batches), AVX-512 VNNI, then AVX-VNNI, then AVX2; within an ISA
