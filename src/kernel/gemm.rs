@@ -36,7 +36,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use crate::format::{bitnet, tq1_0, tq2_0, Format};
-use crate::kernel::isa::{check, Isa, Job};
+use crate::kernel::isa::{check, Isa, Product};
 use crate::kernel::tile::Simd;
 use crate::kernel::weights::{Bitnet, Tq1, Tq2};
 use crate::kernel::{Compute, Geometry, Kernel, MatRef, OutTile};
@@ -811,22 +811,14 @@ impl<S, L, const RV: usize, const T: usize> Gemm<S, L, RV, T> {
     pub(crate) const NEW: Self = Gemm(PhantomData);
 }
 
-/// [`gemm`] as a [`Job`].
-struct GemmJob<'a, 'o, S, L, const RV: usize, const T: usize> {
-    w: &'a MatRef<'a>,
-    act: &'a Packed,
-    out: &'a mut OutTile<'o>,
-    _isa: PhantomData<(S, L)>,
-}
-
-impl<S: GemmSimd, L: Layout, const RV: usize, const T: usize> Job for GemmJob<'_, '_, S, L, RV, T> {
-    type Out = ();
+impl<S: GemmSimd, L: Layout, const RV: usize, const T: usize> Product for Gemm<S, L, RV, T> {
+    type Act = Packed;
 
     #[inline(always)]
-    unsafe fn run(self) {
-        // SAFETY: the caller has `S`'s features; `Compute::run`'s caller checked the
-        // operands, and the activations are this kernel's own packing (token blocks of `T`).
-        unsafe { gemm::<S, L, RV, T>(self.w, self.act, self.out) }
+    unsafe fn product(w: &MatRef, act: &Packed, out: &mut OutTile) {
+        // SAFETY: the caller has `S`'s features and checked the operands; the activations
+        // are this kernel's own packing (token blocks of `T`).
+        unsafe { gemm::<S, L, RV, T>(w, act, out) }
     }
 }
 
@@ -848,7 +840,7 @@ impl<S: GemmSimd + Isa, L: Layout, const RV: usize, const T: usize> Compute for 
     fn run(&self, w: &MatRef, _a: &MatRef, act: &Packed, out: &mut OutTile) {
         check::<S>();
         // SAFETY: the CPU has the features (checked above).
-        unsafe { S::enter(GemmJob::<S, L, RV, T> { w, act, out, _isa: PhantomData }) }
+        unsafe { S::run::<Self>(w, act, out) }
     }
 }
 

@@ -1,5 +1,7 @@
-//! The CPU feature sets SIMD kernels are compiled for ([`Isa`]), and the one way into
-//! them ([`Isa::enter`]).
+//! The CPU feature sets SIMD kernels are compiled for ([`Isa`]), and the ways into them
+//! ([`Isa::enter`] for any work, [`Isa::run`] for a kernel's product).
+
+use crate::kernel::{MatRef, OutTile};
 
 /// A CPU feature set, implemented by each ISA's vector type.
 pub(crate) trait Isa: 'static {
@@ -17,6 +19,30 @@ pub(crate) trait Isa: 'static {
     /// # Safety
     /// The CPU must have the features.
     unsafe fn enter<J: Job>(job: J) -> J::Out;
+
+    /// Runs the kernel product `P` compiled with the features, as [`Isa::enter`] does, with
+    /// the operands as the `#[target_feature]` function's own parameters: references given
+    /// as parameters tell LLVM that they alias nothing for the whole call (references read
+    /// from a job struct would not), which keeps the tile loops' loads hoisted (a job struct
+    /// cost the aarch64 GEMVs 6-19 instructions per 1,000 MACs).
+    ///
+    /// # Safety
+    /// The CPU must have the features; `Kernel::run_prepared` checked the operands.
+    unsafe fn run<P: Product>(w: &MatRef, act: &P::Act, out: &mut OutTile);
+}
+
+/// A kernel's product, to compile inside an [`Isa`]'s features through [`Isa::run`].
+pub(crate) trait Product {
+    /// Its prepared activations.
+    type Act;
+
+    /// `out[t][r] = sum_k act[t][k] * w[r][k]` for the block of `out`. Implementations are
+    /// `#[inline(always)]`, so that they compile inside [`Isa::run`].
+    ///
+    /// # Safety
+    /// The CPU must have the ISA's features; the operands were checked by
+    /// `Kernel::run_prepared` and `act` is this kernel's own preparation.
+    unsafe fn product(w: &MatRef, act: &Self::Act, out: &mut OutTile);
 }
 
 /// Work to compile inside an [`Isa`]'s features.
@@ -36,9 +62,29 @@ pub(crate) fn check<I: Isa>() {
     assert!(I::available(), "this kernel needs {}", I::FEATURES);
 }
 
-/// [`Isa::enter`] for the `#[target_feature]` list `$features`.
+/// [`Isa::enter`] and [`Isa::run`] for the `#[target_feature]` list `$features`.
 macro_rules! enter {
     ($features:literal) => {
+        #[inline(always)]
+        unsafe fn run<P: crate::kernel::isa::Product>(
+            w: &crate::kernel::MatRef,
+            act: &P::Act,
+            out: &mut crate::kernel::OutTile,
+        ) {
+            #[target_feature(enable = $features)]
+            unsafe fn with_features<P: crate::kernel::isa::Product>(
+                w: &crate::kernel::MatRef,
+                act: &P::Act,
+                out: &mut crate::kernel::OutTile,
+            ) {
+                // SAFETY: the features are enabled here, as the caller of `run` guarantees;
+                // the operands are its.
+                unsafe { P::product(w, act, out) }
+            }
+            // SAFETY: the caller guarantees the features and the operands.
+            unsafe { with_features::<P>(w, act, out) }
+        }
+
         #[inline(always)]
         unsafe fn enter<J: crate::kernel::isa::Job>(job: J) -> J::Out {
             #[target_feature(enable = $features)]

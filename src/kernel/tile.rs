@@ -21,7 +21,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use crate::format::{bitnet, tq1_0, tq2_0, Format};
-use crate::kernel::isa::{check, Isa, Job};
+use crate::kernel::isa::{check, Isa, Job, Product};
 use crate::kernel::mac::Mac;
 use crate::kernel::weights::{Bitnet, Tq1, Tq2};
 use crate::kernel::{prep, ActI8, Compute, Geometry, MatRef, OutTile};
@@ -818,23 +818,13 @@ impl<S: Simd, L: GemvFormat> Job for PrepareJob<'_, S, L> {
     }
 }
 
-/// [`GemvFormat::run`] as a [`Job`].
-struct RunJob<'a, 'o, S, L, const R1: usize, const RB: usize, const TB: usize> {
-    w: &'a MatRef<'a>,
-    act: &'a Prepared,
-    out: &'a mut OutTile<'o>,
-    _isa: PhantomData<(S, L)>,
-}
-
-impl<S: Simd, L: GemvFormat, const R1: usize, const RB: usize, const TB: usize> Job
-    for RunJob<'_, '_, S, L, R1, RB, TB>
-{
-    type Out = ();
+impl<S: Simd, L: GemvFormat, const R1: usize, const RB: usize, const TB: usize> Product for Gemv<S, L, R1, RB, TB> {
+    type Act = Prepared;
 
     #[inline(always)]
-    unsafe fn run(self) {
-        // SAFETY: the caller has `S`'s features; `Compute::run`'s caller checked the rest.
-        unsafe { L::run::<S, R1, RB, TB>(self.w, self.act, self.out) }
+    unsafe fn product(w: &MatRef, act: &Prepared, out: &mut OutTile) {
+        // SAFETY: the caller has `S`'s features and checked the operands.
+        unsafe { L::run::<S, R1, RB, TB>(w, act, out) }
     }
 }
 
@@ -861,7 +851,7 @@ impl<S: Simd + Isa, L: GemvFormat, const R1: usize, const RB: usize, const TB: u
         check::<S>();
         // SAFETY: the CPU has the features (checked above); `Kernel::run_prepared` checked
         // the shapes and that `act` is this kernel's own preparation.
-        unsafe { S::enter(RunJob::<S, L, R1, RB, TB> { w, act, out, _isa: PhantomData }) }
+        unsafe { S::run::<Self>(w, act, out) }
     }
 }
 
