@@ -1,12 +1,12 @@
 //! Kernels: the arithmetic. A kernel computes `out[t][r] = sum_k act[t][k] * w[r][k]` for
 //! the block of tokens `t` and output rows `r` of its [`OutTile`].
 //!
-//! Every kernel is a type implementing [`Compute`] (its prepared-activation type and its
-//! product), registered by [`Kernel::new`], which erases that type: the one registration
+//! Every kernel is a type implementing `Compute` (its prepared-activation type and its
+//! product), registered by `Kernel::new`, which erases that type: the one registration
 //! path. This file depends on no ISA.
 //!
 //! - `reference`: the definition every other kernel matches.
-//! - `isa`: the CPU feature sets and the one way into them ([`isa::Isa::enter`]).
+//! - `isa`: the CPU feature sets and the ways into them (`Isa::enter`, `Isa::run`).
 //! - `mac`: the one multiply-accumulate trait of the SIMD kernels.
 //! - `weights`: one marker type per ternary weight format.
 //! - `tile`: the GEMV skeleton (activation preparation, row x token tiles, the block loop);

@@ -1,7 +1,7 @@
 //! x86_64 kernels, chosen at run time: AMX (batches), AVX-512 VNNI, then AVX-VNNI, then
-//! AVX2. The last three supply vector operations ([`crate::kernel::tile::Simd`],
-//! [`GemmSimd`]) and register the shared GEMV and panel GEMM over them; AMX has a loop nest
-//! of its own (`amx`).
+//! AVX2. The last three are one generic vector type (`vector::X86`, over `__m256i` in
+//! `ymm.rs` and `__m512i` in `avx512vnni.rs`) with a multiply-accumulate, registering the
+//! shared GEMV and panel GEMM over it; AMX has a loop nest of its own (`amx`).
 
 mod amx;
 mod avx2;
