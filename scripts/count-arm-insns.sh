@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Counts the instructions every aarch64 kernel executes per 1,000 multiply-accumulates at
-# m = 1, 8 and 128 tokens (scripts/count-arm-insns.py: qemu-user's execution log of the
-# `insn_probe` test), times the kernels against the reference under qemu (indicative only),
+# m = 1, 8 and 128 tokens (scripts/count-arm-insns.py: qemu-user's execution log of
+# examples/kernel_probe.rs), times the kernels against the reference under qemu (indicative only),
 # and writes docs/arm-instruction-counts.md. There is no ARM hardware here: the counts are
 # the measurement, the timings a sanity check. Takes about ten minutes on one core.
 # Env: TERN_AARCH64_TARGET_DIR (default target/aarch64).
@@ -13,9 +13,9 @@ cd "$(dirname "$0")/.."
 
 # The weight of every count: 256 rows x 2048 (8 TQ blocks per row).
 n=256 k=2048
-probe="$(cargo test --release --target "$TRIPLE" --test kernels --no-run 2>&1 |
-    sed -n 's/.*Executable tests\/kernels.rs (\(.*\))/\1/p')"
-[ -x "$probe" ] || { echo "count-arm-insns: no test executable for tests/kernels.rs" >&2; exit 1; }
+cargo build -q --release --target "$TRIPLE" --example kernel_probe
+probe="$CARGO_TARGET_DIR/$TRIPLE/release/examples/kernel_probe"
+[ -x "$probe" ] || { echo "count-arm-insns: no executable $probe" >&2; exit 1; }
 items=()
 for format in TQ1_0 TQ2_0 BITNET_B1_58; do
     for kernel in bitnet_gemm/neon-i8mm bitnet_gemm/neon-dotprod bitnet_gemv/neon-dotprod bitnet_gemm/neon bitnet_gemv/neon; do
@@ -68,7 +68,7 @@ ratios="$(printf '%s\n---\n%s\n' "$before" "$counts" | awk -F'|' '
         printf "| %s | %s | %s | %.2f |\n", $2, $3, one, $6 / m128[key]
     }')"
 
-timing="$(QEMU_CPU=max cargo test -q --release --target "$TRIPLE" --test kernels timing -- --ignored --nocapture 2>/dev/null |
+timing="$(QEMU_CPU=max qemu-aarch64 -L / "$probe" timing 2>/dev/null |
     awk '/^TIMING / {
         row[++n] = $0
         if ($3 == "bitnet_gemv/reference") ref[$2] = $4
@@ -79,7 +79,7 @@ timing="$(QEMU_CPU=max cargo test -q --release --target "$TRIPLE" --test kernels
             printf "| %s | %s | %.2f | %.1fx |\n", f[2], f[3], f[4], ref[f[2]] / f[4]
         }
     }')"
-[ -n "$timing" ] || { echo "count-arm-insns: the timing test printed nothing" >&2; exit 1; }
+[ -n "$timing" ] || { echo "count-arm-insns: kernel_probe timing printed nothing" >&2; exit 1; }
 
 rustc_version="$("$RUSTC" --version)"
 qemu_version="$(qemu-aarch64 --version | head -n1)"
@@ -93,11 +93,11 @@ by the instructions they execute, counted by qemu.
 
 ## How it is counted
 
-\`scripts/count-arm-insns.py\` runs the \`insn_probe\` test of \`tests/kernels.rs\` under
+\`scripts/count-arm-insns.py\` runs \`examples/kernel_probe.rs\` under
 \`qemu-aarch64 -cpu max -d in_asm,exec,nochain\`: qemu logs each translated block once
 and each execution of a block, so the instructions executed are the sum of the executed
 blocks' lengths. The probe calls one kernel 1 and 3 times (\`Kernel::run\`: activation
-preparation and the kernel, one thread); half the difference is one call, the test's
+preparation and the kernel, one thread); half the difference is one call, the probe's
 setup cancelling out. Weights: $n x $k (8 TQ blocks per row); m = 1, 8 and 128 tokens. A
 dependence-free \`sdot\` does 16 MACs (62.5 instructions per 1,000 MACs at best),
 \`smmla\` 32 (31.3).

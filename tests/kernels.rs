@@ -532,18 +532,106 @@ fn requantizer_is_bit_identical_to_the_definition() {
     }
 }
 
-/// The best ternary kernel the dispatcher picks on this CPU for one token, a small batch and
-/// a large one (GEMM kernels serve from their `min_tokens` on), proven by the
-/// KERNEL_SELECTED event. Under qemu, `scripts/test-aarch64.sh` sets TERN_EXPECT_KERNEL
-/// (m = 1), TERN_EXPECT_BATCH_KERNEL (m = 8) and TERN_EXPECT_LARGE_BATCH_KERNEL (m = 128)
-/// from QEMU_CPU.
+/// The kernels the dispatcher must pick for TQ1_0, TQ2_0 and BITNET_B1_58 at m = 1, 8 and
+/// 128 tokens on a CPU with `features`, stated per feature set (not derived from the
+/// registry, so a wrong order or threshold fails here).
+fn expected_kernels(features: &[&str]) -> [[&'static str; 3]; 3] {
+    let has = |f: &str| features.contains(&f);
+    if has("amx") {
+        // AMX from 8 tokens for TQ1_0, 16 for the others; the AVX-512 GEMM from 4 / 24 / 24.
+        let (gemv, amx) = ("bitnet_gemv/avx512vnni", "bitnet_gemm/amx");
+        [[gemv; 3], [amx, gemv, gemv], [amx; 3]]
+    } else if has("avx512vnni") {
+        let (gemv, gemm) = ("bitnet_gemv/avx512vnni", "bitnet_gemm/avx512vnni");
+        [[gemv; 3], [gemm, gemv, gemv], [gemm; 3]]
+    } else if has("avxvnni") {
+        // The GEMM from 6 / 14 / 24 tokens.
+        let (gemv, gemm) = ("bitnet_gemv/avxvnni", "bitnet_gemm/avxvnni");
+        [[gemv; 3], [gemm, gemv, gemv], [gemm; 3]]
+    } else if has("avx2") {
+        // The GEMM from 8 tokens for every format.
+        [["bitnet_gemv/avx2"; 3], ["bitnet_gemm/avx2"; 3], ["bitnet_gemm/avx2"; 3]]
+    } else if has("i8mm") {
+        // i8mm from 5 / 6 / 7 tokens; every CPU with i8mm that tern knows has dotprod.
+        [["bitnet_gemv/neon-dotprod"; 3], ["bitnet_gemm/neon-i8mm"; 3], ["bitnet_gemm/neon-i8mm"; 3]]
+    } else if has("dotprod") {
+        // The GEMMs from 5 / 5 / 7 tokens.
+        [["bitnet_gemv/neon-dotprod"; 3], ["bitnet_gemm/neon-dotprod"; 3], ["bitnet_gemm/neon-dotprod"; 3]]
+    } else if has("neon") {
+        [["bitnet_gemv/neon"; 3], ["bitnet_gemm/neon"; 3], ["bitnet_gemm/neon"; 3]]
+    } else if has("relaxed-simd") {
+        [["bitnet_gemv/wasm-relaxed-simd128"; 3]; 3]
+    } else if has("simd128") {
+        [["bitnet_gemv/wasm-simd128"; 3]; 3]
+    } else {
+        [[REFERENCE; 3]; 3]
+    }
+}
+
+/// The CPU features of [`expected_kernels`] this CPU (or build, on wasm32) has, detected
+/// here rather than through the kernels' own checks.
+fn cpu_features() -> Vec<&'static str> {
+    #[allow(unused_mut)]
+    let mut found = Vec::new();
+    #[cfg(target_arch = "x86_64")]
+    {
+        let avx2 =
+            is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c");
+        let avx512 = avx2
+            && is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vnni");
+        for (name, on) in [
+            ("avx2", avx2),
+            ("avxvnni", avx2 && is_x86_feature_detected!("avxvnni")),
+            ("avx512vnni", avx512),
+            // AMX also needs the OS's tile permission, which only asking tells.
+            ("amx", avx512 && tern::kernel::amx_status() == Some(Ok(()))),
+        ] {
+            if on {
+                found.push(name);
+            }
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    for (name, on) in [
+        ("neon", std::arch::is_aarch64_feature_detected!("neon")),
+        ("dotprod", std::arch::is_aarch64_feature_detected!("dotprod")),
+        ("i8mm", std::arch::is_aarch64_feature_detected!("i8mm")),
+    ] {
+        if on {
+            found.push(name);
+        }
+    }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    found.push("simd128");
+    #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
+    found.push("relaxed-simd");
+    found
+}
+
+#[test]
+fn expected_kernels_follow_the_best_feature() {
+    assert_eq!(
+        expected_kernels(&["avx2", "avxvnni"])[1],
+        ["bitnet_gemm/avxvnni", "bitnet_gemv/avxvnni", "bitnet_gemv/avxvnni"]
+    );
+    assert_eq!(expected_kernels(&["neon"])[0], ["bitnet_gemv/neon"; 3]);
+    assert_eq!(expected_kernels(&[])[2], [REFERENCE; 3]);
+}
+
+/// The ternary kernel the dispatcher picks on this CPU for one token, a small batch and a
+/// large one, proven by the KERNEL_SELECTED event, against [`expected_kernels`]. Under
+/// qemu, `scripts/test-aarch64.sh` also sets TERN_EXPECT_KERNEL (m = 1),
+/// TERN_EXPECT_BATCH_KERNEL (m = 8) and TERN_EXPECT_LARGE_BATCH_KERNEL (m = 128) from
+/// QEMU_CPU, so a feature detected wrongly fails too.
 #[test]
 fn the_dispatcher_picks_the_best_kernel_for_this_cpu() {
+    let features = cpu_features();
+    let expected = expected_kernels(&features);
     let sizes = [(1, "TERN_EXPECT_KERNEL"), (8, "TERN_EXPECT_BATCH_KERNEL"), (128, "TERN_EXPECT_LARGE_BATCH_KERNEL")];
-    for (m, var) in sizes.map(|(m, var)| (m, Some(var))) {
-        for format in TERNARY {
-            let preferred = candidates(format).into_iter().find(|k| k.min_tokens() <= m);
-            let expected = preferred.map_or(REFERENCE, |k| k.name());
+    for (i, (m, var)) in sizes.into_iter().enumerate() {
+        for (j, format) in TERNARY.into_iter().enumerate() {
             let sink = std::sync::Arc::new(tern::RecordingSink::default());
             let mut dispatcher = tern::Dispatcher::new(tern::DispatcherOptions::default()).unwrap();
             dispatcher.set_sink(Some(sink.clone()));
@@ -553,60 +641,12 @@ fn the_dispatcher_picks_the_best_kernel_for_this_cpu() {
             let mut scope = tern::Scope::new(0).unwrap();
             dispatcher.matmul(&act, &weight, Some(&mut scope), &mut vec![0.0; m * n]).unwrap();
             let ran = sink.events().last().expect("a kernel event").name();
-            assert_eq!(ran, expected, "{format:?}, m = {m}");
-            if let Some((var, want)) = var.and_then(|v| Some((v, std::env::var(v).ok().filter(|w| !w.is_empty())?))) {
+            assert_eq!(ran, expected[i][j], "{format:?}, m = {m}, features {features:?}");
+            if let Some(want) = std::env::var(var).ok().filter(|w| !w.is_empty()) {
                 assert_eq!(ran, want, "{format:?}, m = {m} ({var})");
             }
         }
     }
-}
-
-/// Indicative only (under qemu it translates instructions, it does not model a core).
-/// Milliseconds per call (best of 3) of every kernel for m = 1, 512 x 4096 weights;
-/// `scripts/count-arm-insns.sh` runs it (`-- --ignored --nocapture`) for its report.
-#[test]
-#[ignore]
-fn timing() {
-    let (m, n, k) = (1, 512, 4096);
-    let mut rng = Rng(1);
-    for format in TERNARY {
-        let (wbytes, abytes) = (weights(&mut rng, format, n, k), activations(&mut rng, m, k));
-        let w = MatRef::new(format, n, k, &wbytes).unwrap();
-        let a = MatRef::new(Format::I8Absmax, m, k, &abytes).unwrap();
-        for kern in candidates(format).into_iter().chain([kernel(REFERENCE, format)]) {
-            let mut out = vec![0f32; m * n];
-            let best = (0..3)
-                .map(|_| {
-                    let start = std::time::Instant::now();
-                    kern.run(&w, &a, &mut OutTile::new(&mut out, m, n).unwrap()).unwrap();
-                    start.elapsed().as_secs_f64() * 1e3
-                })
-                .fold(f64::INFINITY, f64::min);
-            println!("TIMING {} {} {best:.3}", format.name(), kern.name());
-        }
-    }
-}
-
-/// Not a test: runs one kernel `reps` times for `scripts/count-arm-insns.sh`, which counts
-/// the instructions qemu executes (`TERN_PROBE="<format> <kernel> <m> <n> <k> <reps>"`);
-/// the difference between two rep counts is the per-call cost, setup excluded.
-#[test]
-#[ignore]
-fn insn_probe() {
-    let spec = std::env::var("TERN_PROBE").expect("TERN_PROBE=\"<format> <kernel> <m> <n> <k> <reps>\"");
-    let f: Vec<&str> = spec.split_whitespace().collect();
-    let format = TERNARY.into_iter().find(|x| x.name() == f[0]).expect("a ternary format name");
-    let [m, n, k, reps] = [2, 3, 4, 5].map(|i| f[i].parse::<usize>().expect("a number"));
-    let mut rng = Rng(1);
-    let (wbytes, abytes) = (weights(&mut rng, format, n, k), activations(&mut rng, m, k));
-    let w = MatRef::new(format, n, k, &wbytes).unwrap();
-    let a = MatRef::new(Format::I8Absmax, m, k, &abytes).unwrap();
-    let kern = kernel(f[1], format);
-    let mut out = vec![0f32; m * n];
-    for _ in 0..reps {
-        kern.run(&w, &a, &mut OutTile::new(&mut out, m, n).unwrap()).unwrap();
-    }
-    assert!(out.iter().all(|x| x.is_finite()));
 }
 
 /// `out[t][r] = sum_k act[t][k] * w[r][k]` from both operands decoded to f32, summed in f64,

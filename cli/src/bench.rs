@@ -131,7 +131,7 @@ pub fn run(args: Args) -> Result<(), String> {
         check_kernel_name(name)?;
     }
     for (what, rows, cols) in [("weight", n, k), ("activation", m, k), ("output", m, n)] {
-        if rows.checked_mul(cols).map_or(true, |elems| elems > MAX_ELEMS) {
+        if rows.checked_mul(cols).is_none_or(|elems| elems > MAX_ELEMS) {
             return Err(format!(
                 "the {what} {rows}x{cols} is too large to benchmark here (at most {} elements); pick a smaller --shape or --tokens",
                 group(MAX_ELEMS)
@@ -156,7 +156,7 @@ pub fn run(args: Args) -> Result<(), String> {
                 .into_iter()
                 .rev()
                 .map(|k| k.name())
-                .filter(|name| wanted.as_ref().map_or(true, |want| want.contains(name)));
+                .filter(|name| wanted.as_ref().is_none_or(|want| want.contains(name)));
             (f, names.collect::<Vec<_>>())
         })
         .filter(|(_, names)| !names.is_empty())

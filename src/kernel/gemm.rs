@@ -2,7 +2,9 @@
 //! unpacked once per row panel. An ISA supplies its vector operations through
 //! [`GemmSimd`]; the panel packing, the activation packing and the loops are shared by
 //! every ISA that has a 4-byte dot product with one operand broadcast (x86 `vpdpbusd` and
-//! `vpmaddubsw`).
+//! `vpmaddubsw`; aarch64 `sdot` by element, and plain NEON's `smlal` of a broadcast quad).
+//! AMX packs its panels here too ([`pack_panel`], [`Packed`], [`Scratch`]) with its own loop
+//! nest.
 //!
 //! Layouts. A panel of `P = RV * LANES` weight rows is unpacked into biased codes
 //! `[k/4][P][4]` (u8 in {0, 1, 2}; a corrupt 3 stays 3 and counts as +2): one vector holds
@@ -34,9 +36,12 @@
 #![allow(clippy::needless_range_loop)]
 
 use crate::format::{bitnet, tq1_0, tq2_0, Format};
+use crate::kernel::isa::{check, Isa, Product};
 use crate::kernel::tile::Simd;
-use crate::kernel::{MatRef, OutTile};
+use crate::kernel::weights::{Bitnet, Tq1, Tq2};
+use crate::kernel::{Compute, Geometry, Kernel, MatRef, OutTile};
 use std::cell::Cell;
+use std::marker::PhantomData;
 use std::ops::Range;
 
 /// Vector operations of one ISA for the GEMM, on top of its [`Simd`] (whose `V` holds
@@ -148,7 +153,7 @@ const BLOCK_QUADS: usize = QK / 4;
 
 /// A ternary weight format as the panel packer sees it: its code bytes per 256 elements,
 /// and which quads each raw dword of those bytes expands to.
-pub(crate) trait Layout {
+pub(crate) trait Layout: 'static {
     const FORMAT: Format;
     /// Bytes of one block (codes and scale); BitNet has no blocks and packs 64-byte steps.
     const BLOCK_BYTES: usize;
@@ -200,8 +205,6 @@ impl Quads {
     }
 }
 
-pub(crate) struct Tq2;
-
 impl Layout for Tq2 {
     const FORMAT: Format = Format::Tq2_0;
     const BLOCK_BYTES: usize = tq2_0::BLOCK_BYTES;
@@ -222,8 +225,6 @@ impl Layout for Tq2 {
         }
     }
 }
-
-pub(crate) struct Tq1;
 
 impl Layout for Tq1 {
     const FORMAT: Format = Format::Tq1_0;
@@ -252,8 +253,6 @@ impl Layout for Tq1 {
         }
     }
 }
-
-pub(crate) struct Bitnet;
 
 impl Layout for Bitnet {
     const FORMAT: Format = Format::BitnetB158;
@@ -318,12 +317,6 @@ pub(crate) struct Scratch {
     pub(crate) panel: Vec<Line>,
     /// Block scales of the panel `[blocks][P]` (TQ only).
     pub(crate) scales: Vec<f32>,
-    /// Integer results stored from tile registers (AMX).
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    pub(crate) ints: Vec<Line>,
-    /// Float sums of those results over the blocks of a row (AMX).
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    pub(crate) sums: Vec<Line>,
 }
 
 thread_local! {
@@ -811,58 +804,57 @@ pub(crate) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usiz
     s.put();
 }
 
-/// The registry entries `bitnet_gemm/<isa>` for TQ1_0, TQ2_0 and BITNET_B1_58: entry points
-/// that check the CPU once per call, then run [`gemm`] inside `#[target_feature]` functions.
-/// Panels of `RV` vectors, token blocks of `T`; preferred from `min_tokens` tokens on (for
-/// TQ1_0, TQ2_0, BITNET_B1_58: measured against the same ISA's GEMV).
-macro_rules! gemm_kernels {
-    (
-        $isa:ty,
-        $name:literal,
-        $features:literal,
-        rv = $rv:literal,
-        t = $t:literal,
-        min_tokens = [$tq1:literal, $tq2:literal, $bitnet:literal]
-    ) => {
-        pub(super) fn gemm_kernels() -> [crate::kernel::Kernel; 3] {
-            use crate::kernel::gemm::{gemm, Bitnet, GemmSimd, Layout, Packed, Tq1, Tq2};
-            use crate::kernel::{Geometry, Kernel, KernelFn, MatRef, OutTile, Prep};
+/// The panel GEMM of format `L` on ISA `S`: panels of `RV` vectors, token blocks of `T`.
+pub(crate) struct Gemm<S, L, const RV: usize, const T: usize>(PhantomData<fn() -> (S, L)>);
 
-            #[target_feature(enable = $features)]
-            fn run<L: Layout>(w: &MatRef, a: &Packed, out: &mut OutTile) {
-                // SAFETY: features enabled here; `Kernel::run_prepared` checked the shapes and
-                // that `a` is this entry's own preparation (token blocks of `$t`).
-                unsafe { gemm::<$isa, L, $rv, $t>(w, a, out) }
-            }
-
-            fn entry(weight: crate::format::Format, min_tokens: usize, run: KernelFn) -> Kernel {
-                Kernel {
-                    name: $name,
-                    weight,
-                    act: crate::format::Format::I8Absmax,
-                    requires: FEATURES,
-                    available,
-                    min_tokens,
-                    // Row blocks of whole panels, token blocks of whole register blocks
-                    // (which are the packed blocks).
-                    geometry: Geometry { rows: $rv * <$isa as GemmSimd>::LANES, tokens: $t },
-                    prepare: |a| Prep::Gemm(Packed::new(a, $t)),
-                    run,
-                }
-            }
-
-            fn checked<L: Layout>(w: &MatRef, a: &Prep, out: &mut OutTile) {
-                assert!(available(), "{:?} needs {FEATURES}", $name);
-                // SAFETY: the CPU has the features (asserted above).
-                unsafe { run::<L>(w, a.packed(), out) }
-            }
-
-            [
-                entry(crate::format::Format::Tq1_0, $tq1, checked::<Tq1>),
-                entry(crate::format::Format::Tq2_0, $tq2, checked::<Tq2>),
-                entry(crate::format::Format::BitnetB158, $bitnet, checked::<Bitnet>),
-            ]
-        }
-    };
+impl<S, L, const RV: usize, const T: usize> Gemm<S, L, RV, T> {
+    pub(crate) const NEW: Self = Gemm(PhantomData);
 }
-pub(crate) use gemm_kernels;
+
+impl<S: GemmSimd, L: Layout, const RV: usize, const T: usize> Product for Gemm<S, L, RV, T> {
+    type Act = Packed;
+
+    #[inline(always)]
+    unsafe fn product(w: &MatRef, act: &Packed, out: &mut OutTile) {
+        // SAFETY: the caller has `S`'s features and checked the operands; the activations
+        // are this kernel's own packing (token blocks of `T`).
+        unsafe { gemm::<S, L, RV, T>(w, act, out) }
+    }
+}
+
+impl<S: GemmSimd + Isa, L: Layout, const RV: usize, const T: usize> Compute for Gemm<S, L, RV, T> {
+    type Act = Packed;
+    const REQUIRES: &'static str = S::FEATURES;
+    // Row blocks of whole panels, token blocks of whole register blocks (which are the
+    // packed blocks).
+    const GEOMETRY: Geometry = Geometry { rows: RV * S::LANES, tokens: T };
+
+    fn available() -> bool {
+        S::available()
+    }
+
+    fn prepare(&self, a: &MatRef) -> Packed {
+        Packed::new(a, T)
+    }
+
+    fn run(&self, w: &MatRef, _a: &MatRef, act: &Packed, out: &mut OutTile) {
+        check::<S>();
+        // SAFETY: the CPU has the features (checked above).
+        unsafe { S::run::<Self>(w, act, out) }
+    }
+}
+
+/// The registry entries `name` (`bitnet_gemm/<isa>`) of ISA `S` for TQ1_0, TQ2_0 and
+/// BITNET_B1_58: panels of `RV` vectors, token blocks of `T`; preferred from
+/// `min_tokens[format]` tokens on (measured against the same ISA's GEMV).
+pub(crate) fn kernels<S: GemmSimd + Isa, const RV: usize, const T: usize>(
+    name: &'static std::ffi::CStr,
+    [tq1, tq2, bitnet]: [usize; 3],
+) -> [Kernel; 3] {
+    let i8 = Format::I8Absmax;
+    [
+        Kernel::new(name, Format::Tq1_0, i8, tq1, &Gemm::<S, Tq1, RV, T>::NEW),
+        Kernel::new(name, Format::Tq2_0, i8, tq2, &Gemm::<S, Tq2, RV, T>::NEW),
+        Kernel::new(name, Format::BitnetB158, i8, bitnet, &Gemm::<S, Bitnet, RV, T>::NEW),
+    ]
+}

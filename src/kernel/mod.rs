@@ -1,9 +1,18 @@
 //! Kernels: the arithmetic. A kernel computes `out[t][r] = sum_k act[t][k] * w[r][k]` for
 //! the block of tokens `t` and output rows `r` of its [`OutTile`].
 //!
+//! Every kernel is a type implementing `Compute` (its prepared-activation type and its
+//! product), registered by `Kernel::new`, which erases that type: the one registration
+//! path. This file depends on no ISA.
+//!
 //! - `reference`: the definition every other kernel matches.
-//! - `tile`: the one SIMD skeleton (activation preparation, row x token tiles, the block
-//!   loop); `arch/<isa>` supplies only vector operations through `tile::Simd`.
+//! - `isa`: the CPU feature sets and the ways into them (`Isa::enter`, `Isa::run`).
+//! - `mac`: the one multiply-accumulate trait of the SIMD kernels.
+//! - `weights`: one marker type per ternary weight format.
+//! - `tile`: the GEMV skeleton (activation preparation, row x token tiles, the block loop);
+//!   `arch/<arch>/<isa>.rs` supplies vector operations through `tile::Simd`.
+//! - `gemm`: the panel GEMM skeleton (x86_64 and aarch64), over `gemm::GemmSimd`.
+//! - `arch/x86_64/amx.rs`, `arch/aarch64/i8mm.rs`: GEMMs with loop nests of their own.
 //! - `prep`: where activations go in a kernel's unpack order, and their lane sums.
 //!
 //! The registry lists kernels in preference order; the dispatcher (`crate::dispatch`)
@@ -14,13 +23,20 @@
 pub(crate) mod arch;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 pub(crate) mod gemm;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
+pub(crate) mod isa;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
+pub(crate) mod mac;
 pub(crate) mod prep;
 pub(crate) mod reference;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
 pub(crate) mod tile;
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
+pub(crate) mod weights;
 
 use crate::error::{Error, Result};
 use crate::format::Format;
+use std::any::Any;
 use std::ffi::CStr;
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -224,84 +240,63 @@ pub(crate) fn check_out(len: usize, m: usize, n: usize, rows: &Range<usize>, tok
     Ok(())
 }
 
-/// Activations made ready for one kernel, once per call, shared by every task of the call.
-pub(crate) enum Prep<'a> {
-    /// As they are: the kernel reads the checked operand itself.
-    Raw(MatRef<'a>),
-    /// Placed in a SIMD kernel's unpack order, with lane sums (see [`tile::Prepared`]).
-    #[cfg(any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        all(target_arch = "wasm32", target_feature = "simd128")
-    ))]
-    Tile(tile::Prepared),
-    /// Packed in token blocks for the panel GEMM (see [`gemm::Packed`]).
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    Gemm(gemm::Packed),
-    /// Interleaved in token pairs for `smmla` (see [`arch::aarch64::i8mm`]).
-    #[cfg(target_arch = "aarch64")]
-    Pairs(arch::aarch64::i8mm::Pairs),
+/// A kernel's arithmetic: what it makes of the activations once per call ([`Compute::Act`],
+/// shared by every task of the call) and the product itself. One type per (ISA, format,
+/// loop nest) implements it; [`Kernel::new`] registers it, type-erased, which is the one
+/// registration path of every kernel.
+pub(crate) trait Compute: Sync + 'static {
+    /// Activations made ready for this kernel (`()` for kernels that read the operand as
+    /// it is).
+    type Act: Send + Sync + 'static;
+    /// The CPU features it needs, for humans (empty for portable kernels).
+    const REQUIRES: &'static str;
+    /// How it likes its work cut.
+    const GEOMETRY: Geometry;
+    /// Whether this CPU runs it.
+    fn available() -> bool;
+    /// Prepares `a`, called only through [`Kernel::prepare`], which checked the format and
+    /// that the CPU runs the kernel.
+    fn prepare(&self, a: &MatRef) -> Self::Act;
+    /// `out[t][r] = sum_k a[t][k] * w[r][k]` for the block of `out`, called only through
+    /// [`Kernel::run_prepared`], which checked that the formats are the kernel's own, `act`
+    /// was prepared by this kernel from `a`, `w.cols == a.cols` and `out` is
+    /// `a.rows x w.rows`.
+    fn run(&self, w: &MatRef, a: &MatRef, act: &Self::Act, out: &mut OutTile);
 }
 
-impl<'a> Prep<'a> {
-    /// The operand of a kernel that prepares with [`raw`].
-    pub(crate) fn raw(&self) -> &MatRef<'a> {
-        match self {
-            Prep::Raw(a) => a,
-            #[allow(unreachable_patterns)]
-            _ => unreachable!("Kernel::run_prepared checks that a kernel gets its own preparation"),
-        }
+/// Prepared activations with their type erased: what a [`PreparedAct`] holds.
+type AnyAct = dyn Any + Send + Sync;
+
+/// [`Compute`] with its activation type erased, as the registry holds it.
+trait Erased: Sync {
+    fn prepare(&self, a: &MatRef) -> Box<AnyAct>;
+    fn run(&self, w: &MatRef, a: &MatRef, act: &AnyAct, out: &mut OutTile);
+}
+
+impl<C: Compute> Erased for C {
+    fn prepare(&self, a: &MatRef) -> Box<AnyAct> {
+        Box::new(Compute::prepare(self, a))
+    }
+
+    fn run(&self, w: &MatRef, a: &MatRef, act: &AnyAct, out: &mut OutTile) {
+        let act =
+            act.downcast_ref::<C::Act>().expect("Kernel::run_prepared checks that a kernel gets its own preparation");
+        Compute::run(self, w, a, act, out)
     }
 }
-
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
-impl Prep<'_> {
-    /// The activations of a kernel that prepares through the tile skeleton.
-    pub(crate) fn tile(&self) -> &tile::Prepared {
-        match self {
-            Prep::Tile(p) => p,
-            #[allow(unreachable_patterns)]
-            _ => unreachable!("Kernel::run_prepared checks that a kernel gets its own preparation"),
-        }
-    }
-}
-
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-impl Prep<'_> {
-    /// The activations of a panel GEMM.
-    pub(crate) fn packed(&self) -> &gemm::Packed {
-        match self {
-            Prep::Gemm(p) => p,
-            _ => unreachable!("Kernel::run_prepared checks that a kernel gets its own preparation"),
-        }
-    }
-}
-
-/// The preparation of kernels that read the operand as it is.
-pub(crate) fn raw<'a>(a: &MatRef<'a>) -> Prep<'a> {
-    Prep::Raw(*a)
-}
-
-/// `prepare(act)`: what [`Kernel::prepare`] runs once the format and CPU were checked.
-pub(crate) type PrepareFn = for<'a> fn(&MatRef<'a>) -> Prep<'a>;
-
-/// `run(weight, act, out)`, called only through [`Kernel::run_prepared`], which checked that
-/// the formats are the kernel's own, the CPU runs it, `act` was prepared by this kernel,
-/// `weight.cols == act.cols` and `out` is `act.rows x weight.rows`.
-pub(crate) type KernelFn = fn(&MatRef, &Prep, &mut OutTile);
 
 /// Activations prepared by one kernel ([`Kernel::prepare`]), for any number of its runs.
 pub struct PreparedAct<'a> {
     kernel: &'static Kernel,
-    rows: usize,
-    cols: usize,
-    prep: Prep<'a>,
+    /// The operand they were prepared from.
+    act: MatRef<'a>,
+    prep: Box<AnyAct>,
 }
 
 impl PreparedAct<'_> {
     /// Tokens (activation rows).
     pub fn rows(&self) -> usize {
-        self.rows
+        self.act.rows
     }
 
     /// The kernel that prepared them, the only one that can use them.
@@ -321,20 +316,40 @@ pub(crate) struct Geometry {
 
 /// One entry of the registry: a kernel for one (weight, activation) format pair.
 pub struct Kernel {
-    pub(crate) name: &'static CStr,
-    pub(crate) weight: Format,
-    pub(crate) act: Format,
-    pub(crate) requires: &'static str,
-    pub(crate) available: fn() -> bool,
+    name: &'static CStr,
+    weight: Format,
+    act: Format,
+    requires: &'static str,
+    available: fn() -> bool,
     /// The smallest token count for which the kernel is preferred (every kernel computes
     /// any token count correctly; a GEMM pays off only past a threshold).
-    pub(crate) min_tokens: usize,
+    min_tokens: usize,
     pub(crate) geometry: Geometry,
-    pub(crate) prepare: PrepareFn,
-    pub(crate) run: KernelFn,
+    compute: &'static dyn Erased,
 }
 
 impl Kernel {
+    /// The registry entry `name` for `weight` x `act`, computed by `compute`, preferred from
+    /// `min_tokens` tokens on.
+    pub(crate) const fn new<C: Compute>(
+        name: &'static CStr,
+        weight: Format,
+        act: Format,
+        min_tokens: usize,
+        compute: &'static C,
+    ) -> Kernel {
+        Kernel {
+            name,
+            weight,
+            act,
+            requires: C::REQUIRES,
+            available: C::available,
+            min_tokens,
+            geometry: C::GEOMETRY,
+            compute,
+        }
+    }
+
     /// Reported in events and used to force a kernel, e.g. `bitnet_gemv/avx2`.
     pub fn name(&self) -> &'static str {
         self.name.to_str().expect("kernel names are ASCII")
@@ -385,7 +400,7 @@ impl Kernel {
         if !self.is_available() {
             return Err(Error::KernelUnavailable(self.name()));
         }
-        Ok(PreparedAct { kernel: self, rows: act.rows, cols: act.cols, prep: (self.prepare)(act) })
+        Ok(PreparedAct { kernel: self, act: *act, prep: self.compute.prepare(act) })
     }
 
     /// `out[t][r] = sum_k act[t][k] * weight[r][k]` for the block of `out`. Checks the
@@ -398,13 +413,13 @@ impl Kernel {
         if !std::ptr::eq(act.kernel, self) {
             return Err(Error::InvalidArgument("activations were prepared by another kernel"));
         }
-        if weight.cols != act.cols {
+        if weight.cols != act.act.cols {
             return Err(Error::ShapeMismatch("activation cols differ from weight cols"));
         }
-        if out.m != act.rows || out.n != weight.rows {
+        if out.m != act.act.rows || out.n != weight.rows {
             return Err(Error::ShapeMismatch("output is not activation rows x weight rows"));
         }
-        (self.run)(weight, &act.prep, out);
+        self.compute.run(weight, &act.act, &*act.prep, out);
         Ok(())
     }
 
@@ -426,10 +441,6 @@ impl std::fmt::Debug for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} ({} x {})", self.name(), self.weight.name(), self.act.name())
     }
-}
-
-pub(crate) fn always() -> bool {
-    true
 }
 
 /// Every kernel built into this library, best first within each (weight, act) pair.
@@ -468,10 +479,7 @@ pub(crate) fn exists(name: &str) -> bool {
 /// cannot use it (say, the OS refused tile data). On Linux the first call asks the OS for
 /// tile data for this process (`arch_prctl`); every AMX kernel call goes through it.
 pub fn amx_status() -> Option<Result<(), &'static str>> {
-    #[cfg(target_arch = "x86_64")]
-    return arch::x86_64::amx_status();
-    #[cfg(not(target_arch = "x86_64"))]
-    None
+    arch::amx_status()
 }
 
 /// Quantizes one activation row to I8_ABSMAX codes and returns its scale, bit-identical to

@@ -5,54 +5,58 @@
 //! with no multiply in the inner loop: a trit adds, subtracts or skips. Each weight row is
 //! decoded once per call and reused for every activation row.
 
-use super::{always, raw, ActI8, Geometry, Kernel, MatRef, OutTile, Prep};
+use super::{ActI8, Compute, Geometry, Kernel, MatRef, OutTile};
 use crate::format::Format;
 
-/// Any cut of the work suits a scalar kernel.
-const ANY: Geometry = Geometry { rows: 1, tokens: 1 };
+/// A portable kernel: no CPU features, any cut of the work, the operand as it is.
+macro_rules! portable {
+    ($kernel:ident, $run:ident) => {
+        impl Compute for $kernel {
+            type Act = ();
+            const REQUIRES: &'static str = "";
+            const GEOMETRY: Geometry = Geometry { rows: 1, tokens: 1 };
+
+            fn available() -> bool {
+                true
+            }
+
+            fn prepare(&self, _a: &MatRef) {}
+
+            fn run(&self, w: &MatRef, a: &MatRef, _act: &(), out: &mut OutTile) {
+                $run(w, a, out)
+            }
+        }
+    };
+}
+
+/// `bitnet_gemv/reference`: ternary weights by I8_ABSMAX activations.
+struct BitnetGemv;
+portable!(BitnetGemv, bitnet_gemv);
+
+/// `dense_gemv/reference`: F32 by F32.
+struct DenseGemv;
+portable!(DenseGemv, dense_gemv);
+
+/// `matmul/reference`: any pair, decoded.
+struct DecodingMatmul;
+portable!(DecodingMatmul, decoding_matmul);
 
 pub(crate) fn kernels() -> Vec<Kernel> {
-    let ternary = Format::ALL.into_iter().filter(|f| f.is_ternary()).map(|weight| Kernel {
-        name: c"bitnet_gemv/reference",
-        weight,
-        act: Format::I8Absmax,
-        requires: "",
-        available: always,
-        min_tokens: 1,
-        geometry: ANY,
-        prepare: raw,
-        run: bitnet_gemv,
-    });
-    let dense = Kernel {
-        name: c"dense_gemv/reference",
-        weight: Format::F32,
-        act: Format::F32,
-        requires: "",
-        available: always,
-        min_tokens: 1,
-        geometry: ANY,
-        prepare: raw,
-        run: dense_gemv,
-    };
+    let ternary = Format::ALL
+        .into_iter()
+        .filter(|f| f.is_ternary())
+        .map(|weight| Kernel::new(c"bitnet_gemv/reference", weight, Format::I8Absmax, 1, &BitnetGemv));
+    let dense = Kernel::new(c"dense_gemv/reference", Format::F32, Format::F32, 1, &DenseGemv);
     ternary.chain([dense]).collect()
 }
 
 /// The fallback for pairs no kernel serves: decode both operands to f32, then multiply.
 /// Its formats are nominal: the dispatcher runs it for any pair (see `crate::dispatch`).
-pub(crate) static DECODING_MATMUL: Kernel = Kernel {
-    name: c"matmul/reference",
-    weight: Format::F32,
-    act: Format::F32,
-    requires: "",
-    available: always,
-    min_tokens: 1,
-    geometry: ANY,
-    prepare: raw,
-    run: decoding_matmul,
-};
+pub(crate) static DECODING_MATMUL: Kernel =
+    Kernel::new(c"matmul/reference", Format::F32, Format::F32, 1, &DecodingMatmul);
 
-fn bitnet_gemv(w: &MatRef, a: &Prep, out: &mut OutTile) {
-    let act = ActI8::parse(a.raw());
+fn bitnet_gemv(w: &MatRef, a: &MatRef, out: &mut OutTile) {
+    let act = ActI8::parse(a);
     let k = w.cols;
     let block = w.format.kernel_block(k);
     let mut trits = vec![0i8; k];
@@ -85,8 +89,7 @@ fn trit_dot(t: &[i8], x: &[i8]) -> i32 {
     s
 }
 
-fn dense_gemv(w: &MatRef, a: &Prep, out: &mut OutTile) {
-    let a = a.raw();
+fn dense_gemv(w: &MatRef, a: &MatRef, out: &mut OutTile) {
     let w_row = |r: usize| w.bytes[r * w.cols * 4..][..w.cols * 4].chunks_exact(4);
     let a_row = |i: usize| a.bytes[i * a.cols * 4..][..a.cols * 4].chunks_exact(4);
     let f = |s: &[u8]| f32::from_le_bytes([s[0], s[1], s[2], s[3]]);
@@ -98,8 +101,7 @@ fn dense_gemv(w: &MatRef, a: &Prep, out: &mut OutTile) {
     }
 }
 
-fn decoding_matmul(w: &MatRef, a: &Prep, out: &mut OutTile) {
-    let a = a.raw();
+fn decoding_matmul(w: &MatRef, a: &MatRef, out: &mut OutTile) {
     let decode = |m: &MatRef| {
         let mut v = vec![0f32; m.rows * m.cols];
         m.format.decode(m.bytes, m.rows, m.cols, &mut v).expect("operands were checked");

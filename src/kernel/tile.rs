@@ -21,14 +21,19 @@
 #![allow(clippy::needless_range_loop)]
 
 use crate::format::{bitnet, tq1_0, tq2_0, Format};
-use crate::kernel::{prep, ActI8, MatRef, OutTile};
+use crate::kernel::isa::{check, Isa, Job, Product};
+use crate::kernel::mac::Mac;
+use crate::kernel::weights::{Bitnet, Tq1, Tq2};
+use crate::kernel::{prep, ActI8, Compute, Geometry, MatRef, OutTile};
 use std::any::TypeId;
 use std::borrow::Cow;
+use std::marker::PhantomData;
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 
 /// Vector operations of one ISA. `V` holds bytes or int32 lanes, `F` the f32 lanes of the
-/// same width, `P` a partial dot-product accumulator for the planes of one weight load.
+/// same width, `M` its multiply-accumulate, whose partial accumulators take the planes of
+/// one weight load.
 ///
 /// # Safety
 /// Every method needs the CPU features of its ISA (callers run inside the ISA's
@@ -39,7 +44,8 @@ pub(crate) trait Simd: 'static {
     const W: usize;
     type V: Copy;
     type F: Copy;
-    type P: Copy;
+    /// The multiply-accumulate (see [`Mac`] for how many dots a partial accumulator takes).
+    type M: Mac<Self::V>;
 
     unsafe fn zero() -> Self::V;
     unsafe fn load(p: *const u8) -> Self::V;
@@ -52,16 +58,6 @@ pub(crate) trait Simd: 'static {
     /// Shifts right by 4 bits, in lanes of 8 or 16 bits: only the low 4 bits of each
     /// result byte are used (see [`dot_2bit_x4`]), and they are the same either way.
     unsafe fn srl4(x: Self::V) -> Self::V;
-    /// Starts partial dot products on top of `acc`.
-    unsafe fn p_start(acc: Self::V) -> Self::P;
-    /// `p += sum of u8 u * i8 s` over groups of adjacent bytes. A partial accumulator takes
-    /// at most 16 dots of codes <= 3 (one TQ block: `256 / W` loads of four planes, or TQ1_0's
-    /// digits) or 8 of codes <= 12 (BitNet's odd planes, 4 chunks) before `p_end`: at two
-    /// products of |a| <= 128 per int16 lane and dot (`smlal`, `vpmaddubsw`), |lane| <=
-    /// 16 * 2 * 3 * 128 or 8 * 2 * 12 * 128 = 24,576 < 2^15.
-    unsafe fn p_dot(p: Self::P, u: Self::V, s: Self::V) -> Self::P;
-    /// Folds the partial sums back into the int32 accumulator `acc` given to `p_start`.
-    unsafe fn p_end(p: Self::P, acc: Self::V) -> Self::V;
     /// Adds the dot products of the 52 code bytes of one TQ1_0 block per row `w[r]` with
     /// the activations prepared by [`Simd::tq1_slot`] at `a[t]` (`TQ1_ACT_BLOCK` bytes) to
     /// `acc[r][t]`.
@@ -81,12 +77,6 @@ pub(crate) trait Simd: 'static {
     /// faults, so `p` may point anywhere.
     unsafe fn prefetch_l2(p: *const u8);
 
-    /// The int32 lane of `p_end`'s result that byte `byte` (< `W`) of `p_dot`'s operands
-    /// adds to, for the per-lane seeds ([`prep::lane_sums`]). Dot-product instructions add
-    /// bytes `4i..4i + 4` to lane `i`.
-    fn lane(byte: usize) -> usize {
-        byte / 4
-    }
     /// Prepared activation bytes per TQ1_0 block (see [`Simd::tq1_slot`]).
     const TQ1_ACT_BLOCK: usize = TQ1_CODE_BYTES.div_ceil(Self::W) * Self::W * 5;
     /// Slot of TQ1_0 element `e` of a block in the activations [`Simd::tq1_block`] reads:
@@ -112,7 +102,7 @@ pub(crate) struct Prepared {
 
 impl Prepared {
     /// Places every token's codes in the unpack order of `layout` (read `vector` bytes at a
-    /// time) and, given the ISA's [`Simd::lane`], sums them per block and lane (kernels that
+    /// time) and, given the ISA's [`Mac::lane`], sums them per block and lane (kernels that
     /// unpack weights to signed trits need no sums).
     fn new(a: &MatRef, vector: usize, lane: Option<fn(usize) -> usize>, layout: &Layout) -> Prepared {
         let act = ActI8::parse(a);
@@ -137,20 +127,18 @@ impl Prepared {
         Prepared { codes, stride, seeds, blocks, lanes, scales: act.scales }
     }
 
-    /// Token `t`'s codes in the unpack order (`stride` bytes, zero in padding slots).
-    #[cfg(target_arch = "aarch64")]
-    pub(crate) fn token(&self, t: usize) -> &[i8] {
-        &self.codes[t * self.stride..(t + 1) * self.stride]
+    /// The codes of `tokens` in the unpack order (`stride` bytes per token, zero in padding
+    /// slots).
+    pub(crate) fn tokens(&self, tokens: Range<usize>) -> &[i8] {
+        &self.codes[tokens.start * self.stride..tokens.end * self.stride]
     }
 
-    /// Bytes per token in [`Prepared::token`].
-    #[cfg(target_arch = "aarch64")]
+    /// Bytes per token in [`Prepared::tokens`].
     pub(crate) fn stride(&self) -> usize {
         self.stride
     }
 
     /// The activation rows' scales, one per token.
-    #[cfg(target_arch = "aarch64")]
     pub(crate) fn scales(&self) -> &[f32] {
         &self.scales
     }
@@ -173,6 +161,9 @@ impl Prepared {
         unsafe { S::load(seeds.as_ptr().add((t * self.blocks + block) * self.lanes) as *const u8) }
     }
 }
+
+/// A partial accumulator of `S`'s multiply-accumulate.
+type P<S> = <<S as Simd>::M as Mac<<S as Simd>::V>>::P;
 
 /// A kernel's work for one tile of `R` weight rows x `T` tokens.
 trait Tiles {
@@ -248,19 +239,21 @@ unsafe fn run<C: Tiles, const R1: usize, const RB: usize, const TB: usize>(c: &C
     }
 }
 
-/// Partial accumulators of `acc` for the weight loads that follow (see [`Simd::p_dot`] for
-/// how many one may take).
+/// Partial accumulators of `acc` for the weight loads that follow (see [`Mac`] for how many
+/// one may take).
 ///
 /// # Safety
 /// The CPU must have `S`'s features.
 #[inline(always)]
-unsafe fn p_start<S: Simd, const R: usize, const T: usize>(acc: &[[S::V; T]; R]) -> [[S::P; T]; R] {
+unsafe fn p_start<S: Simd, const R: usize, const T: usize>(acc: &[[S::V; T]; R]) -> [[P<S>; T]; R] {
+    // A partial takes up to 16 dots of codes <= 3 (one TQ block), or 8 of codes <= 12.
+    const { assert!(<S::M as Mac<S::V>>::GROUPS >= 4, "partial accumulators too narrow for a TQ block") };
     // SAFETY: register operations; the caller vouches for the features.
     unsafe {
-        let mut p = [[S::p_start(S::zero()); T]; R];
+        let mut p = [[S::M::start(S::zero()); T]; R];
         for r in 0..R {
             for t in 0..T {
-                p[r][t] = S::p_start(acc[r][t]);
+                p[r][t] = S::M::start(acc[r][t]);
             }
         }
         p
@@ -272,11 +265,11 @@ unsafe fn p_start<S: Simd, const R: usize, const T: usize>(acc: &[[S::V; T]; R])
 /// # Safety
 /// The CPU must have `S`'s features.
 #[inline(always)]
-unsafe fn p_end<S: Simd, const R: usize, const T: usize>(p: &[[S::P; T]; R], acc: &mut [[S::V; T]; R]) {
+unsafe fn p_end<S: Simd, const R: usize, const T: usize>(p: &[[P<S>; T]; R], acc: &mut [[S::V; T]; R]) {
     for r in 0..R {
         for t in 0..T {
             // SAFETY: register operations; the caller vouches for the features.
-            acc[r][t] = unsafe { S::p_end(p[r][t], acc[r][t]) };
+            acc[r][t] = unsafe { S::M::end(p[r][t], acc[r][t]) };
         }
     }
 }
@@ -287,7 +280,7 @@ unsafe fn p_end<S: Simd, const R: usize, const T: usize>(p: &[[S::P; T]; R], acc
 /// # Safety
 /// The CPU must have `S`'s features; every `a[t]` has `4 W` readable bytes.
 #[inline(always)]
-unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(x: [S::V; R], a: [*const i8; T], p: &mut [[S::P; T]; R]) {
+unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(x: [S::V; R], a: [*const i8; T], p: &mut [[P<S>; T]; R]) {
     // SAFETY: pointer reads stay in the ranges the caller vouches for, with its features.
     unsafe {
         let mask3 = S::splat8(3);
@@ -299,7 +292,7 @@ unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(x: [S::V; R], a: [*c
             for t in 0..T {
                 let av = S::load(a[t].add(plane * S::W) as *const u8);
                 for r in 0..R {
-                    p[r][t] = S::p_dot(p[r][t], w[r], av);
+                    p[r][t] = S::M::dot(p[r][t], w[r], av);
                 }
             }
         }
@@ -318,8 +311,8 @@ unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(x: [S::V; R], a: [*c
 unsafe fn dot_2bit_x4<S: Simd, const R: usize, const T: usize>(
     x: [S::V; R],
     a: [*const i8; T],
-    lo: &mut [[S::P; T]; R],
-    hi: &mut [[S::P; T]; R],
+    lo: &mut [[P<S>; T]; R],
+    hi: &mut [[P<S>; T]; R],
 ) {
     // SAFETY: pointer reads stay in the ranges the caller vouches for, with its features.
     unsafe {
@@ -338,9 +331,9 @@ unsafe fn dot_2bit_x4<S: Simd, const R: usize, const T: usize>(
                 let av = S::load(a[t].add(plane * S::W) as *const u8);
                 for r in 0..R {
                     if plane % 2 == 0 {
-                        lo[r][t] = S::p_dot(lo[r][t], w[r], av);
+                        lo[r][t] = S::M::dot(lo[r][t], w[r], av);
                     } else {
-                        hi[r][t] = S::p_dot(hi[r][t], w[r], av);
+                        hi[r][t] = S::M::dot(hi[r][t], w[r], av);
                     }
                 }
             }
@@ -393,8 +386,6 @@ pub(crate) trait Tq: 'static {
     );
 }
 
-pub(crate) struct Tq2;
-
 impl Tq for Tq2 {
     const BLOCK_BYTES: usize = tq2_0::BLOCK_BYTES;
     const SCALE_AT: usize = tq2_0::QS_BYTES;
@@ -414,7 +405,7 @@ impl Tq for Tq2 {
         a: [*const i8; T],
         acc: &mut [[S::V; T]; R],
     ) {
-        // One set of partial accumulators for the block's loads (see `Simd::p_dot`).
+        // One set of partial accumulators for the block's loads (see `Mac`).
         // SAFETY: the caller vouches for the features.
         let mut p = unsafe { p_start::<S, R, T>(acc) };
         for c in 0..tq2_0::QS_BYTES / S::W {
@@ -437,8 +428,6 @@ impl Tq for Tq2 {
         unsafe { p_end::<S, R, T>(&p, acc) };
     }
 }
-
-pub(crate) struct Tq1;
 
 /// TQ1_0 code bytes per block (`qs` and `qh`, which are contiguous).
 pub(crate) const TQ1_CODE_BYTES: usize = tq1_0::QS_BYTES + tq1_0::QH_BYTES;
@@ -498,7 +487,7 @@ fn tq_layout<S: Simd, L: Tq>(k: usize) -> Layout {
 /// allocation, so valgrind reported the tables reachable only through it as "possibly
 /// lost"; a `Vec` points at the start of its buffer and every table stays "still
 /// reachable" (not a leak kind valgrind reports by default).
-fn tq_runs<S: Simd, L: Tq>() -> &'static prep::Placement {
+pub(crate) fn tq_runs<S: Simd, L: Tq>() -> &'static prep::Placement {
     static RUNS: Mutex<Vec<(TypeId, &'static prep::Placement)>> = Mutex::new(Vec::new());
     let mut runs = RUNS.lock().unwrap_or_else(PoisonError::into_inner);
     let key = TypeId::of::<(S, L)>();
@@ -525,25 +514,13 @@ fn bitnet_layout(w: usize, k: usize) -> Layout {
 
 /// Prepares I8_ABSMAX activations for TQ format `L` on `S`.
 pub(crate) fn prepare_tq<S: Simd, L: Tq>(a: &MatRef) -> Prepared {
-    Prepared::new(a, S::W, Some(S::lane), &tq_layout::<S, L>(a.cols))
+    Prepared::new(a, S::W, Some(S::M::lane), &tq_layout::<S, L>(a.cols))
 }
 
-/// Prepares I8_ABSMAX activations for BITNET_B1_58 on `S`.
-pub(crate) fn prepare_bitnet<S: Simd>(a: &MatRef) -> Prepared {
-    Prepared::new(a, S::W, Some(S::lane), &bitnet_layout(S::W, a.cols))
-}
-
-/// Where [`prepare_tq`] places each element of a TQ block (`L` on `S`), for kernels that
-/// gather the activations themselves.
-#[cfg(target_arch = "aarch64")]
-pub(crate) fn tq_placement<S: Simd, L: Tq>() -> &'static prep::Placement {
-    tq_runs::<S, L>()
-}
-
-/// [`prepare_bitnet`] without the lane sums.
-#[cfg(target_arch = "aarch64")]
-pub(crate) fn place_bitnet<S: Simd>(a: &MatRef) -> Prepared {
-    Prepared::new(a, S::W, None, &bitnet_layout(S::W, a.cols))
+/// Prepares I8_ABSMAX activations for BITNET_B1_58 on `S`, with the lane sums of `lane`
+/// (`Some(S::M::lane)`; `None` for kernels that unpack weights to signed trits and need none).
+pub(crate) fn prepare_bitnet<S: Simd>(a: &MatRef, lane: Option<fn(usize) -> usize>) -> Prepared {
+    Prepared::new(a, S::W, lane, &bitnet_layout(S::W, a.cols))
 }
 
 struct TqCtx<'a, S: Simd, L: Tq> {
@@ -560,8 +537,8 @@ impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
         let row_bytes = self.blocks * L::BLOCK_BYTES;
         // Bounds are checked here, once per tile; the block loop uses raw pointers.
         let bytes = &self.w[r0 * row_bytes..(r0 + R) * row_bytes];
-        let act = &self.act.codes[t0 * self.act.stride..(t0 + T) * self.act.stride];
-        assert_eq!(self.act.stride, self.blocks * self.act_block);
+        let act = self.act.tokens(t0..t0 + T);
+        assert_eq!(self.act.stride(), self.blocks * self.act_block);
         assert_eq!(self.act.blocks, self.blocks);
         let seeds = self.act.token_seeds::<S>(t0..t0 + T);
         // A later tile's rows, a line past the block's start (one prefetch per block and
@@ -607,7 +584,7 @@ impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
             }
             for r in 0..R {
                 for t in 0..T {
-                    out.set(t0 + t, r0 + r, self.act.scales[t0 + t] * S::fsum(f[r][t]));
+                    out.set(t0 + t, r0 + r, self.act.scales()[t0 + t] * S::fsum(f[r][t]));
                 }
             }
         }
@@ -647,7 +624,7 @@ impl<S: Simd> Tiles for BitnetCtx<'_, S> {
         let n = self.row_bytes;
         // Bounds are checked here, once per tile; the chunk loop uses raw pointers.
         let bytes = &self.w[r0 * n..(r0 + R) * n];
-        let act = &self.act.codes[t0 * self.act.stride..(t0 + T) * self.act.stride];
+        let act = self.act.tokens(t0..t0 + T);
         let full = n / S::W;
         let tail = n - full * S::W;
         assert!((full + (tail > 0) as usize) * 4 * S::W <= self.act.stride);
@@ -666,7 +643,7 @@ impl<S: Simd> Tiles for BitnetCtx<'_, S> {
             let chunks = full + (tail > 0) as usize;
             // Single-token tiles take chunks in groups of one cache line per row: one
             // prefetch per line, one set of partial sums per group (at most 4 chunks, see
-            // `Simd::p_dot`). Batch tiles take one chunk at a time: their accumulators fill
+            // `Mac`). Batch tiles take one chunk at a time: their accumulators fill
             // the registers, and partial sums kept across chunks spill (qemu count, 4 x 2
             // dotprod tiles: 175 per 1,000 MACs against 161).
             let group = if T == 1 { (LINE / S::W).max(1) } else { 1 };
@@ -698,7 +675,7 @@ impl<S: Simd> Tiles for BitnetCtx<'_, S> {
                     // Exact: every product in `hi` is a multiple of 4.
                     let dot = (S::hsum(lo[r][t]) + (S::hsum(hi[r][t]) >> 2)) as f32;
                     // The reference's order: one block, `a_scale * (d * dot)`.
-                    out.set(t0 + t, r0 + r, self.act.scales[t0 + t] * (self.scale * dot));
+                    out.set(t0 + t, r0 + r, self.act.scales()[t0 + t] * (self.scale * dot));
                 }
             }
         }
@@ -720,7 +697,7 @@ impl<S: Simd> BitnetCtx<'_, S> {
         act: &[i8],
         c: usize,
         (full, tail): (usize, usize),
-        (lo, hi): (&mut [[S::P; T]; R], &mut [[S::P; T]; R]),
+        (lo, hi): (&mut [[P<S>; T]; R], &mut [[P<S>; T]; R]),
     ) {
         let n = self.row_bytes;
         // SAFETY: the chunk lies in every row (the tail through `load_partial`) and in every
@@ -763,125 +740,147 @@ pub(crate) unsafe fn bitnet<S: Simd, const R1: usize, const RB: usize, const TB:
     unsafe { run::<_, R1, RB, TB>(&c, out) }
 }
 
-/// The registry entries of one ISA for TQ1_0, TQ2_0 and BITNET_B1_58: entry points that
-/// check the CPU once per call, then run the skeleton inside `#[target_feature]` functions
-/// so that it compiles to the ISA's instructions. `R1` rows per single-token tile, `RB x TB`
-/// per batch tile (`BRB x BTB` for BITNET_B1_58 if given: its split planes need twice the
-/// accumulators). The calling module supplies `FEATURES` (for humans) and `available()`.
-macro_rules! isa_kernels {
-    ($isa:ty, $name:literal, $features:literal, $r1:literal, $rb:literal, $tb:literal) => {
-        crate::kernel::tile::isa_kernels!($isa, $name, $features, $r1, $rb, $tb, bitnet: $rb, $tb);
-    };
-    ($isa:ty, $name:literal, $features:literal, $r1:literal, $rb:literal, $tb:literal,
-     bitnet: $brb:literal, $btb:literal) => {
-        // wasm32 calls `#[target_feature]` functions without `unsafe` (the build decides
-        // the features); elsewhere the blocks are needed.
-        #[allow(unused_unsafe)]
-        pub(super) fn kernels() -> [crate::kernel::Kernel; 3] {
-            use crate::format::Format;
-            use crate::kernel::tile::{self, Prepared, Tq1, Tq2};
-            use crate::kernel::{Kernel, MatRef, OutTile, Prep};
+/// A weight format as the GEMV runs it: its activation preparation and its tiles.
+pub(crate) trait GemvFormat: 'static {
+    /// Prepares I8_ABSMAX activations for this format on `S`.
+    fn prepare<S: Simd>(a: &MatRef) -> Prepared;
 
-            #[target_feature(enable = $features)]
-            fn prepare_tq1(a: &MatRef) -> Prepared {
-                tile::prepare_tq::<$isa, Tq1>(a)
-            }
-            #[target_feature(enable = $features)]
-            fn prepare_tq2(a: &MatRef) -> Prepared {
-                tile::prepare_tq::<$isa, Tq2>(a)
-            }
-            #[target_feature(enable = $features)]
-            fn prepare_bitnet(a: &MatRef) -> Prepared {
-                tile::prepare_bitnet::<$isa>(a)
-            }
-            #[target_feature(enable = $features)]
-            fn run_tq1(w: &MatRef, a: &Prepared, out: &mut OutTile) {
-                // SAFETY: features enabled here; `Kernel::run_prepared` checked the shapes
-                // and that `a` is this entry's own preparation.
-                unsafe { tile::tq::<$isa, Tq1, $r1, $rb, $tb>(w, a, out) }
-            }
-            #[target_feature(enable = $features)]
-            fn run_tq2(w: &MatRef, a: &Prepared, out: &mut OutTile) {
-                // SAFETY: as in `run_tq1`.
-                unsafe { tile::tq::<$isa, Tq2, $r1, $rb, $tb>(w, a, out) }
-            }
-            #[target_feature(enable = $features)]
-            fn run_bitnet(w: &MatRef, a: &Prepared, out: &mut OutTile) {
-                // SAFETY: as in `run_tq1`.
-                unsafe { tile::bitnet::<$isa, $r1, $brb, $btb>(w, a, out) }
-            }
-
-            fn cpu() {
-                assert!(available(), "{:?} needs {FEATURES}", $name);
-            }
-
-            fn entry(
-                weight: Format,
-                tokens: usize,
-                prepare: crate::kernel::PrepareFn,
-                run: crate::kernel::KernelFn,
-            ) -> crate::kernel::Kernel {
-                // Row blocks of whole panels keep each thread's panel walk intact; token
-                // blocks of whole batch tiles keep the batch tiles full.
-                let geometry = crate::kernel::Geometry { rows: tile::PANEL, tokens };
-                Kernel {
-                    name: $name,
-                    weight,
-                    act: Format::I8Absmax,
-                    requires: FEATURES,
-                    available,
-                    min_tokens: 1,
-                    geometry,
-                    prepare,
-                    run,
-                }
-            }
-
-            [
-                entry(
-                    Format::Tq1_0,
-                    $tb,
-                    |a| {
-                        cpu();
-                        // SAFETY: the CPU has the features (checked above).
-                        Prep::Tile(unsafe { prepare_tq1(a) })
-                    },
-                    |w, a, out| {
-                        cpu();
-                        // SAFETY: as above.
-                        unsafe { run_tq1(w, a.tile(), out) }
-                    },
-                ),
-                entry(
-                    Format::Tq2_0,
-                    $tb,
-                    |a| {
-                        cpu();
-                        // SAFETY: the CPU has the features (checked above).
-                        Prep::Tile(unsafe { prepare_tq2(a) })
-                    },
-                    |w, a, out| {
-                        cpu();
-                        // SAFETY: as above.
-                        unsafe { run_tq2(w, a.tile(), out) }
-                    },
-                ),
-                entry(
-                    Format::BitnetB158,
-                    $btb,
-                    |a| {
-                        cpu();
-                        // SAFETY: the CPU has the features (checked above).
-                        Prep::Tile(unsafe { prepare_bitnet(a) })
-                    },
-                    |w, a, out| {
-                        cpu();
-                        // SAFETY: as above.
-                        unsafe { run_bitnet(w, a.tile(), out) }
-                    },
-                ),
-            ]
-        }
-    };
+    /// The GEMV of weights `w` by activations prepared with [`GemvFormat::prepare`].
+    ///
+    /// # Safety
+    /// The CPU must have the features `S` is built on; `act` was prepared by
+    /// `Self::prepare::<S>` from an activation with `w.cols` columns and `out.m()` rows, and
+    /// `out` is `out.m() x w.rows` (what [`crate::kernel::Kernel::run`] checks).
+    unsafe fn run<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
+        w: &MatRef,
+        act: &Prepared,
+        out: &mut OutTile,
+    );
 }
-pub(crate) use isa_kernels;
+
+impl GemvFormat for Tq1 {
+    fn prepare<S: Simd>(a: &MatRef) -> Prepared {
+        prepare_tq::<S, Tq1>(a)
+    }
+
+    #[inline(always)]
+    unsafe fn run<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
+        w: &MatRef,
+        act: &Prepared,
+        out: &mut OutTile,
+    ) {
+        // SAFETY: the caller's contract is `tq`'s.
+        unsafe { tq::<S, Tq1, R1, RB, TB>(w, act, out) }
+    }
+}
+
+impl GemvFormat for Tq2 {
+    fn prepare<S: Simd>(a: &MatRef) -> Prepared {
+        prepare_tq::<S, Tq2>(a)
+    }
+
+    #[inline(always)]
+    unsafe fn run<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
+        w: &MatRef,
+        act: &Prepared,
+        out: &mut OutTile,
+    ) {
+        // SAFETY: the caller's contract is `tq`'s.
+        unsafe { tq::<S, Tq2, R1, RB, TB>(w, act, out) }
+    }
+}
+
+impl GemvFormat for Bitnet {
+    fn prepare<S: Simd>(a: &MatRef) -> Prepared {
+        prepare_bitnet::<S>(a, Some(S::M::lane))
+    }
+
+    #[inline(always)]
+    unsafe fn run<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
+        w: &MatRef,
+        act: &Prepared,
+        out: &mut OutTile,
+    ) {
+        // SAFETY: the caller's contract is `bitnet`'s.
+        unsafe { bitnet::<S, R1, RB, TB>(w, act, out) }
+    }
+}
+
+/// The GEMV kernel of format `L` on ISA `S`: `R1` rows per single-token tile, `RB x TB`
+/// per batch tile.
+pub(crate) struct Gemv<S, L, const R1: usize, const RB: usize, const TB: usize>(PhantomData<fn() -> (S, L)>);
+
+impl<S, L, const R1: usize, const RB: usize, const TB: usize> Gemv<S, L, R1, RB, TB> {
+    pub(crate) const NEW: Self = Gemv(PhantomData);
+}
+
+/// [`GemvFormat::prepare`] as a [`Job`].
+struct PrepareJob<'a, S, L>(&'a MatRef<'a>, PhantomData<(S, L)>);
+
+impl<S: Simd, L: GemvFormat> Job for PrepareJob<'_, S, L> {
+    type Out = Prepared;
+
+    #[inline(always)]
+    unsafe fn run(self) -> Prepared {
+        L::prepare::<S>(self.0)
+    }
+}
+
+impl<S: Simd, L: GemvFormat, const R1: usize, const RB: usize, const TB: usize> Product for Gemv<S, L, R1, RB, TB> {
+    type Act = Prepared;
+
+    #[inline(always)]
+    unsafe fn product(w: &MatRef, act: &Prepared, out: &mut OutTile) {
+        // SAFETY: the caller has `S`'s features and checked the operands.
+        unsafe { L::run::<S, R1, RB, TB>(w, act, out) }
+    }
+}
+
+impl<S: Simd + Isa, L: GemvFormat, const R1: usize, const RB: usize, const TB: usize> Compute
+    for Gemv<S, L, R1, RB, TB>
+{
+    type Act = Prepared;
+    const REQUIRES: &'static str = S::FEATURES;
+    // Row blocks of whole panels keep each thread's panel walk intact; token blocks of
+    // whole batch tiles keep the batch tiles full.
+    const GEOMETRY: Geometry = Geometry { rows: PANEL, tokens: TB };
+
+    fn available() -> bool {
+        S::available()
+    }
+
+    fn prepare(&self, a: &MatRef) -> Prepared {
+        check::<S>();
+        // SAFETY: the CPU has the features (checked above).
+        unsafe { S::enter(PrepareJob::<S, L>(a, PhantomData)) }
+    }
+
+    fn run(&self, w: &MatRef, _a: &MatRef, act: &Prepared, out: &mut OutTile) {
+        check::<S>();
+        // SAFETY: the CPU has the features (checked above); `Kernel::run_prepared` checked
+        // the shapes and that `act` is this kernel's own preparation.
+        unsafe { S::run::<Self>(w, act, out) }
+    }
+}
+
+/// The GEMV entries `name` of ISA `S` for TQ1_0, TQ2_0 and BITNET_B1_58: `R1` rows per
+/// single-token tile, `RB x TB` per batch tile (`BRB x BTB` for BITNET_B1_58, whose split
+/// planes need twice the accumulators on some ISAs).
+pub(crate) fn kernels<
+    S: Simd + Isa,
+    const R1: usize,
+    const RB: usize,
+    const TB: usize,
+    const BRB: usize,
+    const BTB: usize,
+>(
+    name: &'static std::ffi::CStr,
+) -> [crate::kernel::Kernel; 3] {
+    use crate::kernel::Kernel;
+    let i8 = Format::I8Absmax;
+    [
+        Kernel::new(name, Format::Tq1_0, i8, 1, &Gemv::<S, Tq1, R1, RB, TB>::NEW),
+        Kernel::new(name, Format::Tq2_0, i8, 1, &Gemv::<S, Tq2, R1, RB, TB>::NEW),
+        Kernel::new(name, Format::BitnetB158, i8, 1, &Gemv::<S, Bitnet, R1, BRB, BTB>::NEW),
+    ]
+}

@@ -20,6 +20,14 @@ pub(crate) fn kernels() -> Vec<Kernel> {
     Vec::new()
 }
 
+/// See [`super::amx_status`].
+pub(crate) fn amx_status() -> Option<Result<(), &'static str>> {
+    #[cfg(target_arch = "x86_64")]
+    return x86_64::amx_status();
+    #[cfg(not(target_arch = "x86_64"))]
+    None
+}
+
 pub(crate) fn requant_row() -> Option<super::RequantRowFn> {
     #[cfg(target_arch = "x86_64")]
     return x86_64::requant_row();

@@ -2,30 +2,39 @@
 //! is not stable Rust, so `sdot` is written with `asm!`, compiled with the `dotprod` target
 //! feature, and the kernels run only where it is detected.
 
-use super::simd::{GemmMac, Mac, Neon};
+use super::simd::{GemmMac, Neon};
+use crate::kernel::isa::{self, Isa};
+use crate::kernel::mac::Mac;
+use crate::kernel::{gemm, tile, Kernel};
 use core::arch::aarch64::*;
 use core::arch::asm;
 
-pub(super) const FEATURES: &str = "neon, dotprod";
+impl Isa for Neon<Sdot> {
+    const FEATURES: &'static str = "neon, dotprod";
 
-pub(super) fn available() -> bool {
-    std::arch::is_aarch64_feature_detected!("dotprod")
+    fn available() -> bool {
+        std::arch::is_aarch64_feature_detected!("dotprod")
+    }
+
+    isa::enter!("neon,dotprod");
 }
 
 pub(super) struct Sdot;
 
-impl Mac for Sdot {
+impl Mac<uint8x16_t> for Sdot {
     type P = int32x4_t;
+    /// int32 lanes need no folding.
+    const GROUPS: usize = usize::MAX;
 
     #[inline(always)]
-    unsafe fn p_start(acc: uint8x16_t) -> int32x4_t {
+    unsafe fn start(acc: uint8x16_t) -> int32x4_t {
         // SAFETY: register-only NEON (the trait's contract).
         unsafe { vreinterpretq_s32_u8(acc) }
     }
 
     /// Codes are at most 12, so reading them as signed bytes is exact.
     #[inline(always)]
-    unsafe fn p_dot(p: int32x4_t, u: uint8x16_t, s: uint8x16_t) -> int32x4_t {
+    unsafe fn dot(p: int32x4_t, u: uint8x16_t, s: uint8x16_t) -> int32x4_t {
         let mut acc = p;
         // SAFETY: a register-only instruction of the dotprod extension, which the caller
         // has. `.arch_extension`: the assembler must accept `sdot` even where LLVM declines
@@ -44,13 +53,9 @@ impl Mac for Sdot {
     }
 
     #[inline(always)]
-    unsafe fn p_end(p: int32x4_t, _acc: uint8x16_t) -> uint8x16_t {
+    unsafe fn end(p: int32x4_t, _acc: uint8x16_t) -> uint8x16_t {
         // SAFETY: register-only NEON (the trait's contract).
         unsafe { vreinterpretq_u8_s32(p) }
-    }
-
-    fn lane(byte: usize) -> usize {
-        byte / 4
     }
 }
 
@@ -71,7 +76,7 @@ impl GemmMac for Sdot {
     unsafe fn q_dot<const L: i32>(q: int32x4_t, w: uint8x16_t, a: int8x16_t) -> int32x4_t {
         let mut acc = q;
         // SAFETY: a register-only instruction of the dotprod extension, which the caller
-        // has (`.arch_extension` as in `Sdot::p_dot`).
+        // has (`.arch_extension` as in `Sdot::dot`).
         unsafe {
             asm!(
                 ".arch_extension dotprod",
@@ -94,20 +99,16 @@ impl GemmMac for Sdot {
     }
 }
 
-// 4 x 4 batch tiles: 16 accumulators of NEON's 32 registers; BitNet's split planes need
-// two per (row, token), so 4 x 2.
-crate::kernel::tile::isa_kernels!(Neon<Sdot>, c"bitnet_gemv/neon-dotprod", "neon,dotprod", 4, 4, 4, bitnet: 4, 2);
-
-// 4 x 5 register blocks: 20 accumulators, 4 weight (v24-v27) and 5 activation (v28-v31 and
+// GEMV: 4 x 4 batch tiles, 16 accumulators of NEON's 32 registers; BitNet's split planes
+// need two per (row, token), so 4 x 2.
+// GEMM: 4 x 5 register blocks: 20 accumulators, 4 weight (v24-v27) and 5 activation (v28-v31 and
 // one more) registers of NEON's 32 (4 x 4 executes 1-2 more instructions per 1,000 MACs at m = 128). Preferred from the
 // token count from which it executes fewer instructions than the dotprod GEMV at every m
 // counted (qemu, 256 x 2048; no ARM hardware here, so counts, not timings): 5 / 5 / 7 for
 // TQ1_0 / TQ2_0 / BITNET_B1_58 (docs/arm-instruction-counts.md).
-crate::kernel::gemm::gemm_kernels!(
-    Neon<Sdot>,
-    c"bitnet_gemm/neon-dotprod",
-    "neon,dotprod",
-    rv = 4,
-    t = 5,
-    min_tokens = [5, 5, 7]
-);
+/// `bitnet_gemm/neon-dotprod`, then `bitnet_gemv/neon-dotprod` (4 rows per single-token
+/// tile, 4 x 4 per batch tile, 4 x 2 for BITNET_B1_58).
+pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
+    let gemm = gemm::kernels::<Neon<Sdot>, 4, 5>(c"bitnet_gemm/neon-dotprod", [5, 5, 7]);
+    gemm.into_iter().chain(tile::kernels::<Neon<Sdot>, 4, 4, 4, 4, 2>(c"bitnet_gemv/neon-dotprod"))
+}

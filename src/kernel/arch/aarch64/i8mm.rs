@@ -16,11 +16,13 @@ use super::neon::Smlal;
 use super::simd::{tq1_digit, tq1_qh, Neon};
 use crate::format::{bitnet, tq1_0, tq2_0, Format};
 use crate::kernel::prep::Placement;
-use crate::kernel::tile::{self, Prepared, Simd, Tq1, Tq2};
-use crate::kernel::{ActI8, Geometry, Kernel, MatRef, OutTile, Prep};
+use crate::kernel::tile::{self, Prepared, Simd};
+use crate::kernel::weights::{Bitnet, Tq1, Tq2};
+use crate::kernel::{ActI8, Compute, Geometry, Kernel, MatRef, OutTile};
 use core::arch::aarch64::*;
 use core::arch::asm;
 use std::cell::Cell;
+use std::marker::PhantomData;
 
 pub(super) const FEATURES: &str = "neon, i8mm";
 
@@ -111,7 +113,7 @@ impl Pairs {
 
     /// Activations placed in the unpack order first (BITNET_B1_58's plane de-interleave).
     fn placed(p: &Prepared) -> Pairs {
-        Pairs::zip(p.scales().len(), p.stride(), p.scales().to_vec(), |t| p.token(t), &[0])
+        Pairs::zip(p.scales().len(), p.stride(), p.scales().to_vec(), |t| p.tokens(t..t + 1), &[0])
     }
 }
 
@@ -182,7 +184,7 @@ impl Unpack for Tq2 {
     }
 
     fn pairs(a: &MatRef) -> Pairs {
-        Pairs::tq(a, tile::tq_placement::<Layout, Tq2>())
+        Pairs::tq(a, tile::tq_runs::<Layout, Tq2>())
     }
 
     #[inline(always)]
@@ -218,7 +220,7 @@ impl Unpack for Tq1 {
     }
 
     fn pairs(a: &MatRef) -> Pairs {
-        Pairs::tq(a, tile::tq_placement::<Layout, Tq1>())
+        Pairs::tq(a, tile::tq_runs::<Layout, Tq1>())
     }
 
     #[inline(always)]
@@ -247,16 +249,13 @@ impl Unpack for Tq1 {
     }
 }
 
-/// BITNET_B1_58 in this kernel.
-struct BitNet;
-
-impl Unpack for BitNet {
+impl Unpack for Bitnet {
     fn blocks(_k: usize) -> usize {
         1
     }
 
     fn pairs(a: &MatRef) -> Pairs {
-        Pairs::placed(&tile::place_bitnet::<Layout>(a))
+        Pairs::placed(&tile::prepare_bitnet::<Layout>(a, None))
     }
 
     /// The block scale is 1: the dot stays exact, and the tensor's scale comes after it in
@@ -562,36 +561,35 @@ unsafe fn gemm<U: Unpack>(w: &MatRef, act: &Pairs, out: &mut OutTile) {
     SCRATCH.with(|c| c.set(s));
 }
 
-impl Prep<'_> {
-    fn pairs(&self) -> &Pairs {
-        match self {
-            Prep::Pairs(p) => p,
-            _ => unreachable!("Kernel::run_prepared checks that a kernel gets its own preparation"),
-        }
-    }
-}
-
+/// The features `run` enables.
 #[target_feature(enable = "neon,i8mm")]
-fn run_tq1(w: &MatRef, a: &Pairs, out: &mut OutTile) {
+fn run<U: Unpack>(w: &MatRef, a: &Pairs, out: &mut OutTile) {
     // SAFETY: features enabled here; `Kernel::run_prepared` checked the shapes and that `a`
-    // is this entry's own preparation.
-    unsafe { gemm::<Tq1>(w, a, out) }
+    // is this kernel's own preparation.
+    unsafe { gemm::<U>(w, a, out) }
 }
 
-#[target_feature(enable = "neon,i8mm")]
-fn run_tq2(w: &MatRef, a: &Pairs, out: &mut OutTile) {
-    // SAFETY: as in `run_tq1`.
-    unsafe { gemm::<Tq2>(w, a, out) }
-}
+/// `bitnet_gemm/neon-i8mm` for format `U`.
+struct I8mm<U>(PhantomData<fn() -> U>);
 
-#[target_feature(enable = "neon,i8mm")]
-fn run_bitnet(w: &MatRef, a: &Pairs, out: &mut OutTile) {
-    // SAFETY: as in `run_tq1`.
-    unsafe { gemm::<BitNet>(w, a, out) }
-}
+impl<U: Unpack + 'static> Compute for I8mm<U> {
+    type Act = Pairs;
+    const REQUIRES: &'static str = FEATURES;
+    const GEOMETRY: Geometry = Geometry { rows: PANEL, tokens: 2 * TP };
 
-fn cpu() {
-    assert!(available(), "bitnet_gemm/neon-i8mm needs {FEATURES}");
+    fn available() -> bool {
+        available()
+    }
+
+    fn prepare(&self, a: &MatRef) -> Pairs {
+        U::pairs(a)
+    }
+
+    fn run(&self, w: &MatRef, _a: &MatRef, act: &Pairs, out: &mut OutTile) {
+        assert!(available(), "bitnet_gemm/neon-i8mm needs {FEATURES}");
+        // SAFETY: the CPU has the features (asserted above).
+        unsafe { run::<U>(w, act, out) }
+    }
 }
 
 /// The registry entries. Preferred from the token count from which the kernel executes
@@ -600,54 +598,10 @@ fn cpu() {
 /// from 5, TQ2_0 from 6, BITNET_B1_58 from 7. Below that, unpacking a panel costs more
 /// than the GEMV's per-token-tile unpack saves.
 pub(super) fn kernels() -> [Kernel; 3] {
-    fn entry(
-        weight: Format,
-        min_tokens: usize,
-        prepare: crate::kernel::PrepareFn,
-        run: crate::kernel::KernelFn,
-    ) -> Kernel {
-        Kernel {
-            name: c"bitnet_gemm/neon-i8mm",
-            weight,
-            act: Format::I8Absmax,
-            requires: FEATURES,
-            available,
-            min_tokens,
-            geometry: Geometry { rows: PANEL, tokens: 2 * TP },
-            prepare,
-            run,
-        }
-    }
+    let (name, i8) = (c"bitnet_gemm/neon-i8mm", Format::I8Absmax);
     [
-        entry(
-            Format::Tq1_0,
-            5,
-            |a| Prep::Pairs(Tq1::pairs(a)),
-            |w, a, out| {
-                cpu();
-                // SAFETY: the CPU has the features (checked above).
-                unsafe { run_tq1(w, a.pairs(), out) }
-            },
-        ),
-        entry(
-            Format::Tq2_0,
-            6,
-            |a| Prep::Pairs(Tq2::pairs(a)),
-            |w, a, out| {
-                cpu();
-                // SAFETY: as above.
-                unsafe { run_tq2(w, a.pairs(), out) }
-            },
-        ),
-        entry(
-            Format::BitnetB158,
-            7,
-            |a| Prep::Pairs(BitNet::pairs(a)),
-            |w, a, out| {
-                cpu();
-                // SAFETY: as above.
-                unsafe { run_bitnet(w, a.pairs(), out) }
-            },
-        ),
+        Kernel::new(name, Format::Tq1_0, i8, 5, &I8mm::<Tq1>(PhantomData)),
+        Kernel::new(name, Format::Tq2_0, i8, 6, &I8mm::<Tq2>(PhantomData)),
+        Kernel::new(name, Format::BitnetB158, i8, 7, &I8mm::<Bitnet>(PhantomData)),
     ]
 }

@@ -2,30 +2,40 @@
 //! `smlal`/`smlal2` of codes by activations into int16 lanes, pairwise-widened into the
 //! int32 accumulators before int16 can overflow.
 
-use super::simd::{GemmMac, Mac, Neon};
+use super::simd::{GemmMac, Neon};
+use crate::kernel::isa::{self, Isa};
+use crate::kernel::mac::Mac;
+use crate::kernel::{gemm, tile, Kernel};
 use core::arch::aarch64::*;
 
-pub(super) const FEATURES: &str = "neon";
+impl Isa for Neon<Smlal> {
+    const FEATURES: &'static str = "neon";
 
-pub(super) fn available() -> bool {
-    std::arch::is_aarch64_feature_detected!("neon")
+    fn available() -> bool {
+        std::arch::is_aarch64_feature_detected!("neon")
+    }
+
+    isa::enter!("neon");
 }
 
 pub(super) struct Smlal;
 
-impl Mac for Smlal {
+impl Mac<uint8x16_t> for Smlal {
     type P = int16x8_t;
+    /// Two products of at most 3 * 128 per int16 lane and dot: 8 groups of four dots are
+    /// 8 * 4 * 2 * 384 = 24,576 < 2^15.
+    const GROUPS: usize = 8;
 
     #[inline(always)]
-    unsafe fn p_start(_acc: uint8x16_t) -> int16x8_t {
+    unsafe fn start(_acc: uint8x16_t) -> int16x8_t {
         // SAFETY: register-only NEON (the trait's contract).
         unsafe { vdupq_n_s16(0) }
     }
 
     /// Lane j gains the products of bytes j and j + 8: two per dot, which keeps the int16
-    /// lanes exact within the bound of [`Simd::p_dot`](crate::kernel::tile::Simd::p_dot).
+    /// lanes exact within the bound of [`Mac`].
     #[inline(always)]
-    unsafe fn p_dot(p: int16x8_t, u: uint8x16_t, s: uint8x16_t) -> int16x8_t {
+    unsafe fn dot(p: int16x8_t, u: uint8x16_t, s: uint8x16_t) -> int16x8_t {
         // SAFETY: register-only NEON (the trait's contract).
         unsafe {
             let (u, s) = (vreinterpretq_s8_u8(u), vreinterpretq_s8_u8(s));
@@ -34,7 +44,7 @@ impl Mac for Smlal {
     }
 
     #[inline(always)]
-    unsafe fn p_end(p: int16x8_t, acc: uint8x16_t) -> uint8x16_t {
+    unsafe fn end(p: int16x8_t, acc: uint8x16_t) -> uint8x16_t {
         // SAFETY: register-only NEON (the trait's contract).
         unsafe { vreinterpretq_u8_s32(vpadalq_s16(vreinterpretq_s32_u8(acc), p)) }
     }
@@ -44,8 +54,6 @@ impl Mac for Smlal {
         (byte % 8) / 2
     }
 }
-
-crate::kernel::tile::isa_kernels!(Neon<Smlal>, c"bitnet_gemv/neon", "neon", 4, 2, 2);
 
 /// The GEMM's broadcast quad: `dup` of the quad's 32-bit lane, then `smlal`/`smlal2` of the
 /// four rows' codes (`w`: rows 0-1 in the low half, 2-3 in the high) into two int16x8, lane
@@ -88,4 +96,9 @@ impl GemmMac for Smlal {
 // quad). Preferred from the token count from which it executes fewer instructions than
 // this GEMV at every m counted (qemu, 256 x 2048; no ARM hardware here, so counts, not
 // timings): 5 / 5 / 7 for TQ1_0 / TQ2_0 / BITNET_B1_58 (docs/arm-instruction-counts.md).
-crate::kernel::gemm::gemm_kernels!(Neon<Smlal>, c"bitnet_gemm/neon", "neon", rv = 4, t = 2, min_tokens = [5, 5, 7]);
+/// `bitnet_gemm/neon`, then `bitnet_gemv/neon` (4 rows per single-token tile, 2 x 2 per
+/// batch tile).
+pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
+    let gemm = gemm::kernels::<Neon<Smlal>, 4, 2>(c"bitnet_gemm/neon", [5, 5, 7]);
+    gemm.into_iter().chain(tile::kernels::<Neon<Smlal>, 4, 2, 2, 2, 2>(c"bitnet_gemv/neon"))
+}

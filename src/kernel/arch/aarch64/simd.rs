@@ -3,27 +3,12 @@
 
 use crate::format::tq1_0;
 use crate::kernel::gemm::GemmSimd;
+use crate::kernel::mac::Mac;
 use crate::kernel::prep;
 use crate::kernel::tile::Simd;
 use core::arch::aarch64::*;
 use core::arch::asm;
 use std::marker::PhantomData;
-
-/// How a path multiplies 16 unsigned codes (at most 12) by 16 signed activation codes:
-/// [`Simd`]'s partial dot products (`p_start`, `p_dot`, `p_end`, `lane`).
-pub(super) trait Mac {
-    type P: Copy;
-    /// # Safety
-    /// The CPU must have the path's features (as for every method here).
-    unsafe fn p_start(acc: uint8x16_t) -> Self::P;
-    /// # Safety
-    /// As for [`Mac::p_start`].
-    unsafe fn p_dot(p: Self::P, u: uint8x16_t, s: uint8x16_t) -> Self::P;
-    /// # Safety
-    /// As for [`Mac::p_start`].
-    unsafe fn p_end(p: Self::P, acc: uint8x16_t) -> uint8x16_t;
-    fn lane(byte: usize) -> usize;
-}
 
 /// How a GEMM path multiplies the weight codes of four rows by one broadcast activation quad
 /// ([`GemmSimd`]'s partial accumulators `Q`: `sdot` by element into int32, or `smlal` into
@@ -88,27 +73,28 @@ pub(super) unsafe fn tq1_qh(block: *const u8) -> uint8x16_t {
     }
 }
 
-impl<M: Mac + 'static> Simd for Neon<M> {
+impl<M: Mac<uint8x16_t>> Simd for Neon<M> {
     const W: usize = 16;
     type V = uint8x16_t;
     type F = float32x4_t;
-    type P = M::P;
+    type M = M;
 
     #[inline(always)]
     unsafe fn zero() -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only NEON, which the caller has (the trait's contract).
         unsafe { vdupq_n_u8(0) }
     }
 
     #[inline(always)]
     unsafe fn load(p: *const u8) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: reads 16 bytes at `p`, readable by the trait's contract; NEON.
         unsafe { vld1q_u8(p) }
     }
 
     #[inline(always)]
     unsafe fn load_partial(p: *const u8, len: usize) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: copies the `len < 16` bytes at `p` (readable by the trait's contract) into a
+        // local buffer and loads all 16 of its bytes; NEON.
         unsafe {
             assert!(len < 16);
             let mut buf = [0u8; 16];
@@ -119,13 +105,13 @@ impl<M: Mac + 'static> Simd for Neon<M> {
 
     #[inline(always)]
     unsafe fn splat8(x: u8) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only NEON, which the caller has (the trait's contract).
         unsafe { vdupq_n_u8(x) }
     }
 
     #[inline(always)]
     unsafe fn plane2(x: uint8x16_t, plane: usize, mask3: uint8x16_t) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only NEON, which the caller has (the trait's contract).
         unsafe {
             match plane {
                 0 => vandq_u8(x, mask3),
@@ -139,32 +125,14 @@ impl<M: Mac + 'static> Simd for Neon<M> {
 
     #[inline(always)]
     unsafe fn and(a: uint8x16_t, b: uint8x16_t) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only NEON, which the caller has (the trait's contract).
         unsafe { vandq_u8(a, b) }
     }
 
     #[inline(always)]
     unsafe fn srl4(x: uint8x16_t) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only NEON, which the caller has (the trait's contract).
         unsafe { vshrq_n_u8::<4>(x) }
-    }
-
-    #[inline(always)]
-    unsafe fn p_start(acc: uint8x16_t) -> M::P {
-        // SAFETY: the trait's contract.
-        unsafe { M::p_start(acc) }
-    }
-
-    #[inline(always)]
-    unsafe fn p_dot(p: M::P, u: uint8x16_t, s: uint8x16_t) -> M::P {
-        // SAFETY: the trait's contract.
-        unsafe { M::p_dot(p, u, s) }
-    }
-
-    #[inline(always)]
-    unsafe fn p_end(p: M::P, acc: uint8x16_t) -> uint8x16_t {
-        // SAFETY: the trait's contract.
-        unsafe { M::p_end(p, acc) }
     }
 
     /// The 48 `qs` bytes in three loads of five digits each (activations as by default),
@@ -178,10 +146,10 @@ impl<M: Mac + 'static> Simd for Neon<M> {
         // SAFETY: the trait's contract: 52 code bytes at every `w[r]` (the `qh` read is 4
         // bytes), `TQ1_ACT_BLOCK` = 256 prepared bytes at every `a[t]`; NEON.
         unsafe {
-            let mut p = [[M::p_start(vdupq_n_u8(0)); T]; R];
+            let mut p = [[M::start(vdupq_n_u8(0)); T]; R];
             for r in 0..R {
                 for t in 0..T {
-                    p[r][t] = M::p_start(acc[r][t]);
+                    p[r][t] = M::start(acc[r][t]);
                 }
             }
             let mut codes = [vdupq_n_u8(0); R];
@@ -197,7 +165,7 @@ impl<M: Mac + 'static> Simd for Neon<M> {
                     for t in 0..T {
                         let av = vld1q_u8(a[t].add(80 * chunk + 16 * digit) as *const u8);
                         for r in 0..R {
-                            p[r][t] = M::p_dot(p[r][t], codes[r], av);
+                            p[r][t] = M::dot(p[r][t], codes[r], av);
                         }
                     }
                 }
@@ -208,12 +176,12 @@ impl<M: Mac + 'static> Simd for Neon<M> {
             for t in 0..T {
                 let av = vld1q_u8(a[t].add(240) as *const u8);
                 for r in 0..R {
-                    p[r][t] = M::p_dot(p[r][t], codes[r], av);
+                    p[r][t] = M::dot(p[r][t], codes[r], av);
                 }
             }
             for r in 0..R {
                 for t in 0..T {
-                    acc[r][t] = M::p_end(p[r][t], acc[r][t]);
+                    acc[r][t] = M::end(p[r][t], acc[r][t]);
                 }
             }
         }
@@ -230,25 +198,25 @@ impl<M: Mac + 'static> Simd for Neon<M> {
 
     #[inline(always)]
     unsafe fn fzero() -> float32x4_t {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only NEON, which the caller has (the trait's contract).
         unsafe { vdupq_n_f32(0.0) }
     }
 
     #[inline(always)]
     unsafe fn fmadd(acc: uint8x16_t, d: f32, f: float32x4_t) -> float32x4_t {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only NEON, which the caller has (the trait's contract).
         unsafe { vfmaq_n_f32(f, vcvtq_f32_s32(vreinterpretq_s32_u8(acc)), d) }
     }
 
     #[inline(always)]
     unsafe fn fsum(f: float32x4_t) -> f32 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only NEON, which the caller has (the trait's contract).
         unsafe { vaddvq_f32(f) }
     }
 
     #[inline(always)]
     unsafe fn hsum(v: uint8x16_t) -> i32 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only NEON, which the caller has (the trait's contract).
         unsafe { vaddvq_s32(vreinterpretq_s32_u8(v)) }
     }
 
@@ -274,10 +242,6 @@ impl<M: Mac + 'static> Simd for Neon<M> {
     unsafe fn prefetch_l2(p: *const u8) {
         // SAFETY: a prefetch never faults, whatever the address, and writes nothing.
         unsafe { asm!("prfm pldl2keep, [{p}]", p = in(reg) p, options(readonly, nostack, preserves_flags)) }
-    }
-
-    fn lane(byte: usize) -> usize {
-        M::lane(byte)
     }
 }
 
@@ -315,18 +279,18 @@ macro_rules! ld1_next {
     }};
 }
 
-impl<M: Mac + GemmMac + 'static> GemmSimd for Neon<M> {
+impl<M: Mac<uint8x16_t> + GemmMac> GemmSimd for Neon<M> {
     const LANES: usize = 4;
 
     #[inline(always)]
     unsafe fn splat32(x: i32) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        // SAFETY: register-only NEON, which the caller has (the trait's contract).
         unsafe { vreinterpretq_u8_s32(vdupq_n_s32(x)) }
     }
 
     #[inline(always)]
     unsafe fn store(p: *mut u8, v: uint8x16_t) {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        // SAFETY: writes 16 bytes at `p`, writable by the trait's contract; NEON.
         unsafe { vst1q_u8(p, v) }
     }
 
@@ -444,7 +408,7 @@ impl<M: Mac + GemmMac + 'static> GemmSimd for Neon<M> {
 
     #[inline(always)]
     unsafe fn fload(p: *const f32) -> float32x4_t {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        // SAFETY: reads 4 floats at `p`, readable by the trait's contract; NEON.
         unsafe { vld1q_f32(p) }
     }
 
@@ -456,7 +420,7 @@ impl<M: Mac + GemmMac + 'static> GemmSimd for Neon<M> {
 
     #[inline(always)]
     unsafe fn fstore(p: *mut f32, f: float32x4_t) {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
+        // SAFETY: writes 4 floats at `p`, writable by the trait's contract; NEON.
         unsafe { vst1q_f32(p, f) }
     }
 }

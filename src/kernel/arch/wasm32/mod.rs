@@ -6,7 +6,7 @@
 //! always true), and a JS loader picks the best build the engine validates (js/src).
 //!
 //! Both kernels are the shared skeleton ([`crate::kernel::tile`]) over [`simd128::Wasm`];
-//! they differ only in the multiply-accumulate ([`simd128::Dot`]).
+//! they differ only in the multiply-accumulate ([`crate::kernel::mac::Mac`]).
 
 #[cfg(target_feature = "simd128")]
 mod requant;
@@ -32,36 +32,45 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 #[cfg(target_feature = "simd128")]
 mod plain {
     use super::simd128::{Wasm, Widening};
+    use crate::kernel::isa::{self, Isa};
+    use crate::kernel::{tile, Kernel};
 
-    const FEATURES: &str = "simd128";
+    impl Isa for Wasm<Widening> {
+        const FEATURES: &'static str = "simd128";
 
-    /// The build decides: an engine without simd128 refuses to compile the module.
-    fn available() -> bool {
-        true
+        /// The build decides: an engine without simd128 refuses to compile the module.
+        fn available() -> bool {
+            true
+        }
+
+        isa::enter!("simd128");
     }
 
-    crate::kernel::tile::isa_kernels!(Wasm<Widening>, c"bitnet_gemv/wasm-simd128", "simd128", 2, 2, 2);
+    pub(super) fn kernels() -> [Kernel; 3] {
+        tile::kernels::<Wasm<Widening>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-simd128")
+    }
 }
 
 #[cfg(target_feature = "relaxed-simd")]
 mod relaxed {
     use super::simd128::{RelaxedDot, Wasm};
+    use crate::kernel::isa::{self, Isa};
+    use crate::kernel::{tile, Kernel};
 
-    const FEATURES: &str = "simd128, relaxed-simd";
+    impl Isa for Wasm<RelaxedDot> {
+        const FEATURES: &'static str = "simd128, relaxed-simd";
 
-    /// The build decides: an engine without relaxed SIMD refuses to compile the module.
-    fn available() -> bool {
-        true
+        /// The build decides: an engine without relaxed SIMD refuses to compile the module.
+        fn available() -> bool {
+            true
+        }
+
+        isa::enter!("simd128,relaxed-simd");
     }
 
-    crate::kernel::tile::isa_kernels!(
-        Wasm<RelaxedDot>,
-        c"bitnet_gemv/wasm-relaxed-simd128",
-        "simd128,relaxed-simd",
-        2,
-        2,
-        2
-    );
+    pub(super) fn kernels() -> [Kernel; 3] {
+        tile::kernels::<Wasm<RelaxedDot>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128")
+    }
 }
 
 /// The SIMD128 requantizer when the build has simd128.

@@ -1,5 +1,5 @@
 //! WebAssembly SIMD128: 16-byte vectors, for both wasm kernels. They differ only in how the
-//! u8 x i8 products of one weight load reach the int32 lanes ([`Dot`]):
+//! u8 x i8 products of one weight load reach the int32 lanes ([`Mac`]):
 //! - [`Widening`] (plain SIMD128, `bitnet_gemv/wasm-simd128`): SIMD128 has no u8 x i8
 //!   multiply-add, so codes and activations are widened to int16 and multiplied pairwise
 //!   into int32 (`i32x4.dot_i16x8_s`), in two partial sums regrouped once per weight load;
@@ -18,42 +18,34 @@
 //! `q * 3 >> 8` with `q = b * 3^n mod 256`, i.e. `(q >= 86) + (q >= 171)`, and `q` for the
 //! next digit is `3 q mod 256`, two byte adds.
 
+use crate::kernel::mac::Mac;
 use crate::kernel::tile::Simd;
 use core::arch::wasm32::*;
 use std::marker::PhantomData;
-
-/// The multiply-accumulate of one SIMD128 kernel.
-pub(super) trait Dot {
-    type P: Copy;
-    /// Starts the partial sums of one weight load on top of the int32 lanes `acc`.
-    fn start(acc: v128) -> Self::P;
-    /// Adds the products of the codes `u` (0..=12) and the activations `s` (i8).
-    fn dot(p: Self::P, u: v128, s: v128) -> Self::P;
-    /// The int32 lanes: `acc` plus the partial sums.
-    fn end(p: Self::P, acc: v128) -> v128;
-}
 
 /// Plain SIMD128: codes and activations widened to int16, `i32x4.dot_i16x8_s` (pmaddwd)
 /// into two int32 partial sums, of bytes 0..8 and 8..16 (lane j: bytes 2j, 2j + 1).
 pub(super) struct Widening;
 
-impl Dot for Widening {
+impl Mac<v128> for Widening {
     type P = (v128, v128);
+    /// int32 partial sums need no folding.
+    const GROUPS: usize = usize::MAX;
 
     #[inline(always)]
-    fn start(_acc: v128) -> (v128, v128) {
+    unsafe fn start(_acc: v128) -> (v128, v128) {
         (i32x4_splat(0), i32x4_splat(0))
     }
 
     #[inline(always)]
-    fn dot((lo, hi): (v128, v128), u: v128, s: v128) -> (v128, v128) {
+    unsafe fn dot((lo, hi): (v128, v128), u: v128, s: v128) -> (v128, v128) {
         let lo = i32x4_add(lo, i32x4_dot_i16x8(u16x8_extend_low_u8x16(u), i16x8_extend_low_i8x16(s)));
         let hi = i32x4_add(hi, i32x4_dot_i16x8(u16x8_extend_high_u8x16(u), i16x8_extend_high_i8x16(s)));
         (lo, hi)
     }
 
     #[inline(always)]
-    fn end((lo, hi): (v128, v128), acc: v128) -> v128 {
+    unsafe fn end((lo, hi): (v128, v128), acc: v128) -> v128 {
         // Lanes (0+1, 2+3, 4+5, 6+7) of the low half and the same of the high half,
         // regrouped so that lane j sums bytes 4j..4j + 4.
         let even = i32x4_shuffle::<0, 2, 4, 6>(lo, hi);
@@ -67,21 +59,23 @@ impl Dot for Widening {
 pub(super) struct RelaxedDot;
 
 #[cfg(target_feature = "relaxed-simd")]
-impl Dot for RelaxedDot {
+impl Mac<v128> for RelaxedDot {
     type P = v128;
+    /// int32 lanes need no folding.
+    const GROUPS: usize = usize::MAX;
 
     #[inline(always)]
-    fn start(acc: v128) -> v128 {
+    unsafe fn start(acc: v128) -> v128 {
         acc
     }
 
     #[inline(always)]
-    fn dot(p: v128, u: v128, s: v128) -> v128 {
+    unsafe fn dot(p: v128, u: v128, s: v128) -> v128 {
         i32x4_relaxed_dot_i8x16_i7x16_add(s, u, p)
     }
 
     #[inline(always)]
-    fn end(p: v128, _acc: v128) -> v128 {
+    unsafe fn end(p: v128, _acc: v128) -> v128 {
         p
     }
 }
@@ -89,11 +83,11 @@ impl Dot for RelaxedDot {
 /// The SIMD128 vector operations, with the multiply-accumulate `D`.
 pub(super) struct Wasm<D>(PhantomData<D>);
 
-impl<D: Dot + 'static> Simd for Wasm<D> {
+impl<D: Mac<v128>> Simd for Wasm<D> {
     const W: usize = 16;
     type V = v128;
     type F = v128;
-    type P = D::P;
+    type M = D;
 
     #[inline(always)]
     unsafe fn zero() -> v128 {
@@ -139,21 +133,6 @@ impl<D: Dot + 'static> Simd for Wasm<D> {
         u16x8_shr(x, 4)
     }
 
-    #[inline(always)]
-    unsafe fn p_start(acc: v128) -> D::P {
-        D::start(acc)
-    }
-
-    #[inline(always)]
-    unsafe fn p_dot(p: D::P, u: v128, s: v128) -> D::P {
-        D::dot(p, u, s)
-    }
-
-    #[inline(always)]
-    unsafe fn p_end(p: D::P, acc: v128) -> v128 {
-        D::end(p, acc)
-    }
-
     /// Four loads per block: `qs[0..16]`, `qs[16..32]`, `qs[32..48]`, then `qh` in lanes
     /// 0..4, whose bytes hold four digits each.
     #[inline(always)]
@@ -174,10 +153,12 @@ impl<D: Dot + 'static> Simd for Wasm<D> {
                     }
                 };
             }
-            let mut p = [[D::start(i8x16_splat(0)); T]; R];
+            // SAFETY: register-only SIMD128, which the build has (the trait's contract).
+            let mut p = unsafe { [[D::start(i8x16_splat(0)); T]; R] };
             for r in 0..R {
                 for t in 0..T {
-                    p[r][t] = D::start(acc[r][t]);
+                    // SAFETY: as above.
+                    p[r][t] = unsafe { D::start(acc[r][t]) };
                 }
             }
             // qh's bytes hold four digits each: the fifth would only meet zero activations.
@@ -196,13 +177,15 @@ impl<D: Dot + 'static> Simd for Wasm<D> {
                     // SAFETY: the trait's contract: 320 prepared bytes at `a[t]`.
                     let av = unsafe { Self::load(a[t].add(chunk * 80 + digit * 16) as *const u8) };
                     for r in 0..R {
-                        p[r][t] = D::dot(p[r][t], codes[r], av);
+                        // SAFETY: register-only SIMD128, which the build has.
+                        p[r][t] = unsafe { D::dot(p[r][t], codes[r], av) };
                     }
                 }
             }
             for r in 0..R {
                 for t in 0..T {
-                    acc[r][t] = D::end(p[r][t], acc[r][t]);
+                    // SAFETY: register-only SIMD128, which the build has.
+                    acc[r][t] = unsafe { D::end(p[r][t], acc[r][t]) };
                 }
             }
         }

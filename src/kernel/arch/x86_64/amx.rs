@@ -29,9 +29,11 @@
 
 use super::avx512vnni::Avx512;
 use crate::format::{bitnet, Format};
-use crate::kernel::gemm::{aligned, pack_panel, sized, Bitnet, Layout, Packed, Scratch, Tq1, Tq2, QK};
-use crate::kernel::{Geometry, Kernel, KernelFn, MatRef, OutTile, Prep};
+use crate::kernel::gemm::{aligned, pack_panel, sized, Layout, Line, Packed, Scratch, QK};
+use crate::kernel::weights::{Bitnet, Tq1, Tq2};
+use crate::kernel::{Compute, Geometry, Kernel, MatRef, OutTile};
 use std::arch::x86_64::*;
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
@@ -67,7 +69,7 @@ pub(crate) fn status() -> Option<Result<(), &'static str>> {
         if !cpu_has_amx_int8() {
             return None;
         }
-        Some(if !super::avx512vnni::available() {
+        Some(if !<super::avx512vnni::Avx512 as crate::kernel::isa::Isa>::available() {
             Err("AMX-INT8 without AVX-512 VNNI, which the kernel's panel unpack and scaling use")
         } else if !os_manages_tiles() {
             Err("the OS does not manage AMX tile state (XCR0 bits 17-18 clear: Linux 5.16 or later is needed)")
@@ -529,8 +531,9 @@ unsafe fn gemm<L: Layout>(w: &MatRef, a: &Packed, out: &mut OutTile) {
     let mut s = Scratch::take();
     let codes = aligned(&mut s.panel, a.kg * PANEL);
     let scales = sized(&mut s.scales, a.k / QK * PANEL);
-    let c = aligned(&mut s.ints, blocks.len() * BLOCK_INTS);
-    let sums = aligned(&mut s.sums, blocks.len() * BLOCK_INTS);
+    let mut results = RESULTS.with(Cell::take);
+    let c = aligned(&mut results.ints, blocks.len() * BLOCK_INTS);
+    let sums = aligned(&mut results.sums, blocks.len() * BLOCK_INTS);
     // SAFETY: AMX is usable (the caller's promise).
     let tiles = unsafe { Tiles::configure() };
     for r0 in rows.clone().step_by(PANEL) {
@@ -549,28 +552,46 @@ unsafe fn gemm<L: Layout>(w: &MatRef, a: &Packed, out: &mut OutTile) {
         }
     }
     drop(tiles);
+    RESULTS.with(|r| r.set(results));
     s.put();
 }
 
-fn checked<L: Layout>(w: &MatRef, a: &Prep, out: &mut OutTile) {
-    assert!(available(), "bitnet_gemm/amx needs {FEATURES}");
-    // SAFETY: AMX is usable (asserted above); `Kernel::run_prepared` checked the operands
-    // and that `a` is this entry's own preparation.
-    unsafe { gemm::<L>(w, a.packed(), out) }
+/// AMX's per-thread buffers besides the shared panel ([`Scratch`]), grown to the largest
+/// shape seen and reused: taken out for a call like `Scratch`.
+#[derive(Default)]
+struct Results {
+    /// Integer results stored from tile registers.
+    ints: Vec<Line>,
+    /// Float sums of those results over the blocks of a row.
+    sums: Vec<Line>,
 }
 
-fn entry(weight: Format, min_tokens: usize, run: KernelFn) -> Kernel {
-    Kernel {
-        name: c"bitnet_gemm/amx",
-        weight,
-        act: Format::I8Absmax,
-        requires: FEATURES,
-        available,
-        min_tokens,
-        // Whole panels and whole pairs of A tiles.
-        geometry: Geometry { rows: PANEL, tokens: 2 * TILE_ROWS },
-        prepare: |a| Prep::Gemm(Packed::padded::<TILE_BYTES>(a, TILE_ROWS)),
-        run,
+thread_local! {
+    static RESULTS: Cell<Results> = Cell::new(Results::default());
+}
+
+/// `bitnet_gemm/amx` for format `L`.
+struct Amx<L>(PhantomData<fn() -> L>);
+
+impl<L: Layout> Compute for Amx<L> {
+    type Act = Packed;
+    const REQUIRES: &'static str = FEATURES;
+    // Whole panels and whole pairs of A tiles.
+    const GEOMETRY: Geometry = Geometry { rows: PANEL, tokens: 2 * TILE_ROWS };
+
+    fn available() -> bool {
+        available()
+    }
+
+    fn prepare(&self, a: &MatRef) -> Packed {
+        Packed::padded::<TILE_BYTES>(a, TILE_ROWS)
+    }
+
+    fn run(&self, w: &MatRef, _a: &MatRef, act: &Packed, out: &mut OutTile) {
+        assert!(available(), "bitnet_gemm/amx needs {FEATURES}");
+        // SAFETY: AMX is usable (asserted above); `Kernel::run_prepared` checked the
+        // operands and that `act` is this kernel's own preparation.
+        unsafe { gemm::<L>(w, act, out) }
     }
 }
 
@@ -580,9 +601,10 @@ fn entry(weight: Format, min_tokens: usize, run: KernelFn) -> Kernel {
 /// kernels interleaved in one process); TQ1_0's GEMV, which extracts base-3 digits per
 /// token tile, is the slowest, so the crossing comes first.
 pub(super) fn kernels() -> [Kernel; 3] {
+    let (name, i8) = (c"bitnet_gemm/amx", Format::I8Absmax);
     [
-        entry(Format::Tq1_0, 8, checked::<Tq1>),
-        entry(Format::Tq2_0, 16, checked::<Tq2>),
-        entry(Format::BitnetB158, 16, checked::<Bitnet>),
+        Kernel::new(name, Format::Tq1_0, i8, 8, &Amx::<Tq1>(PhantomData)),
+        Kernel::new(name, Format::Tq2_0, i8, 16, &Amx::<Tq2>(PhantomData)),
+        Kernel::new(name, Format::BitnetB158, i8, 16, &Amx::<Bitnet>(PhantomData)),
     ]
 }

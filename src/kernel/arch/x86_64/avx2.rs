@@ -1,19 +1,26 @@
 //! AVX2: [`Ymm`] vectors with `vpmaddubsw` into int16 partial sums (in the GEMV as many
 //! dots as `tile::Simd::p_dot`'s bound allows, below 2^15), widened by `vpmaddwd`.
 
-use super::ymm::{Mac, Ymm};
+use super::ymm::Ymm;
+use crate::kernel::isa::{self, Isa};
+use crate::kernel::mac::Mac;
+use crate::kernel::{gemm, tile, Kernel};
 use std::arch::x86_64::*;
 
-pub(super) const FEATURES: &str = "avx2, fma, f16c";
+impl Isa for Ymm<Maddubs> {
+    const FEATURES: &'static str = "avx2, fma, f16c";
 
-pub(super) fn available() -> bool {
-    is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c")
+    fn available() -> bool {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c")
+    }
+
+    isa::enter!("avx2,fma,f16c");
 }
 
 /// `vpmaddubsw` pair sums in int16 lanes, folded into int32 by `vpmaddwd` by ones.
 pub(super) struct Maddubs;
 
-impl Mac for Maddubs {
+impl Mac<__m256i> for Maddubs {
     type P = __m256i;
     /// A pair sum is at most `2 * 3 * 128 = 768` in magnitude (codes <= 3, activations
     /// >= -128): 32 of them (8 groups of four quads) stay below 2^15.
@@ -40,17 +47,13 @@ impl Mac for Maddubs {
     }
 }
 
-crate::kernel::tile::isa_kernels!(Ymm<Maddubs>, c"bitnet_gemv/avx2", "avx2,fma,f16c", 2, 2, 2);
-
 // Register block 2 vectors (16 rows) x 4 tokens: 8 int16 partials, 2 weight vectors, a
 // broadcast and a product fit the 16 ymm registers; 2 x 6, 3 x 4 and 4 x 3 spill and measured
 // 10-50% slower (Zen 4, 2560x2560, m = 128). Thresholds measured against the AVX2 GEMV on
 // the same core: about 8 tokens for every format.
-crate::kernel::gemm::gemm_kernels!(
-    Ymm<Maddubs>,
-    c"bitnet_gemm/avx2",
-    "avx2,fma,f16c",
-    rv = 2,
-    t = 4,
-    min_tokens = [8, 8, 8]
-);
+/// `bitnet_gemm/avx2`, then `bitnet_gemv/avx2` (2 rows per single-token tile, 2 x 2 per
+/// batch tile).
+pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
+    let gemm = gemm::kernels::<Ymm<Maddubs>, 2, 4>(c"bitnet_gemm/avx2", [8, 8, 8]);
+    gemm.into_iter().chain(tile::kernels::<Ymm<Maddubs>, 2, 2, 2, 2, 2>(c"bitnet_gemv/avx2"))
+}

@@ -1,42 +1,73 @@
 //! AVX-512 VNNI: 64-byte vectors, `vpdpbusd` (u8 x i8, four products into each int32
 //! lane) and masked loads for tails.
 
-use crate::kernel::tile::{Simd, TQ1_CODE_BYTES};
+use super::avxvnni::Dpbusd;
+use super::vector::{Tq1Block, Vector, X86};
+use crate::kernel::isa::{self, Isa};
+use crate::kernel::mac::Mac;
+use crate::kernel::tile::TQ1_CODE_BYTES;
+use crate::kernel::{gemm, tile, Kernel};
 use std::arch::x86_64::*;
 
-pub(super) const FEATURES: &str = "avx512f, avx512bw, avx512vnni, f16c, fma";
+/// 64-byte vectors with `vpdpbusd zmm`.
+pub(super) type Avx512 = X86<__m512i, Dpbusd>;
 
-pub(super) fn available() -> bool {
-    is_x86_feature_detected!("avx512f")
-        && is_x86_feature_detected!("avx512bw")
-        && is_x86_feature_detected!("avx512vnni")
-        && is_x86_feature_detected!("f16c")
-        && is_x86_feature_detected!("fma")
+/// `vpdpbusd zmm` straight into the int32 accumulator, as AVX-VNNI's on ymm.
+impl Mac<__m512i> for Dpbusd {
+    type P = __m512i;
+    const GROUPS: usize = usize::MAX;
+
+    #[inline(always)]
+    unsafe fn start(acc: __m512i) -> __m512i {
+        acc
+    }
+
+    #[inline(always)]
+    unsafe fn dot(p: __m512i, u: __m512i, s: __m512i) -> __m512i {
+        // SAFETY: register-only AVX-512 VNNI, which the caller has (the trait's contract).
+        unsafe { _mm512_dpbusd_epi32(p, u, s) }
+    }
+
+    #[inline(always)]
+    unsafe fn end(p: __m512i, _acc: __m512i) -> __m512i {
+        p
+    }
 }
 
-pub(super) struct Avx512;
+impl Isa for Avx512 {
+    const FEATURES: &'static str = "avx512f, avx512bw, avx512vnni, f16c, fma";
 
-impl Simd for Avx512 {
+    fn available() -> bool {
+        is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vnni")
+            && is_x86_feature_detected!("f16c")
+            && is_x86_feature_detected!("fma")
+    }
+
+    isa::enter!("avx512f,avx512bw,avx512vnni,f16c,fma");
+}
+
+impl Vector for __m512i {
     const W: usize = 64;
-    type V = __m512i;
     type F = __m512;
-    type P = __m512i;
 
     #[inline(always)]
     unsafe fn zero() -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
         unsafe { _mm512_setzero_si512() }
     }
 
     #[inline(always)]
     unsafe fn load(p: *const u8) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: reads 64 bytes at `p`, readable by the trait's contract; AVX-512F.
         unsafe { _mm512_loadu_si512(p as *const _) }
     }
 
     #[inline(always)]
     unsafe fn load_partial(p: *const u8, len: usize) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: a masked load of the `len < 64` bytes at `p`, readable by the trait's
+        // contract; AVX-512BW.
         unsafe {
             assert!(len < 64);
             // Masked-off bytes are neither read nor able to fault.
@@ -45,53 +76,150 @@ impl Simd for Avx512 {
     }
 
     #[inline(always)]
+    unsafe fn store(p: *mut u8, v: __m512i) {
+        // SAFETY: writes 64 bytes at `p`, writable by the trait's contract; AVX-512F.
+        unsafe { _mm512_storeu_si512(p as *mut _, v) }
+    }
+
+    #[inline(always)]
     unsafe fn splat8(x: u8) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
         unsafe { _mm512_set1_epi8(x as i8) }
     }
 
     #[inline(always)]
-    unsafe fn plane2(x: __m512i, plane: usize, mask3: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
-        unsafe {
-            let shifted = match plane {
-                0 => x,
-                1 => _mm512_srli_epi16::<2>(x),
-                2 => _mm512_srli_epi16::<4>(x),
-                _ => _mm512_srli_epi16::<6>(x),
-            };
-            _mm512_and_si512(shifted, mask3)
-        }
+    unsafe fn splat32(x: i32) -> __m512i {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_set1_epi32(x) }
     }
 
     #[inline(always)]
     unsafe fn and(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
         unsafe { _mm512_and_si512(a, b) }
     }
 
     #[inline(always)]
-    unsafe fn srl4(x: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
-        unsafe { _mm512_srli_epi16::<4>(x) }
+    unsafe fn or(a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_or_si512(a, b) }
     }
 
     #[inline(always)]
-    unsafe fn p_start(acc: __m512i) -> __m512i {
-        acc
+    unsafe fn add8(a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: register-only AVX-512BW, which the caller has (the trait's contract).
+        unsafe { _mm512_add_epi8(a, b) }
     }
 
     #[inline(always)]
-    unsafe fn p_dot(p: __m512i, u: __m512i, s: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
-        unsafe { _mm512_dpbusd_epi32(p, u, s) }
+    unsafe fn subs_u8(a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: register-only AVX-512BW, which the caller has (the trait's contract).
+        unsafe { _mm512_subs_epu8(a, b) }
     }
 
     #[inline(always)]
-    unsafe fn p_end(p: __m512i, _acc: __m512i) -> __m512i {
-        p
+    unsafe fn min_u8(a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: register-only AVX-512BW, which the caller has (the trait's contract).
+        unsafe { _mm512_min_epu8(a, b) }
     }
 
+    #[inline(always)]
+    unsafe fn srli16<const N: u32>(x: __m512i) -> __m512i {
+        // SAFETY: register-only AVX-512BW, which the caller has (the trait's contract).
+        unsafe { _mm512_srli_epi16::<N>(x) }
+    }
+
+    #[inline(always)]
+    unsafe fn srli32<const N: u32>(x: __m512i) -> __m512i {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_srli_epi32::<N>(x) }
+    }
+
+    #[inline(always)]
+    unsafe fn slli32<const N: u32>(x: __m512i) -> __m512i {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_slli_epi32::<N>(x) }
+    }
+
+    /// Three stages: 32-bit and 64-bit interleaves make 4 x 4 blocks within 128-bit lanes,
+    /// two rounds of 128-bit shuffles move the blocks into place.
+    #[inline(always)]
+    unsafe fn transpose(v: &mut [__m512i]) {
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
+        unsafe {
+            assert_eq!(v.len(), 16);
+            let mut t = [_mm512_setzero_si512(); 16];
+            for i in 0..8 {
+                t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
+                t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
+            }
+            // u[4i + j], 128-bit lane l: column 4l + j of rows 4i..4i + 4.
+            let mut u = [_mm512_setzero_si512(); 16];
+            for i in 0..4 {
+                u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+                u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+                u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+                u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+            }
+            for j in 0..4 {
+                let (a, b, c, d) = (u[j], u[4 + j], u[8 + j], u[12 + j]);
+                let ab01 = _mm512_shuffle_i32x4::<0x44>(a, b);
+                let ab23 = _mm512_shuffle_i32x4::<0xEE>(a, b);
+                let cd01 = _mm512_shuffle_i32x4::<0x44>(c, d);
+                let cd23 = _mm512_shuffle_i32x4::<0xEE>(c, d);
+                v[j] = _mm512_shuffle_i32x4::<0x88>(ab01, cd01);
+                v[4 + j] = _mm512_shuffle_i32x4::<0xDD>(ab01, cd01);
+                v[8 + j] = _mm512_shuffle_i32x4::<0x88>(ab23, cd23);
+                v[12 + j] = _mm512_shuffle_i32x4::<0xDD>(ab23, cd23);
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn hsum(v: __m512i) -> i32 {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_reduce_add_epi32(v) }
+    }
+
+    #[inline(always)]
+    unsafe fn fzero() -> __m512 {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_setzero_ps() }
+    }
+
+    #[inline(always)]
+    unsafe fn fsplat(x: f32) -> __m512 {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_set1_ps(x) }
+    }
+
+    #[inline(always)]
+    unsafe fn fmadd(acc: __m512i, s: __m512, f: __m512) -> __m512 {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), s, f) }
+    }
+
+    #[inline(always)]
+    unsafe fn fsum(f: __m512) -> f32 {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_reduce_add_ps(f) }
+    }
+
+    #[inline(always)]
+    unsafe fn fload(p: *const f32) -> __m512 {
+        // SAFETY: reads 16 floats at `p`, readable by the trait's contract; AVX-512F.
+        unsafe { _mm512_loadu_ps(p) }
+    }
+
+    #[inline(always)]
+    unsafe fn fstore(p: *mut f32, f: __m512) {
+        // SAFETY: writes 16 floats at `p`, writable by the trait's contract; AVX-512F.
+        unsafe { _mm512_storeu_ps(p, f) }
+    }
+}
+
+/// Only with `vpdpbusd`: its identity below needs exact int32 dot products.
+impl Tq1Block<Dpbusd> for __m512i {
     /// One masked load covers a block's 52 code bytes. Without extracting digits: with
     /// `q_n = (b * 3^n) mod 256`, digit n is `(3 q_n - q_(n+1)) / 256`, so
     /// `sum code_n * a = (3 sum q_n a - sum q_(n+1) a) / 256` — two `vpdpbusd` per digit
@@ -102,12 +230,13 @@ impl Simd for Avx512 {
         a: [*const i8; T],
         acc: &mut [[__m512i; T]; R],
     ) {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: one masked load of the 52 code bytes at each `w[r]` and 320 prepared bytes at
+        // each `a[t]`, readable by the trait's contract; the rest is register-only AVX-512.
         unsafe {
             let zero = _mm512_setzero_si512();
             let mut q = [zero; R];
             for r in 0..R {
-                q[r] = Self::load_partial(w[r], TQ1_CODE_BYTES);
+                q[r] = <Self as Vector>::load_partial(w[r], TQ1_CODE_BYTES);
             }
             let mut lo = [[zero; T]; R];
             // The seed `-sum a` joins as `+256 sum a` in the subtracted sum.
@@ -140,172 +269,6 @@ impl Simd for Avx512 {
             }
         }
     }
-
-    #[inline(always)]
-    unsafe fn fzero() -> __m512 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
-        unsafe { _mm512_setzero_ps() }
-    }
-
-    #[inline(always)]
-    unsafe fn fmadd(acc: __m512i, d: f32, f: __m512) -> __m512 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
-        unsafe { _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(d), f) }
-    }
-
-    #[inline(always)]
-    unsafe fn fsum(f: __m512) -> f32 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
-        unsafe { _mm512_reduce_add_ps(f) }
-    }
-
-    #[inline(always)]
-    unsafe fn hsum(v: __m512i) -> i32 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
-        unsafe { _mm512_reduce_add_epi32(v) }
-    }
-
-    #[inline(always)]
-    unsafe fn f16(p: *const u8) -> f32 {
-        // SAFETY: the trait's contract (F16C is among this ISA's features; 2 bytes at `p`).
-        unsafe { super::f16c(p) }
-    }
-
-    #[inline(always)]
-    unsafe fn prefetch_l2(p: *const u8) {
-        // SAFETY: a prefetch never faults, whatever the address.
-        unsafe { _mm_prefetch::<_MM_HINT_T1>(p as *const i8) }
-    }
-}
-
-impl crate::kernel::gemm::GemmSimd for Avx512 {
-    const LANES: usize = 16;
-
-    #[inline(always)]
-    unsafe fn splat32(x: i32) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_set1_epi32(x) }
-    }
-
-    #[inline(always)]
-    unsafe fn store(p: *mut u8, v: __m512i) {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_storeu_si512(p as *mut _, v) }
-    }
-
-    /// Three stages: 32-bit and 64-bit interleaves make 4 x 4 blocks within 128-bit lanes,
-    /// two rounds of 128-bit shuffles move the blocks into place.
-    #[inline(always)]
-    unsafe fn transpose(v: &mut [__m512i]) {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe {
-            assert_eq!(v.len(), 16);
-            let mut t = [_mm512_setzero_si512(); 16];
-            for i in 0..8 {
-                t[2 * i] = _mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]);
-                t[2 * i + 1] = _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]);
-            }
-            // u[4i + j], 128-bit lane l: column 4l + j of rows 4i..4i + 4.
-            let mut u = [_mm512_setzero_si512(); 16];
-            for i in 0..4 {
-                u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-                u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-                u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-                u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-            }
-            for j in 0..4 {
-                let (a, b, c, d) = (u[j], u[4 + j], u[8 + j], u[12 + j]);
-                let ab01 = _mm512_shuffle_i32x4::<0x44>(a, b);
-                let ab23 = _mm512_shuffle_i32x4::<0xEE>(a, b);
-                let cd01 = _mm512_shuffle_i32x4::<0x44>(c, d);
-                let cd23 = _mm512_shuffle_i32x4::<0xEE>(c, d);
-                v[j] = _mm512_shuffle_i32x4::<0x88>(ab01, cd01);
-                v[4 + j] = _mm512_shuffle_i32x4::<0xDD>(ab01, cd01);
-                v[8 + j] = _mm512_shuffle_i32x4::<0x88>(ab23, cd23);
-                v[12 + j] = _mm512_shuffle_i32x4::<0xDD>(ab23, cd23);
-            }
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn srli32<const N: u32>(x: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_srli_epi32::<N>(x) }
-    }
-
-    #[inline(always)]
-    unsafe fn slli32<const N: u32>(x: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_slli_epi32::<N>(x) }
-    }
-
-    #[inline(always)]
-    unsafe fn or(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_or_si512(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn top_trit(q: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { super::top_trit::<Self>(q) }
-    }
-
-    #[inline(always)]
-    unsafe fn times3(q: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { super::times3::<Self>(q) }
-    }
-
-    type Q = __m512i;
-    /// `vpdpbusd` accumulates int32 directly: no folding.
-    const Q_GROUPS: usize = usize::MAX;
-
-    #[inline(always)]
-    unsafe fn q_start(acc: __m512i) -> __m512i {
-        acc
-    }
-
-    /// The address: `q_dot` broadcasts from memory.
-    type A = *const u8;
-
-    #[inline(always)]
-    unsafe fn a_load(p: *const u8) -> *const u8 {
-        p
-    }
-
-    /// One `vpdpbusd` with a broadcast of the four activation bytes.
-    #[inline(always)]
-    unsafe fn q_dot<const L: i32>(p: __m512i, w: __m512i, a: *const u8) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; 16 readable bytes at `a`).
-        unsafe {
-            let quad = std::ptr::read_unaligned(a.add(4 * L as usize) as *const i32);
-            _mm512_dpbusd_epi32(p, w, _mm512_set1_epi32(quad))
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn q_end(p: __m512i, _acc: __m512i) -> __m512i {
-        p
-    }
-
-    #[inline(always)]
-    unsafe fn fload(p: *const f32) -> __m512 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_loadu_ps(p) }
-    }
-
-    #[inline(always)]
-    unsafe fn fmadd_lanes(acc: __m512i, s: __m512, f: __m512) -> __m512 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), s, f) }
-    }
-
-    #[inline(always)]
-    unsafe fn fstore(p: *mut f32, f: __m512) {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_storeu_ps(p, f) }
-    }
 }
 
 /// Returns `v`, hidden from the optimizer: LLVM would otherwise fold `q + q + q` on bytes
@@ -319,8 +282,6 @@ unsafe fn opaque(mut v: __m512i) -> __m512i {
     v
 }
 
-crate::kernel::tile::isa_kernels!(Avx512, c"bitnet_gemv/avx512vnni", "avx512f,avx512bw,avx512vnni,f16c,fma", 4, 2, 4);
-
 // Register block 3 vectors (48 rows) x 8 tokens: 24 accumulators, 3 weight vectors and a
 // broadcast of the 32 zmm. Against 4 x 6 it reads 8 panel bytes per `vpdpbusd` instead of
 // 10.7 (the panel streams from L2, whose bandwidth an Intel core with two 512-bit
@@ -332,31 +293,9 @@ crate::kernel::tile::isa_kernels!(Avx512, c"bitnet_gemv/avx512vnni", "avx512f,av
 // overtakes the GEMV at 4 tokens for TQ1_0 (whose GEMV extracts digits per token tile),
 // at about 24 for TQ2_0 and BITNET_B1_58 (the panel unpack costs about what 8 tokens of
 // GEMV do).
-crate::kernel::gemm::gemm_kernels!(
-    Avx512,
-    c"bitnet_gemm/avx512vnni",
-    "avx512f,avx512bw,avx512vnni,f16c,fma",
-    rv = 3,
-    t = 8,
-    min_tokens = [4, 24, 24]
-);
-
-impl super::ByteOps for Avx512 {
-    #[inline(always)]
-    unsafe fn add8(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_add_epi8(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn subs_u8(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_subs_epu8(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn min_u8(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes named are valid).
-        unsafe { _mm512_min_epu8(a, b) }
-    }
+/// `bitnet_gemm/avx512vnni`, then `bitnet_gemv/avx512vnni` (4 rows per single-token tile,
+/// 2 x 4 per batch tile).
+pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
+    let gemm = gemm::kernels::<Avx512, 3, 8>(c"bitnet_gemm/avx512vnni", [4, 24, 24]);
+    gemm.into_iter().chain(tile::kernels::<Avx512, 4, 2, 4, 2, 4>(c"bitnet_gemv/avx512vnni"))
 }

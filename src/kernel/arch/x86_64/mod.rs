@@ -1,15 +1,16 @@
-//! x86_64 kernels, chosen at run time: AMX (batches), AVX-512 VNNI, then AVX-VNNI, then AVX2. Each ISA
-//! supplies vector operations ([`crate::kernel::tile::Simd`]); the loops are the shared
-//! skeleton's.
+//! x86_64 kernels, chosen at run time: AMX (batches), AVX-512 VNNI, then AVX-VNNI, then
+//! AVX2. The last three are one generic vector type (`vector::X86`, over `__m256i` in
+//! `ymm.rs` and `__m512i` in `avx512vnni.rs`) with a multiply-accumulate, registering the
+//! shared GEMV and panel GEMM over it; AMX has a loop nest of its own (`amx`).
 
 mod amx;
 mod avx2;
 mod avx512vnni;
 mod avxvnni;
 mod requant;
+mod vector;
 mod ymm;
 
-use crate::kernel::gemm::GemmSimd;
 use crate::kernel::Kernel;
 use std::arch::x86_64::*;
 
@@ -26,47 +27,11 @@ unsafe fn f16c(p: *const u8) -> f32 {
     }
 }
 
-/// Byte arithmetic of the x86 vector widths, from which TQ1_0's digit steps of
-/// [`GemmSimd`] are built: x86 has no byte shifts or byte multiplies.
-///
-/// # Safety
-/// Every method needs the CPU features of its ISA.
-trait ByteOps: GemmSimd {
-    unsafe fn add8(a: Self::V, b: Self::V) -> Self::V;
-    unsafe fn subs_u8(a: Self::V, b: Self::V) -> Self::V;
-    unsafe fn min_u8(a: Self::V, b: Self::V) -> Self::V;
-}
-
-/// [`GemmSimd::top_trit`] as `[q >= 86] + [q >= 171]`, from saturating subtractions.
-///
-/// # Safety
-/// The CPU must have `S`'s features.
-#[inline(always)]
-unsafe fn top_trit<S: ByteOps>(q: S::V) -> S::V {
-    // SAFETY: register operations; the caller guarantees this ISA's features.
-    unsafe {
-        let one = S::splat8(1);
-        S::add8(S::min_u8(S::subs_u8(q, S::splat8(85)), one), S::min_u8(S::subs_u8(q, S::splat8(170)), one))
-    }
-}
-
-/// [`GemmSimd::times3`] as two additions.
-///
-/// # Safety
-/// The CPU must have `S`'s features.
-#[inline(always)]
-unsafe fn times3<S: ByteOps>(q: S::V) -> S::V {
-    // SAFETY: register operations; the caller guarantees this ISA's features.
-    unsafe { S::add8(q, S::add8(q, q)) }
-}
-
 /// Best first: AMX (for batches), AVX-512 VNNI, then AVX-VNNI, then AVX2; within an ISA
 /// the GEMM first, each GEMM preferred from its `min_tokens` on.
 pub(crate) fn kernels() -> Vec<Kernel> {
-    let avx512 = avx512vnni::gemm_kernels().into_iter().chain(avx512vnni::kernels());
-    let avxvnni = avxvnni::gemm_kernels().into_iter().chain(avxvnni::kernels());
-    let avx2 = avx2::gemm_kernels().into_iter().chain(avx2::kernels());
-    amx::kernels().into_iter().chain(avx512).chain(avxvnni).chain(avx2).collect()
+    let avx = avx512vnni::kernels().chain(avxvnni::kernels()).chain(avx2::kernels());
+    amx::kernels().into_iter().chain(avx).collect()
 }
 
 /// See [`crate::kernel::amx_status`].

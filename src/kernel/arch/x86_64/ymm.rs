@@ -1,242 +1,121 @@
-//! The 32-byte vector operations of AVX2 for both skeletons ([`Simd`], [`GemmSimd`]), with
-//! the u8 x i8 multiply-accumulate supplied by a [`Mac`]: AVX2's `vpmaddubsw` (int16 pair
-//! sums, widened by `vpmaddwd`) or AVX-VNNI's `vpdpbusd ymm` (four products into each
-//! int32 lane).
+//! AVX2's 32-byte vectors ([`Vector`] for `__m256i`) for both skeletons, and the ISAs built
+//! on them: [`Ymm`] with the u8 x i8 multiply-accumulate supplied by a [`Mac`], AVX2's
+//! `vpmaddubsw` (int16 pair sums, widened by `vpmaddwd`) or AVX-VNNI's `vpdpbusd ymm` (four
+//! products into each int32 lane).
 
-use crate::kernel::gemm::GemmSimd;
-use crate::kernel::tile::Simd;
+use super::vector::{Tq1Block, Vector, X86};
+use crate::kernel::mac::Mac;
 use std::arch::x86_64::*;
-use std::marker::PhantomData;
-
-/// How a path adds u8 x i8 products of 32-byte vectors into int32 lanes: through partial
-/// accumulators that are started on an int32 accumulator, take dot products, and are
-/// folded back into it.
-pub(super) trait Mac: 'static {
-    /// A partial accumulator.
-    type P: Copy;
-    /// Groups of four quads (16 dot products per lane pair) a partial accumulator of the
-    /// GEMM takes before it must be folded.
-    const GROUPS: usize;
-    /// # Safety
-    /// The CPU must have the path's features (as for every method here).
-    unsafe fn start(acc: __m256i) -> Self::P;
-    /// `p` plus, per int32 lane, the products of its four u8 of `u` with the four i8 of `s`.
-    ///
-    /// # Safety
-    /// As for [`Mac::start`].
-    unsafe fn dot(p: Self::P, u: __m256i, s: __m256i) -> Self::P;
-    /// # Safety
-    /// As for [`Mac::start`].
-    unsafe fn end(p: Self::P, acc: __m256i) -> __m256i;
-}
 
 /// 32-byte vectors with the multiply-accumulate `M`.
-pub(super) struct Ymm<M>(PhantomData<M>);
+pub(super) type Ymm<M> = X86<__m256i, M>;
 
 /// `3^n` for the TQ1_0 digits.
 const POW3: [i16; 5] = [1, 3, 9, 27, 81];
 
-/// `Simd` for the GEMV skeleton. Its partial sums take one weight load's four (2-bit) or
-/// five (TQ1_0) planes.
-impl<M: Mac> Simd for Ymm<M> {
+impl Vector for __m256i {
     const W: usize = 32;
-    type V = __m256i;
     type F = __m256;
-    type P = M::P;
 
     #[inline(always)]
     unsafe fn zero() -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only AVX, which the caller has (the trait's contract).
         unsafe { _mm256_setzero_si256() }
     }
 
     #[inline(always)]
     unsafe fn load(p: *const u8) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: reads 32 bytes at `p`, readable by the trait's contract; AVX.
         unsafe { _mm256_loadu_si256(p as *const __m256i) }
     }
 
     #[inline(always)]
     unsafe fn load_partial(p: *const u8, len: usize) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: copies the `len < 32` bytes at `p` (readable by the trait's contract) into a
+        // local buffer and loads all 32 of its bytes; AVX2.
         unsafe {
             assert!(len < 32);
             let mut buf = [0u8; 32];
             std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr(), len);
-            Self::load(buf.as_ptr())
+            _mm256_loadu_si256(buf.as_ptr() as *const __m256i)
         }
+    }
+
+    #[inline(always)]
+    unsafe fn store(p: *mut u8, v: __m256i) {
+        // SAFETY: writes 32 bytes at `p`, writable by the trait's contract; AVX.
+        unsafe { _mm256_storeu_si256(p as *mut __m256i, v) }
     }
 
     #[inline(always)]
     unsafe fn splat8(x: u8) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only AVX, which the caller has (the trait's contract).
         unsafe { _mm256_set1_epi8(x as i8) }
     }
 
     #[inline(always)]
-    unsafe fn plane2(x: __m256i, plane: usize, mask3: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
-        unsafe {
-            let shifted = match plane {
-                0 => x,
-                1 => _mm256_srli_epi16::<2>(x),
-                2 => _mm256_srli_epi16::<4>(x),
-                _ => _mm256_srli_epi16::<6>(x),
-            };
-            _mm256_and_si256(shifted, mask3)
-        }
+    unsafe fn splat32(x: i32) -> __m256i {
+        // SAFETY: register-only AVX, which the caller has (the trait's contract).
+        unsafe { _mm256_set1_epi32(x) }
     }
 
     #[inline(always)]
     unsafe fn and(a: __m256i, b: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+        // SAFETY: register-only AVX2, which the caller has (the trait's contract).
         unsafe { _mm256_and_si256(a, b) }
     }
 
     #[inline(always)]
-    unsafe fn srl4(x: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
-        unsafe { _mm256_srli_epi16::<4>(x) }
+    unsafe fn or(a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: register-only AVX2, which the caller has (the trait's contract).
+        unsafe { _mm256_or_si256(a, b) }
     }
 
     #[inline(always)]
-    unsafe fn p_start(acc: __m256i) -> M::P {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { M::start(acc) }
+    unsafe fn add8(a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: register-only AVX2, which the caller has (the trait's contract).
+        unsafe { _mm256_add_epi8(a, b) }
     }
 
     #[inline(always)]
-    unsafe fn p_dot(p: M::P, u: __m256i, s: __m256i) -> M::P {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { M::dot(p, u, s) }
+    unsafe fn subs_u8(a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: register-only AVX2, which the caller has (the trait's contract).
+        unsafe { _mm256_subs_epu8(a, b) }
     }
 
     #[inline(always)]
-    unsafe fn p_end(p: M::P, acc: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { M::end(p, acc) }
+    unsafe fn min_u8(a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: register-only AVX2, which the caller has (the trait's contract).
+        unsafe { _mm256_min_epu8(a, b) }
     }
 
-    /// Two loads per block: `qs[0..32]`, then `qs[32..48]` with `qh` in lanes 16..20.
-    /// Digit n of a byte is `((b * 3^n) mod 256) * 3 >> 8`; in 16-bit lanes each byte is
-    /// first moved to the high half (the low half zero), so that `mullo` wraps exactly
-    /// mod 256 and `mulhi` by 3 yields the digit.
     #[inline(always)]
-    unsafe fn tq1_block<const R: usize, const T: usize>(
-        w: [*const u8; R],
-        a: [*const i8; T],
-        acc: &mut [[__m256i; T]; R],
-    ) {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
+    unsafe fn srli16<const N: u32>(x: __m256i) -> __m256i {
+        // SAFETY: register-only AVX2, which the caller has (the trait's contract).
         unsafe {
-            let high = _mm256_set1_epi16(0xFF00u16 as i16);
-            let three = _mm256_set1_epi16(3);
-            for chunk in 0..2 {
-                let zero = _mm256_setzero_si256();
-                let (mut odd, mut even) = ([zero; R], [zero; R]);
-                for r in 0..R {
-                    let x = match chunk {
-                        0 => Self::load(w[r]),
-                        _ => {
-                            let qs = _mm_loadu_si128(w[r].add(32) as *const __m128i);
-                            let qh = _mm_cvtsi32_si128(i32::from_le_bytes(*(w[r].add(48) as *const [u8; 4])));
-                            _mm256_set_m128i(qh, qs)
-                        }
-                    };
-                    odd[r] = _mm256_and_si256(x, high);
-                    even[r] = _mm256_slli_epi16::<8>(x);
-                }
-                let mut p = [[Self::p_start(zero); T]; R];
-                for r in 0..R {
-                    for t in 0..T {
-                        p[r][t] = Self::p_start(acc[r][t]);
-                    }
-                }
-                for (digit, &pow) in POW3.iter().enumerate() {
-                    let pow = _mm256_set1_epi16(pow);
-                    let mut codes = [zero; R];
-                    for r in 0..R {
-                        let o = mulhi_epu16(_mm256_mullo_epi16(odd[r], pow), three);
-                        let e = mulhi_epu16(_mm256_mullo_epi16(even[r], pow), three);
-                        codes[r] = _mm256_or_si256(_mm256_slli_epi16::<8>(o), e);
-                    }
-                    for t in 0..T {
-                        let av = Self::load(a[t].add(chunk * 160 + digit * 32) as *const u8);
-                        for r in 0..R {
-                            p[r][t] = Self::p_dot(p[r][t], codes[r], av);
-                        }
-                    }
-                }
-                for r in 0..R {
-                    for t in 0..T {
-                        acc[r][t] = Self::p_end(p[r][t], acc[r][t]);
-                    }
-                }
+            // The immediate form takes an `i32` const, which `N` cannot be cast to; the
+            // match folds away.
+            match N {
+                2 => _mm256_srli_epi16::<2>(x),
+                4 => _mm256_srli_epi16::<4>(x),
+                6 => _mm256_srli_epi16::<6>(x),
+                _ => unreachable!("the skeletons shift 16-bit lanes by 2, 4 or 6"),
             }
         }
     }
 
     #[inline(always)]
-    unsafe fn fzero() -> __m256 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
-        unsafe { _mm256_setzero_ps() }
+    unsafe fn srli32<const N: u32>(x: __m256i) -> __m256i {
+        // SAFETY: register-only AVX2, which the caller has (the trait's contract). The count
+        // goes in a register: the immediate form takes an `i32` const this generic cannot
+        // name.
+        unsafe { _mm256_srl_epi32(x, _mm_cvtsi32_si128(N as i32)) }
     }
 
     #[inline(always)]
-    unsafe fn fmadd(acc: __m256i, d: f32, f: __m256) -> __m256 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
-        unsafe { _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_set1_ps(d), f) }
-    }
-
-    #[inline(always)]
-    unsafe fn fsum(f: __m256) -> f32 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
-        unsafe {
-            let x = _mm_add_ps(_mm256_castps256_ps128(f), _mm256_extractf128_ps::<1>(f));
-            let x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-            _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)))
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn hsum(v: __m256i) -> i32 {
-        // SAFETY: the trait's contract (this ISA's features; the bytes read are readable).
-        unsafe {
-            let x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
-            let x = _mm_add_epi32(x, _mm_unpackhi_epi64(x, x));
-            _mm_cvtsi128_si32(_mm_add_epi32(x, _mm_shuffle_epi32::<1>(x)))
-        }
-    }
-
-    #[inline(always)]
-    unsafe fn f16(p: *const u8) -> f32 {
-        // SAFETY: the trait's contract (F16C is among this ISA's features; 2 bytes at `p`).
-        unsafe { super::f16c(p) }
-    }
-
-    #[inline(always)]
-    unsafe fn prefetch_l2(p: *const u8) {
-        // SAFETY: a prefetch never faults, whatever the address.
-        unsafe { _mm_prefetch::<_MM_HINT_T1>(p as *const i8) }
-    }
-}
-
-/// The GEMM's operations: 8 rows per vector, the partial accumulators of `M`.
-impl<M: Mac> GemmSimd for Ymm<M> {
-    const LANES: usize = 8;
-    type Q = M::P;
-    const Q_GROUPS: usize = M::GROUPS;
-
-    #[inline(always)]
-    unsafe fn splat32(x: i32) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { _mm256_set1_epi32(x) }
-    }
-
-    #[inline(always)]
-    unsafe fn store(p: *mut u8, v: __m256i) {
-        // SAFETY: the trait's contract (this ISA's features; 32 writable bytes at `p`).
-        unsafe { _mm256_storeu_si256(p as *mut __m256i, v) }
+    unsafe fn slli32<const N: u32>(x: __m256i) -> __m256i {
+        // SAFETY: as in `srli32`.
+        unsafe { _mm256_sll_epi32(x, _mm_cvtsi32_si128(N as i32)) }
     }
 
     /// 32-bit and 64-bit interleaves make 4 x 4 blocks within 128-bit lanes; one 128-bit
@@ -244,7 +123,7 @@ impl<M: Mac> GemmSimd for Ymm<M> {
     #[inline(always)]
     unsafe fn transpose(v: &mut [__m256i]) {
         assert_eq!(v.len(), 8);
-        // SAFETY: the trait's contract (this ISA's features); register operations only.
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
         unsafe {
             let mut t = [_mm256_setzero_si256(); 8];
             for i in 0..4 {
@@ -267,79 +146,115 @@ impl<M: Mac> GemmSimd for Ymm<M> {
     }
 
     #[inline(always)]
-    unsafe fn srli32<const N: u32>(x: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features). The count goes in a register:
-        // the immediate form takes an `i32` const this generic cannot name.
-        unsafe { _mm256_srl_epi32(x, _mm_cvtsi32_si128(N as i32)) }
+    unsafe fn hsum(v: __m256i) -> i32 {
+        // SAFETY: register-only AVX2, which the caller has (the trait's contract).
+        unsafe {
+            let x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+            let x = _mm_add_epi32(x, _mm_unpackhi_epi64(x, x));
+            _mm_cvtsi128_si32(_mm_add_epi32(x, _mm_shuffle_epi32::<1>(x)))
+        }
     }
 
     #[inline(always)]
-    unsafe fn slli32<const N: u32>(x: __m256i) -> __m256i {
-        // SAFETY: as in `srli32`.
-        unsafe { _mm256_sll_epi32(x, _mm_cvtsi32_si128(N as i32)) }
+    unsafe fn fzero() -> __m256 {
+        // SAFETY: register-only AVX, which the caller has (the trait's contract).
+        unsafe { _mm256_setzero_ps() }
     }
 
     #[inline(always)]
-    unsafe fn or(a: __m256i, b: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { _mm256_or_si256(a, b) }
+    unsafe fn fsplat(x: f32) -> __m256 {
+        // SAFETY: register-only AVX, which the caller has (the trait's contract).
+        unsafe { _mm256_set1_ps(x) }
     }
 
     #[inline(always)]
-    unsafe fn top_trit(q: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { super::top_trit::<Self>(q) }
-    }
-
-    #[inline(always)]
-    unsafe fn times3(q: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { super::times3::<Self>(q) }
-    }
-
-    #[inline(always)]
-    unsafe fn q_start(acc: __m256i) -> M::P {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { M::start(acc) }
-    }
-
-    /// The address: `q_dot` broadcasts from memory.
-    type A = *const u8;
-
-    #[inline(always)]
-    unsafe fn a_load(p: *const u8) -> *const u8 {
-        p
-    }
-
-    /// The four activation bytes broadcast, then `M`'s dot product.
-    #[inline(always)]
-    unsafe fn q_dot<const L: i32>(p: M::P, w: __m256i, a: *const u8) -> M::P {
-        // SAFETY: the trait's contract (this ISA's features; 16 readable bytes at `a`).
-        unsafe { M::dot(p, w, _mm256_set1_epi32(std::ptr::read_unaligned(a.add(4 * L as usize) as *const i32))) }
-    }
-
-    #[inline(always)]
-    unsafe fn q_end(p: M::P, acc: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { M::end(p, acc) }
-    }
-
-    #[inline(always)]
-    unsafe fn fload(p: *const f32) -> __m256 {
-        // SAFETY: the trait's contract (this ISA's features; 8 readable floats at `p`).
-        unsafe { _mm256_loadu_ps(p) }
-    }
-
-    #[inline(always)]
-    unsafe fn fmadd_lanes(acc: __m256i, s: __m256, f: __m256) -> __m256 {
-        // SAFETY: the trait's contract (this ISA's features, FMA among them).
+    unsafe fn fmadd(acc: __m256i, s: __m256, f: __m256) -> __m256 {
+        // SAFETY: register-only AVX and FMA, which the caller has (the trait's contract).
         unsafe { _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), s, f) }
     }
 
     #[inline(always)]
+    unsafe fn fsum(f: __m256) -> f32 {
+        // SAFETY: register-only; this ISA's features, which the caller has (the trait's contract).
+        unsafe {
+            let x = _mm_add_ps(_mm256_castps256_ps128(f), _mm256_extractf128_ps::<1>(f));
+            let x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+            _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)))
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn fload(p: *const f32) -> __m256 {
+        // SAFETY: reads 8 floats at `p`, readable by the trait's contract; AVX.
+        unsafe { _mm256_loadu_ps(p) }
+    }
+
+    #[inline(always)]
     unsafe fn fstore(p: *mut f32, f: __m256) {
-        // SAFETY: the trait's contract (this ISA's features; 8 writable floats at `p`).
+        // SAFETY: writes 8 floats at `p`, writable by the trait's contract; AVX.
         unsafe { _mm256_storeu_ps(p, f) }
+    }
+}
+
+impl<M: Mac<__m256i>> Tq1Block<M> for __m256i {
+    /// Two loads per block: `qs[0..32]`, then `qs[32..48]` with `qh` in lanes 16..20.
+    /// Digit n of a byte is `((b * 3^n) mod 256) * 3 >> 8`; in 16-bit lanes each byte is
+    /// first moved to the high half (the low half zero), so that `mullo` wraps exactly
+    /// mod 256 and `mulhi` by 3 yields the digit.
+    #[inline(always)]
+    unsafe fn tq1_block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        acc: &mut [[__m256i; T]; R],
+    ) {
+        // SAFETY: loads the 52 code bytes at each `w[r]` (32, 16 and 4 bytes) and 320 prepared
+        // bytes at each `a[t]`, readable by the trait's contract; AVX2.
+        unsafe {
+            let high = _mm256_set1_epi16(0xFF00u16 as i16);
+            let three = _mm256_set1_epi16(3);
+            for chunk in 0..2 {
+                let zero = _mm256_setzero_si256();
+                let (mut odd, mut even) = ([zero; R], [zero; R]);
+                for r in 0..R {
+                    let x = match chunk {
+                        0 => <Self as Vector>::load(w[r]),
+                        _ => {
+                            let qs = _mm_loadu_si128(w[r].add(32) as *const __m128i);
+                            let qh = _mm_cvtsi32_si128(i32::from_le_bytes(*(w[r].add(48) as *const [u8; 4])));
+                            _mm256_set_m128i(qh, qs)
+                        }
+                    };
+                    odd[r] = _mm256_and_si256(x, high);
+                    even[r] = _mm256_slli_epi16::<8>(x);
+                }
+                let mut p = [[M::start(zero); T]; R];
+                for r in 0..R {
+                    for t in 0..T {
+                        p[r][t] = M::start(acc[r][t]);
+                    }
+                }
+                for (digit, &pow) in POW3.iter().enumerate() {
+                    let pow = _mm256_set1_epi16(pow);
+                    let mut codes = [zero; R];
+                    for r in 0..R {
+                        let o = mulhi_epu16(_mm256_mullo_epi16(odd[r], pow), three);
+                        let e = mulhi_epu16(_mm256_mullo_epi16(even[r], pow), three);
+                        codes[r] = _mm256_or_si256(_mm256_slli_epi16::<8>(o), e);
+                    }
+                    for t in 0..T {
+                        let av = <Self as Vector>::load(a[t].add(chunk * 160 + digit * 32) as *const u8);
+                        for r in 0..R {
+                            p[r][t] = M::dot(p[r][t], codes[r], av);
+                        }
+                    }
+                }
+                for r in 0..R {
+                    for t in 0..T {
+                        acc[r][t] = M::end(p[r][t], acc[r][t]);
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -356,24 +271,4 @@ unsafe fn mulhi_epu16(a: __m256i, b: __m256i) -> __m256i {
             options(pure, nomem, nostack, preserves_flags))
     };
     out
-}
-
-impl<M: Mac> super::ByteOps for Ymm<M> {
-    #[inline(always)]
-    unsafe fn add8(a: __m256i, b: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { _mm256_add_epi8(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn subs_u8(a: __m256i, b: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { _mm256_subs_epu8(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn min_u8(a: __m256i, b: __m256i) -> __m256i {
-        // SAFETY: the trait's contract (this ISA's features).
-        unsafe { _mm256_min_epu8(a, b) }
-    }
 }
