@@ -391,14 +391,20 @@ JNI_FN(jint, ggufInfo)(JNIEnv *env, jobject self, jlong g, jlong index, jlongArr
     return put(env, out, s, 10, v);
 }
 
-JNI_FN(jint, ggufFind)(JNIEnv *env, jobject self, jlong g, jbyteArray name, jlongArray out) {
-    (void)self;
+/* tern_gguf_find or tern_gguf_kv_find: the index of a tensor or metadata entry by name. */
+static jint find_index(JNIEnv *env, jlong g, jbyteArray name, jlongArray out,
+                       tern_status (*find)(const tern_gguf *, const char *, size_t *)) {
     jbyte *n = bytes_in(env, name);
     if (n == NULL) return TERN_ERR_ALLOCATION_FAILED;
     size_t index = 0;
-    tern_status s = tern_gguf_find(PTR(g), (const char *)n, &index);
+    tern_status s = find(PTR(g), (const char *)n, &index);
     bytes_done(env, name, n);
     return put1(env, out, s, (jlong)index);
+}
+
+JNI_FN(jint, ggufFind)(JNIEnv *env, jobject self, jlong g, jbyteArray name, jlongArray out) {
+    (void)self;
+    return find_index(env, g, name, out, tern_gguf_find);
 }
 
 JNI_FN(jint, ggufWrap)(JNIEnv *env, jobject self, jlong g, jlong index, jlongArray out) {
@@ -437,12 +443,7 @@ JNI_FN(jlong, ggufKvCount)(JNIEnv *env, jobject self, jlong g) {
 
 JNI_FN(jint, ggufKvFind)(JNIEnv *env, jobject self, jlong g, jbyteArray key, jlongArray out) {
     (void)self;
-    jbyte *k = bytes_in(env, key);
-    if (k == NULL) return TERN_ERR_ALLOCATION_FAILED;
-    size_t index = 0;
-    tern_status s = tern_gguf_kv_find(PTR(g), (const char *)k, &index);
-    bytes_done(env, key, k);
-    return put1(env, out, s, (jlong)index);
+    return find_index(env, g, key, out, tern_gguf_kv_find);
 }
 
 JNI_FN(jint, ggufKvKey)(JNIEnv *env, jobject self, jlong g, jlong index, jlongArray out) {

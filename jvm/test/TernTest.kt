@@ -220,6 +220,7 @@ fun main(args: Array<String>) {
                 val src = r.floats(rows * cols)
                 val targets = List(r.u32()) { Format.of(r.u32())!! to r.bytes(r.u32()) }
                 test("transcode") {
+                    assertEquals(4, targets.size)
                     Tensor.encode(Format.BITNET_B1_58, src, rows, cols).use { t ->
                         val decoded = t.decode()
                         for ((format, bytes) in targets) {
@@ -333,6 +334,7 @@ fun metaRecord(r: Reader, ggufDir: String) {
     }
 
     test("metadata of $file") {
+        assertTrue(entries.size >= 3, "reference.c read the metadata")
         Gguf.open(path.path).use { g ->
             assertEquals(entries.map { it.key }, g.metadata.keys.toList())
             for (e in entries) {
@@ -354,6 +356,7 @@ fun metaRecord(r: Reader, ggufDir: String) {
     }
 
     test("tensor data and slices of $file") {
+        assertTrue(tensors.isNotEmpty(), "reference.c read the tensors")
         Gguf.open(path.path).use { g ->
             assertEquals(tensors.size, g.size)
             tensors.forEachIndexed { i, t ->
@@ -480,6 +483,28 @@ fun errorTests(ggufDir: String) {
         while (corrupt.hasRemaining()) corrupt.put(0xFF.toByte())
         corrupt.flip()
         Tensor.wrap(Format.TQ2_0, corrupt, 1, 256).use { expectStatus(Status.CORRUPT_CODE) { it.validate() } }
+    }
+
+    test("transcode and GGUF refusals") {
+        Tensor.encode(Format.BITNET_B1_58, ternary(6, 256), 6, 256).use { b ->
+            expectStatus(Status.INVALID_SHAPE) { b.transcode(Format.I2_S_R4) } // rows % 4
+            expectStatus(Status.INVALID_ARGUMENT) { weight.transcode(Format.I2_S) } // TQ2_0: not that family
+        }
+        Tensor.encode(Format.BITNET_B1_58, ternary(4, 64), 4, 64).use { b ->
+            expectStatus(Status.INVALID_SHAPE) { b.transcode(Format.I2_S) } // cols % 128
+        }
+        val corrupt = ByteBuffer.allocateDirect(4 * 256 / 4 + 4)
+        while (corrupt.hasRemaining()) corrupt.put(0xFF.toByte())
+        corrupt.flip()
+        Tensor.wrap(Format.BITNET_B1_58, corrupt, 4, 256).use { expectStatus(Status.CORRUPT_CODE) { it.transcode(Format.I2_S) } }
+        Gguf.open(File(ggufDir, "all_types.gguf").path).use { g ->
+            expectStatus(Status.INVALID_SHAPE) { g.tensor("ffn_up_exps.weight") } // 3-D: slice() it
+            val f16 = g.tensors.first { it.ggmlType == 1 }
+            expectStatus(Status.UNSUPPORTED) { g.tensor(f16.index) }
+            assertEquals(f16.bytes, g.tensorData(f16.index).bytes.remaining().toLong())
+            expectStatus(Status.INVALID_ARGUMENT) { g.metadata("general.architecture", GgufType.ARRAY) }
+            expectStatus(Status.INVALID_ARGUMENT) { g.metadata("test.array.str", GgufType.STRING) }
+        }
     }
 
     test("stale scope tensor") {

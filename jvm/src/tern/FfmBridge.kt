@@ -292,9 +292,12 @@ internal class FfmBridge(private val library: File) : Bridge {
         status
     }
 
-    override fun ggufFind(gguf: Long, name: ByteArray, out: LongArray) = Arena.ofConfined().use { arena ->
+    override fun ggufFind(gguf: Long, name: ByteArray, out: LongArray) = findIndex(hGgufFind, gguf, name, out)
+
+    /** tern_gguf_find or tern_gguf_kv_find ([find]): the index of a tensor or metadata entry by name. */
+    private fun findIndex(find: MethodHandle, gguf: Long, name: ByteArray, out: LongArray) = Arena.ofConfined().use { arena ->
         val cName = arena.allocateFrom(JAVA_BYTE, *name)
-        withSlot(out) { hGgufFind.invoke(ptr(gguf), cName, it) }
+        withSlot(out) { find.invoke(ptr(gguf), cName, it) }
     }
 
     override fun ggufWrap(gguf: Long, index: Long, out: LongArray) =
@@ -313,10 +316,7 @@ internal class FfmBridge(private val library: File) : Bridge {
 
     override fun ggufKvCount(gguf: Long) = hKvCount.invoke(ptr(gguf)) as Long
 
-    override fun ggufKvFind(gguf: Long, key: ByteArray, out: LongArray) = Arena.ofConfined().use { arena ->
-        val cKey = arena.allocateFrom(JAVA_BYTE, *key)
-        withSlot(out) { hKvFind.invoke(ptr(gguf), cKey, it) }
-    }
+    override fun ggufKvFind(gguf: Long, key: ByteArray, out: LongArray) = findIndex(hKvFind, gguf, key, out)
 
     override fun ggufKvKey(gguf: Long, index: Long, out: LongArray) =
         slots(out, 2) { s -> hKvKey.invoke(ptr(gguf), index, s[0], s[1]) }

@@ -67,16 +67,18 @@ class GgufArray internal constructor(
     override fun get(index: Int): Any = gguf.element(entry, index, elementType)
 }
 
-/** The bytes of a GGUF tensor of any ggml type ([Gguf.tensorData]). */
+/** The bytes of a GGUF tensor of any ggml type ([Gguf.tensorData]); keeps its Gguf reachable. */
 class GgufTensorData internal constructor(
     /** ggml's type id (0 F32, 1 F16, 8 Q8_0, 30 BF16, 35 TQ2_0, ...). */
     val ggmlType: Int,
     /**
      * A read-only, little-endian view of the bytes in the file's mapping (or the bytes the Gguf
-     * was opened on), not a copy. It is valid only while its [Gguf] is open and reachable, as
-     * in C: reading it after close() reads unmapped memory (keep the Gguf, or copy).
+     * was opened on), not a copy. It is valid only while its [Gguf] is open, as in C: reading
+     * it after close() reads unmapped memory (copy what must outlive the Gguf). Hold this
+     * object, not only the buffer: it keeps the Gguf from being collected (and freed).
      */
     val bytes: ByteBuffer,
+    @Suppress("unused") private val gguf: Gguf,
 )
 
 /**
@@ -167,7 +169,7 @@ class Gguf private constructor(ref: NativeRef) : Handle(ref) {
         check(bridge.ggufTensorData(address, index.toLong(), out))
         if (out[1] > Int.MAX_VALUE) fail(Status.SIZE_OVERFLOW, "${out[1]} bytes do not fit a ByteBuffer")
         val bytes = bridge.directBuffer(out[0], out[1]).asReadOnlyBuffer().order(ByteOrder.LITTLE_ENDIAN)
-        GgufTensorData(out[2].toInt(), bytes)
+        GgufTensorData(out[2].toInt(), bytes, this)
     }
 
     /** The tensor named [name], as [tensorData]. */
