@@ -249,7 +249,10 @@ fun main(args: Array<String>) {
 
     errorTests(ggufDir)
     eventTests()
-    if (Runtime.version().feature() >= 22) segmentTests()
+    if (Runtime.version().feature() >= 22) {
+        segmentTests()
+        ggufSegmentTests(ggufDir)
+    }
     memoryTests()
     println("$passed passed, $failed failed")
     exitProcess(if (failed == 0) 0 else 1)

@@ -74,7 +74,8 @@ class GgufTensorData internal constructor(
     /**
      * A read-only, little-endian view of the bytes in the file's mapping (or the bytes the Gguf
      * was opened on), not a copy. It is valid only while its [Gguf] is open, as in C: reading
-     * it after close() reads unmapped memory (copy what must outlive the Gguf). Hold this
+     * it after close() reads unmapped memory (copy what must outlive the Gguf; on JDK 22+,
+     * `tensorSegment` gives a view that fails safely instead). Hold this
      * object, not only the buffer: it keeps the Gguf from being collected (and freed).
      */
     val bytes: ByteBuffer,
@@ -82,11 +83,31 @@ class GgufTensorData internal constructor(
 )
 
 /**
+ * What the MemorySegment views of tensor data hold open (their arenas, see Segments.kt):
+ * closed before the handle is freed, so that a view used after close() fails instead of
+ * reading unmapped memory.
+ */
+internal class GgufViews : AutoCloseable {
+    private val open = mutableListOf<AutoCloseable>()
+
+    @Synchronized
+    fun add(view: AutoCloseable) {
+        open += view
+    }
+
+    @Synchronized
+    override fun close() {
+        open.forEach { it.close() }
+        open.clear()
+    }
+}
+
+/**
  * A parsed GGUF file (`tern_gguf`) over a read-only mapping of the file or over the caller's
  * bytes. Tensors from [tensor] wrap the file's bytes without copying and may outlive it.
  * Thread-safety: reads from many threads at once; close() must not race with any other use.
  */
-class Gguf private constructor(ref: NativeRef) : Handle(ref) {
+class Gguf private constructor(ref: NativeRef, internal val views: GgufViews) : Handle(ref) {
     /** The tensor table, in file order. */
     val tensors: List<GgufTensorInfo> by lazy { alive(this) { (0 until size).map { info(it) } } }
 
@@ -165,11 +186,17 @@ class Gguf private constructor(ref: NativeRef) : Handle(ref) {
      * ggml type tern does not know the size of. See [GgufTensorData.bytes] for its lifetime.
      */
     fun tensorData(index: Int): GgufTensorData = alive(this) {
+        val (address, length, type) = dataOf(index)
+        val bytes = bridge.directBuffer(address, length).asReadOnlyBuffer().order(ByteOrder.LITTLE_ENDIAN)
+        GgufTensorData(type.toInt(), bytes, this)
+    }
+
+    /** (address, length, ggml type) of tensor [index]'s bytes (`tern_gguf_tensor_data`). */
+    internal fun dataOf(index: Int): LongArray {
         val out = LongArray(3)
         check(bridge.ggufTensorData(address, index.toLong(), out))
         if (out[1] > Int.MAX_VALUE) fail(Status.SIZE_OVERFLOW, "${out[1]} bytes do not fit a ByteBuffer")
-        val bytes = bridge.directBuffer(out[0], out[1]).asReadOnlyBuffer().order(ByteOrder.LITTLE_ENDIAN)
-        GgufTensorData(out[2].toInt(), bytes, this)
+        return out
     }
 
     /** The tensor named [name], as [tensorData]. */
@@ -215,8 +242,16 @@ class Gguf private constructor(ref: NativeRef) : Handle(ref) {
     }
 
     companion object {
-        private fun adopt(address: Long, keep: Any?, alive: (() -> Boolean)? = null) =
-            Gguf(NativeRef(address, keep, alive) { bridge.ggufFree(it) })
+        private fun adopt(address: Long, keep: Any?, alive: (() -> Boolean)? = null): Gguf {
+            val views = GgufViews()
+            return Gguf(
+                NativeRef(address, keep, alive) {
+                    views.close()
+                    bridge.ggufFree(it)
+                },
+                views,
+            )
+        }
 
         /** Memory-maps and parses the file at [path] (`tern_gguf_open`). */
         @JvmStatic
