@@ -31,7 +31,8 @@ soname="$(objdump -p "$lib/libtern.so" | awk '/SONAME/ { print $2 }')"
 ln -sf "$(cd "$lib" && pwd)/libtern.so" "$out/lib/$soname"
 cc -std=c11 -O2 -Wall -Wextra -Werror -I include jvm/test/reference.c -L "$lib" -ltern \
     -Wl,-rpath,"$out/lib" -o "$out/reference"
-"$out/reference" reference "$out/reference.bin" tests/fixtures/gguf/tiny_bitnet.gguf
+ggufs=(tests/fixtures/gguf/tiny_bitnet.gguf tests/fixtures/gguf/all_types.gguf tests/fixtures/gguf/tiny_attention.gguf)
+"$out/reference" reference "$out/reference.bin" "${ggufs[@]}"
 
 # The examples in docs/consuming.md are the files compiled here, to the byte.
 for example in jvm/example/Qkv.kt jvm/example/JavaCaller.java; do
@@ -91,7 +92,7 @@ if [ "${TERN_JVM_AARCH64:-1}" != 0 ]; then
         aarch64-linux-gnu-gcc -std=c11 -O2 -Wall -Wextra -Werror -I include jvm/test/reference.c -L "$a64_lib" -ltern \
             -Wl,-rpath,"$out/lib-aarch64" -o "$out/reference-aarch64"
         export QEMU_CPU=max
-        qemu-aarch64 -L / "$out/reference-aarch64" reference "$out/reference-aarch64.bin" tests/fixtures/gguf/tiny_bitnet.gguf
+        qemu-aarch64 -L / "$out/reference-aarch64" reference "$out/reference-aarch64.bin" "${ggufs[@]}"
         # 1,000 memory cycles (10,000 take minutes emulated; the x86 runs do 10,000), and 24 MiB
         # of slack for qemu's translation cache (a leaked cycle would add about 60 MiB).
         tern_test "$out/reference-aarch64.bin" jni aarch64-jni qemu-aarch64 -L / "$jdk/bin/java" -Xcheck:jni \

@@ -110,6 +110,11 @@ JNI_FN(jlong, directAddress)(JNIEnv *env, jobject self, jobject buffer) {
     return JPTR((*env)->GetDirectBufferAddress(env, buffer));
 }
 
+JNI_FN(jobject, directBuffer)(JNIEnv *env, jobject self, jlong address, jlong length) {
+    (void)self;
+    return (*env)->NewDirectByteBuffer(env, PTR(address), length);
+}
+
 JNI_FN(jlong, kernelCount)(JNIEnv *env, jobject self) {
     (void)env, (void)self;
     return (jlong)tern_kernel_count();
@@ -193,6 +198,13 @@ JNI_FN(jint, tensorData)(JNIEnv *env, jobject self, jlong t, jlongArray out) {
     tern_status s = tern_tensor_data(PTR(t), &data, &len);
     jlong v[2] = {JPTR(data), (jlong)len};
     return put(env, out, s, 2, v);
+}
+
+JNI_FN(jint, transcode)(JNIEnv *env, jobject self, jlong from, jlong src, jlong src_len, jlong rows, jlong cols,
+                        jlong to, jlong dst, jlong dst_len) {
+    (void)env, (void)self;
+    return (jint)tern_transcode(PTR(from), PTR(src), (size_t)src_len, (size_t)rows, (size_t)cols, PTR(to), PTR(dst),
+                                (size_t)dst_len);
 }
 
 JNI_FN(void, tensorShape)(JNIEnv *env, jobject self, jlong t, jlongArray out) {
@@ -379,14 +391,20 @@ JNI_FN(jint, ggufInfo)(JNIEnv *env, jobject self, jlong g, jlong index, jlongArr
     return put(env, out, s, 10, v);
 }
 
-JNI_FN(jint, ggufFind)(JNIEnv *env, jobject self, jlong g, jbyteArray name, jlongArray out) {
-    (void)self;
+/* tern_gguf_find or tern_gguf_kv_find: the index of a tensor or metadata entry by name. */
+static jint find_index(JNIEnv *env, jlong g, jbyteArray name, jlongArray out,
+                       tern_status (*find)(const tern_gguf *, const char *, size_t *)) {
     jbyte *n = bytes_in(env, name);
     if (n == NULL) return TERN_ERR_ALLOCATION_FAILED;
     size_t index = 0;
-    tern_status s = tern_gguf_find(PTR(g), (const char *)n, &index);
+    tern_status s = find(PTR(g), (const char *)n, &index);
     bytes_done(env, name, n);
     return put1(env, out, s, (jlong)index);
+}
+
+JNI_FN(jint, ggufFind)(JNIEnv *env, jobject self, jlong g, jbyteArray name, jlongArray out) {
+    (void)self;
+    return find_index(env, g, name, out, tern_gguf_find);
 }
 
 JNI_FN(jint, ggufWrap)(JNIEnv *env, jobject self, jlong g, jlong index, jlongArray out) {
@@ -399,4 +417,109 @@ JNI_FN(jint, ggufWrap)(JNIEnv *env, jobject self, jlong g, jlong index, jlongArr
 JNI_FN(void, ggufFree)(JNIEnv *env, jobject self, jlong g) {
     (void)env, (void)self;
     tern_gguf_free(PTR(g));
+}
+
+JNI_FN(jint, ggufWrapSlice)(JNIEnv *env, jobject self, jlong g, jlong index, jlong slice, jlongArray out) {
+    (void)self;
+    tern_tensor *t = NULL;
+    tern_status s = tern_gguf_tensor_wrap_slice(PTR(g), (size_t)index, (size_t)slice, &t);
+    return put1(env, out, s, JPTR(t));
+}
+
+JNI_FN(jint, ggufTensorData)(JNIEnv *env, jobject self, jlong g, jlong index, jlongArray out) {
+    (void)self;
+    const void *data = NULL;
+    size_t len = 0;
+    uint32_t type = 0;
+    tern_status s = tern_gguf_tensor_data(PTR(g), (size_t)index, &data, &len, &type);
+    jlong v[3] = {JPTR(data), (jlong)len, type};
+    return put(env, out, s, 3, v);
+}
+
+JNI_FN(jlong, ggufKvCount)(JNIEnv *env, jobject self, jlong g) {
+    (void)env, (void)self;
+    return (jlong)tern_gguf_kv_count(PTR(g));
+}
+
+JNI_FN(jint, ggufKvFind)(JNIEnv *env, jobject self, jlong g, jbyteArray key, jlongArray out) {
+    (void)self;
+    return find_index(env, g, key, out, tern_gguf_kv_find);
+}
+
+JNI_FN(jint, ggufKvKey)(JNIEnv *env, jobject self, jlong g, jlong index, jlongArray out) {
+    (void)self;
+    const char *key = NULL;
+    size_t len = 0;
+    tern_status s = tern_gguf_kv_key(PTR(g), (size_t)index, &key, &len);
+    jlong v[2] = {JPTR(key), (jlong)len};
+    return put(env, out, s, 2, v);
+}
+
+JNI_FN(jint, ggufKvType)(JNIEnv *env, jobject self, jlong g, jlong index, jlongArray out) {
+    (void)self;
+    uint32_t type = 0;
+    tern_status s = tern_gguf_kv_type(PTR(g), (size_t)index, &type);
+    return put1(env, out, s, type);
+}
+
+JNI_FN(jint, ggufKvArrayLen)(JNIEnv *env, jobject self, jlong g, jlong index, jlongArray out) {
+    (void)self;
+    uint32_t type = 0;
+    size_t len = 0;
+    tern_status s = tern_gguf_kv_array_len(PTR(g), (size_t)index, &type, &len);
+    jlong v[2] = {type, (jlong)len};
+    return put(env, out, s, 2, v);
+}
+
+/* The scalar GGUF types: (TERN_GGUF_TYPE_ suffix, getter suffix, union member, C type). */
+#define GGUF_SCALARS(X)                                                                         \
+    X(UINT8, u8, u8, uint8_t) X(INT8, i8, i8, int8_t) X(UINT16, u16, u16, uint16_t)             \
+    X(INT16, i16, i16, int16_t) X(UINT32, u32, u32, uint32_t) X(INT32, i32, i32, int32_t)       \
+    X(FLOAT32, f32, f32, float) X(BOOL, bool, u8, uint8_t) X(UINT64, u64, u64, uint64_t)        \
+    X(INT64, i64, i64, int64_t) X(FLOAT64, f64, f64, double)
+
+/*
+ * tern_gguf_kv_get_<type> (!array) or tern_gguf_kv_array_get_<type> (array, element i) for the
+ * GGUF type `type`, a scalar or STRING (the Kotlin side passes no other). A scalar goes to
+ * out[0] as its bits zero-extended to 64, a string as (address, length): see Bridge.ggufKvGet.
+ */
+static jint kv_value(JNIEnv *env, jlong g, jlong index, int array, jlong element, jint type, jlongArray out) {
+    union { uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; uint32_t u32; int32_t i32; float f32;
+            uint64_t u64; int64_t i64; double f64; } v;
+    const char *str = NULL;
+    size_t len = 0, width = 0;
+    tern_status s;
+    memset(&v, 0, sizeof v);
+    switch (type) {
+#define GET(T, suffix, member, ctype)                                                                      \
+    case TERN_GGUF_TYPE_##T:                                                                               \
+        width = sizeof(ctype);                                                                             \
+        s = !array ? tern_gguf_kv_get_##suffix(PTR(g), (size_t)index, &v.member)                      \
+                   : tern_gguf_kv_array_get_##suffix(PTR(g), (size_t)index, (size_t)element, &v.member); \
+        break;
+        GGUF_SCALARS(GET)
+#undef GET
+    case TERN_GGUF_TYPE_STRING:
+        s = !array ? tern_gguf_kv_get_str(PTR(g), (size_t)index, &str, &len)
+                   : tern_gguf_kv_array_get_str(PTR(g), (size_t)index, (size_t)element, &str, &len);
+        break;
+    default:
+        return TERN_ERR_INVALID_ARGUMENT;
+    }
+    if (width == 0) {
+        jlong pair[2] = {JPTR(str), (jlong)len};
+        return put(env, out, s, 2, pair);
+    }
+    return put1(env, out, s, (jlong)(width == 1 ? v.u8 : width == 2 ? v.u16 : width == 4 ? v.u32 : v.u64));
+}
+
+JNI_FN(jint, ggufKvGet)(JNIEnv *env, jobject self, jlong g, jlong index, jint type, jlongArray out) {
+    (void)self;
+    return kv_value(env, g, index, 0, 0, type, out);
+}
+
+JNI_FN(jint, ggufKvArrayGet)(JNIEnv *env, jobject self, jlong g, jlong index, jlong element, jint type,
+                             jlongArray out) {
+    (void)self;
+    return kv_value(env, g, index, 1, element, type, out);
 }

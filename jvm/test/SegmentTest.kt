@@ -2,6 +2,8 @@
 import java.lang.foreign.Arena
 import java.lang.foreign.ValueLayout
 import kotlin.test.assertContentEquals
+import kotlin.test.assertFailsWith
+import kotlin.test.assertTrue
 import tern.Dispatcher
 import tern.Format
 import tern.Gguf
@@ -9,6 +11,7 @@ import tern.Status
 import tern.Tensor
 import tern.decode
 import tern.matmul
+import tern.tensorSegment
 import tern.wrap
 
 fun segmentTests() = test("MemorySegment wrap, decode, matmul") {
@@ -46,4 +49,18 @@ fun segmentTests() = test("MemorySegment wrap, decode, matmul") {
         weight.close()
         act.close()
     }
+}
+
+fun ggufSegmentTests(ggufDir: String) = test("GGUF tensor bytes as a MemorySegment") {
+    val g = Gguf.open(java.io.File(ggufDir, "all_types.gguf").path)
+    val f16 = g.tensors.first { it.ggmlType == 1 }
+    val view = g.tensorSegment(f16.name)
+    val buffer = g.tensorData(f16.index).bytes
+    assertTrue(view.isReadOnly)
+    assertContentEquals(ByteArray(buffer.remaining()).also { buffer.duplicate().get(it) }, view.toArray(ValueLayout.JAVA_BYTE))
+    expectStatus(Status.OUT_OF_BOUNDS) { g.tensorSegment(g.size) }
+    g.close()
+    // After close: refused by the JVM, not a read of unmapped memory.
+    assertFailsWith<IllegalStateException> { view.get(ValueLayout.JAVA_BYTE, 0) }
+    expectStatus(Status.NULL_POINTER) { g.tensorSegment(0) }
 }

@@ -18,6 +18,8 @@ import tern.Event
 import tern.EventKind
 import tern.Format
 import tern.Gguf
+import tern.GgufArray
+import tern.GgufType
 import tern.Scope
 import tern.Status
 import tern.Tensor
@@ -87,6 +89,13 @@ fun main(args: Array<String>) {
         assertEquals(cKernels.map { Format.of(it[1] as Int) }, k.map { it.weight })
         assertEquals(cKernels.map { Format.of(it[2] as Int) }, k.map { it.act })
         assertEquals(cKernels.map { it[3] == 1 }, k.map { it.available })
+    }
+    val forcedReferenceStatus = r.u32()
+    test("forcing matmul/reference by name: as in C") {
+        // Listed by tern_kernel_info (weight and act 0) but refused by tern_dispatcher_new.
+        assertEquals(Status.UNKNOWN_KERNEL, forcedReferenceStatus)
+        val e = expectStatus(forcedReferenceStatus) { Dispatcher(kernel = "matmul/reference") }
+        assertTrue("matmul/reference" in e.detail, e.detail)
     }
 
     val kernelsRun = sortedSetOf<String>()
@@ -205,6 +214,29 @@ fun main(args: Array<String>) {
                     }
                 }
             }
+            5 -> {
+                val rows = r.u32()
+                val cols = r.u32()
+                val src = r.floats(rows * cols)
+                val targets = List(r.u32()) { Format.of(r.u32())!! to r.bytes(r.u32()) }
+                test("transcode") {
+                    assertEquals(4, targets.size)
+                    Tensor.encode(Format.BITNET_B1_58, src, rows, cols).use { t ->
+                        val decoded = t.decode()
+                        for ((format, bytes) in targets) {
+                            t.transcode(format).use { u ->
+                                assertEquals(format, u.format)
+                                assertContentEquals(bytes, u.bytes(), "$format bytes")
+                                assertBits(decoded, u.decode(), "$format decodes as the source")
+                                u.validate()
+                                // And back: lossless.
+                                u.transcode(Format.BITNET_B1_58).use { back -> assertContentEquals(t.bytes(), back.bytes()) }
+                            }
+                        }
+                    }
+                }
+            }
+            6 -> metaRecord(r, ggufDir)
             else -> error("unknown record $tag")
         }
     }
@@ -217,10 +249,140 @@ fun main(args: Array<String>) {
 
     errorTests(ggufDir)
     eventTests()
-    if (Runtime.version().feature() >= 22) segmentTests()
+    if (Runtime.version().feature() >= 22) {
+        segmentTests()
+        ggufSegmentTests(ggufDir)
+    }
     memoryTests()
     println("$passed passed, $failed failed")
     exitProcess(if (failed == 0) 0 else 1)
+}
+
+/** The value of a metadata entry as reference.c wrote it, in the Kotlin type the API gives it. */
+fun readValue(r: Reader, type: GgufType): Any = when (type) {
+    GgufType.STRING -> String(r.bytes(r.u32()), Charsets.UTF_8)
+    GgufType.ARRAY -> {
+        val elementType = GgufType.of(r.u32())!!
+        val n = r.u32()
+        if (elementType == GgufType.ARRAY) {
+            Triple(elementType, n, null)
+        } else {
+            Triple(elementType, n, List(n) { readValue(r, elementType) } to r.u32())
+        }
+    }
+    else -> decodeBits(type, r.u32().toLong() and 0xFFFF_FFFFL or (r.u32().toLong() shl 32))
+}
+
+/** reference.c's bits of a scalar, decoded independently of the library's own decoding. */
+fun decodeBits(type: GgufType, bits: Long): Any = when (type) {
+    GgufType.UINT8 -> bits.toInt().toUByte()
+    GgufType.INT8 -> bits.toInt().toByte()
+    GgufType.UINT16 -> bits.toInt().toUShort()
+    GgufType.INT16 -> bits.toInt().toShort()
+    GgufType.UINT32 -> bits.toUInt()
+    GgufType.INT32 -> bits.toInt()
+    GgufType.FLOAT32 -> Float.fromBits(bits.toInt())
+    GgufType.BOOL -> bits == 1L
+    GgufType.UINT64 -> bits.toULong()
+    GgufType.INT64 -> bits
+    GgufType.FLOAT64 -> Double.fromBits(bits)
+    else -> error("not a scalar: $type")
+}
+
+/** A GGUF's metadata, tensor bytes and slices as reference.c read them through tern.h. */
+fun metaRecord(r: Reader, ggufDir: String) {
+    val file = r.str()
+    class Entry(val key: String, val type: GgufType, val value: Any, val wrongStatus: Int)
+    val entries = List(r.u32()) {
+        val key = String(r.bytes(r.u32()), Charsets.UTF_8)
+        val type = GgufType.of(r.u32())!!
+        Entry(key, type, readValue(r, type), r.u32())
+    }
+    val missingStatus = r.u32()
+    class Slice(val rows: Int, val cols: Int, val decoded: FloatArray)
+    class TensorRecord(val name: String, val ggmlType: Int, val bytes: ByteArray, val slices: List<Slice>, val pastEnd: Int?)
+    val tensors = List(r.u32()) {
+        val name = r.str()
+        val ggmlType = r.u32()
+        val bytes = r.bytes(r.u32())
+        val slices = List(r.u32()) {
+            val rows = r.u32()
+            val cols = r.u32()
+            Slice(rows, cols, r.floats(rows * cols))
+        }
+        TensorRecord(name, ggmlType, bytes, slices, if (slices.isEmpty()) null else r.u32())
+    }
+    val dataPastEnd = r.u32()
+    val path = File(ggufDir, file)
+
+    /** Compares one entry's value (as reference.c read it) with the library's. */
+    fun assertValue(expected: Any, actual: Any, what: String) {
+        if (expected !is Triple<*, *, *>) {
+            assertEquals(expected, actual, what)
+            assertEquals(expected::class, actual::class, "Kotlin type of $what")
+            return
+        }
+        val array = actual as GgufArray
+        assertEquals(expected.first, array.elementType, "element type of $what")
+        assertEquals(expected.second, array.size, "length of $what")
+        if (array.elementType == GgufType.ARRAY) {
+            expectStatus(Status.UNSUPPORTED) { array[0] }
+            return
+        }
+        @Suppress("UNCHECKED_CAST")
+        val (elements, pastEnd) = expected.third as Pair<List<Any>, Int>
+        elements.forEachIndexed { i, e -> assertValue(e, array[i], "$what[$i]") }
+        expectStatus(pastEnd) { array[array.size] }
+        expectStatus(Status.OUT_OF_BOUNDS) { array[-1] }
+    }
+
+    test("metadata of $file") {
+        assertTrue(entries.size >= 3, "reference.c read the metadata")
+        Gguf.open(path.path).use { g ->
+            assertEquals(entries.map { it.key }, g.metadata.keys.toList())
+            for (e in entries) {
+                assertValue(e.value, g.metadata.getValue(e.key), e.key)
+                assertValue(e.value, g.metadata(e.key), e.key)
+                assertValue(e.value, g.metadata(e.key, e.type), e.key)
+                assertEquals(e.type, g.metadataType(e.key))
+                // Read as another type: refused by tern's typed getter, with its status.
+                val wrong = if (e.type == GgufType.UINT32) GgufType.FLOAT32 else GgufType.UINT32
+                val x = expectStatus(e.wrongStatus) { g.metadata(e.key, wrong) }
+                assertTrue(e.key in x.detail, "the message names the key: ${x.detail}")
+            }
+            assertEquals(Status.INVALID_ARGUMENT, entries.first().wrongStatus)
+            assertEquals(Status.NOT_FOUND, missingStatus)
+            expectStatus(missingStatus) { g.metadata("no.such.key") }
+            expectStatus(missingStatus) { g.metadata("no.such.key", GgufType.UINT32) }
+            expectStatus(Status.INVALID_ARGUMENT) { g.metadata("a\u0000b") }
+        }
+    }
+
+    test("tensor data and slices of $file") {
+        assertTrue(tensors.isNotEmpty(), "reference.c read the tensors")
+        Gguf.open(path.path).use { g ->
+            assertEquals(tensors.size, g.size)
+            tensors.forEachIndexed { i, t ->
+                val data = g.tensorData(t.name)
+                assertEquals(t.ggmlType, data.ggmlType, t.name)
+                assertEquals(g.tensors[i].ggmlType, data.ggmlType)
+                assertTrue(data.bytes.isReadOnly && data.bytes.isDirect)
+                assertContentEquals(t.bytes, ByteArray(data.bytes.remaining()).also { data.bytes.duplicate().get(it) }, t.name)
+                t.slices.forEachIndexed { s, slice ->
+                    g.slice(t.name, s).use { w ->
+                        assertEquals(slice.rows to slice.cols, w.rows to w.cols)
+                        assertBits(slice.decoded, w.decode(), "${t.name} slice $s")
+                    }
+                }
+                t.pastEnd?.let { status ->
+                    assertEquals(Status.OUT_OF_BOUNDS, status)
+                    expectStatus(status) { g.slice(i, t.slices.size) }
+                }
+            }
+            assertEquals(Status.OUT_OF_BOUNDS, dataPastEnd)
+            expectStatus(dataPastEnd) { g.tensorData(tensors.size) }
+        }
+    }
 }
 
 fun ternary(rows: Int, cols: Int) = FloatArray(rows * cols) { ((it * 7) % 3 - 1).toFloat() }
@@ -231,38 +393,52 @@ fun errorTests(ggufDir: String) {
     val act = Tensor.encode(Format.F32, floats(2, 256), 2, 256)
     val d = Dispatcher(ignoreEnv = true)
 
-    test("closed handles: NULL to tern, nothing written") {
+    test("closed handles: refused before tern, naming the handle, nothing written") {
+        fun closed(what: String, block: () -> Unit) {
+            val e = expectStatus(Status.NULL_POINTER) { block() }
+            assertEquals("this $what is closed", e.detail)
+        }
         val t = Tensor.encode(Format.TQ1_0, ternary(4, 256), 4, 256)
         t.close()
         t.close() // idempotent
         assertTrue(t.isClosed)
         val out = sentinels(4 * 256)
-        expectStatus(Status.NULL_POINTER) { t.decode(out) }
+        closed("Tensor") { t.decode(out) }
         untouched(out)
-        expectStatus(Status.NULL_POINTER) { t[0, 0] }
-        expectStatus(Status.NULL_POINTER) { t.validate() }
-        expectStatus(Status.NULL_POINTER) { t.bytes() }
+        closed("Tensor") { t[0, 0] }
+        closed("Tensor") { t.validate() }
+        closed("Tensor") { t.bytes() }
+        closed("Tensor") { t.transcode(Format.I2_S) }
         val mm = sentinels(2 * 4)
-        expectStatus(Status.NULL_POINTER) { d.matmul(act, t, mm) }
+        closed("Tensor") { d.matmul(act, t, mm) }
+        untouched(mm)
+        closed("Tensor") { d.matmulMany(act, listOf(weight, t), listOf(sentinels(32), mm)) }
         untouched(mm)
         val closedD = Dispatcher()
         closedD.close()
         val mm2 = sentinels(2 * 16)
-        expectStatus(Status.NULL_POINTER) { closedD.matmul(act, weight, mm2) }
+        closed("Dispatcher") { closedD.matmul(act, weight, mm2) }
         untouched(mm2)
+        closed("Dispatcher") { closedD.setOnEvent(null) }
         val s = Scope()
         s.close()
-        expectStatus(Status.NULL_POINTER) { s.reset() }
-        expectStatus(Status.NULL_POINTER) { s.requantize(act) }
-        // A closed scope is a NULL scope, which tern reports as missing.
+        closed("Scope") { s.reset() }
+        closed("Scope") { s.stats() }
+        closed("Scope") { s.requantize(act) }
+        // A closed scope is refused as closed (tern would see NULL and report SCOPE_REQUIRED).
         val mm3 = sentinels(2 * 16)
-        expectStatus(Status.SCOPE_REQUIRED) { d.matmul(act, weight, mm3, s) }
+        closed("Scope") { d.matmul(act, weight, mm3, s) }
         untouched(mm3)
-        val g = Gguf.open(File(ggufDir, "tiny_bitnet.gguf").path)
+        val g = Gguf.open(File(ggufDir, "all_types.gguf").path)
+        val tokens = g.metadata.values.first { it is GgufArray && it.elementType == GgufType.STRING } as GgufArray
         g.close()
-        expectStatus(Status.NULL_POINTER) { g.find("token_embd.weight") }
-        expectStatus(Status.NULL_POINTER) { g.tensor(0) }
-        expectStatus(Status.NULL_POINTER) { g.size }
+        closed("Gguf") { g.find("token_embd.weight") }
+        closed("Gguf") { g.tensor(0) }
+        closed("Gguf") { g.slice(0, 0) }
+        closed("Gguf") { g.tensorData(0) }
+        closed("Gguf") { g.size }
+        closed("Gguf") { g.metadata("general.architecture") }
+        closed("Gguf") { tokens[0] }
     }
 
     test("wrong lengths: nothing written") {
@@ -310,6 +486,28 @@ fun errorTests(ggufDir: String) {
         while (corrupt.hasRemaining()) corrupt.put(0xFF.toByte())
         corrupt.flip()
         Tensor.wrap(Format.TQ2_0, corrupt, 1, 256).use { expectStatus(Status.CORRUPT_CODE) { it.validate() } }
+    }
+
+    test("transcode and GGUF refusals") {
+        Tensor.encode(Format.BITNET_B1_58, ternary(6, 256), 6, 256).use { b ->
+            expectStatus(Status.INVALID_SHAPE) { b.transcode(Format.I2_S_R4) } // rows % 4
+            expectStatus(Status.INVALID_ARGUMENT) { weight.transcode(Format.I2_S) } // TQ2_0: not that family
+        }
+        Tensor.encode(Format.BITNET_B1_58, ternary(4, 64), 4, 64).use { b ->
+            expectStatus(Status.INVALID_SHAPE) { b.transcode(Format.I2_S) } // cols % 128
+        }
+        val corrupt = ByteBuffer.allocateDirect(4 * 256 / 4 + 4)
+        while (corrupt.hasRemaining()) corrupt.put(0xFF.toByte())
+        corrupt.flip()
+        Tensor.wrap(Format.BITNET_B1_58, corrupt, 4, 256).use { expectStatus(Status.CORRUPT_CODE) { it.transcode(Format.I2_S) } }
+        Gguf.open(File(ggufDir, "all_types.gguf").path).use { g ->
+            expectStatus(Status.INVALID_SHAPE) { g.tensor("ffn_up_exps.weight") } // 3-D: slice() it
+            val f16 = g.tensors.first { it.ggmlType == 1 }
+            expectStatus(Status.UNSUPPORTED) { g.tensor(f16.index) }
+            assertEquals(f16.bytes, g.tensorData(f16.index).bytes.remaining().toLong())
+            expectStatus(Status.INVALID_ARGUMENT) { g.metadata("general.architecture", GgufType.ARRAY) }
+            expectStatus(Status.INVALID_ARGUMENT) { g.metadata("test.array.str", GgufType.STRING) }
+        }
     }
 
     test("stale scope tensor") {

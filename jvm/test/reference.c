@@ -1,12 +1,15 @@
 /*
  * The C side of the JVM tests (scripts/test-jvm.sh), linked to libtern only.
  *
- *   reference OUT.bin GGUF   writes operands and results computed through tern.h for the
+ *   reference OUT.bin GGUF [METADATA_GGUF...]
+ *                            writes operands and results computed through tern.h for the
  *                            Kotlin test to recompute through the JVM API and compare bit
  *                            for bit: every format's encoding and decoding, a matmul per
  *                            available kernel entry (forced by name) and m, default dispatch
  *                            with 1 and 2 threads, a matmul_many, the GGUF's tensor table and
- *                            decoded tensors. The operands come from this program's own
+ *                            decoded tensors, transcodings of a BITNET_B1_58 tensor; then for
+ *                            each METADATA_GGUF its metadata, tensor bytes and slices (and
+ *                            the statuses of bad lookups). The operands come from this program's own
  *                            generator, so the JVM side shares no code with it.
  *   bench ROUNDS CALLS       times tern_matmul on a 2560 x 2560 TQ2_0 weight at m = 1 (the
  *                            overhead baseline for the Kotlin bench): prints the median
@@ -93,12 +96,12 @@ static tern_dispatcher *dispatcher(const char *kernel, uint32_t threads) {
     return d;
 }
 
-enum { TAG_END = 0, TAG_ENCODE = 1, TAG_MATMUL = 2, TAG_MANY = 3, TAG_GGUF = 4 };
+enum { TAG_END = 0, TAG_ENCODE = 1, TAG_MATMUL = 2, TAG_MANY = 3, TAG_GGUF = 4, TAG_TRANSCODE = 5, TAG_META = 6 };
 
 /* Encoding and decoding of every format: the source, the bytes, the decoded floats. */
 static void encode_cases(void) {
-    const size_t rows = 6, cols = 512;
-    for (uint32_t f = TERN_FORMAT_F32; f <= TERN_FORMAT_I8_ABSMAX; f++) {
+    const size_t rows = 8, cols = 512; /* I2_S_R4: rows a multiple of 4 */
+    for (uint32_t f = TERN_FORMAT_F32; f <= TERN_FORMAT_I2_S_R4; f++) {
         float *src = random_floats(rows * cols);
         tern_tensor *t = encode(f, src, rows, cols);
         const void *data;
@@ -188,7 +191,157 @@ static void gguf_case(const char *path) {
     tern_gguf_free(g);
 }
 
-static int reference(const char *path, const char *gguf) {
+/* A BITNET_B1_58 tensor transcoded (tern_transcode) to each I2_S packing and to itself. */
+static void transcode_case(void) {
+    const size_t rows = 8, cols = 256;
+    float *src = random_floats(rows * cols);
+    tern_tensor *t = encode(TERN_FORMAT_BITNET_B1_58, src, rows, cols);
+    const void *data;
+    size_t len;
+    CHECK(tern_tensor_data(t, &data, &len));
+    const tern_encoding *from;
+    CHECK(tern_encoding_get(TERN_FORMAT_BITNET_B1_58, &from));
+    const uint32_t targets[] = {TERN_FORMAT_I2_S, TERN_FORMAT_I2_S_64, TERN_FORMAT_I2_S_R4, TERN_FORMAT_BITNET_B1_58};
+    put_u32(TAG_TRANSCODE), put_u32((uint32_t)rows), put_u32((uint32_t)cols), put_floats(src, rows * cols);
+    put_u32(sizeof targets / sizeof *targets);
+    for (size_t i = 0; i < sizeof targets / sizeof *targets; i++) {
+        const tern_encoding *to;
+        size_t size;
+        CHECK(tern_encoding_get(targets[i], &to));
+        CHECK(tern_encoding_bytes_for(to, rows, cols, &size));
+        unsigned char *dst = xmalloc(size);
+        CHECK(tern_transcode(from, data, len, rows, cols, to, dst, size));
+        put_u32(targets[i]), put_u32((uint32_t)size);
+        fwrite(dst, 1, size, out_file);
+        free(dst);
+    }
+    tern_tensor_free(t);
+    free(src);
+}
+
+static void put_u64(uint64_t v) { put_u32((uint32_t)v), put_u32((uint32_t)(v >> 32)); }
+
+static void put_bytes(const void *p, size_t n) {
+    put_u32((uint32_t)n);
+    fwrite(p, 1, n, out_file);
+}
+
+/* Reads entry `index` (element `i` of an array if `array`) of GGUF type `type` with its typed
+ * getter: a scalar's bits zero-extended to 64 (floats as IEEE bits, as the Kotlin side decodes
+ * them) to bits[0], a string's address and length to bits[0..1]. Returns the getter's status. */
+static tern_status kv_read(const tern_gguf *g, size_t index, int array, size_t i, uint32_t type, uint64_t bits[2]) {
+    union { uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; uint32_t u32; int32_t i32; float f32;
+            uint64_t u64; int64_t i64; double f64; } v;
+    const char *str = NULL;
+    size_t len = 0;
+    tern_status s;
+    memset(&v, 0, sizeof v);
+#define GET(suffix, member, wide)                                                                     \
+    s = array ? tern_gguf_kv_array_get_##suffix(g, index, i, &v.member) : tern_gguf_kv_get_##suffix(g, index, &v.member); \
+    bits[0] = v.wide;                                                                                  \
+    return s;
+    switch (type) {
+    case TERN_GGUF_TYPE_UINT8: GET(u8, u8, u8)
+    case TERN_GGUF_TYPE_INT8: GET(i8, i8, u8)
+    case TERN_GGUF_TYPE_BOOL: GET(bool, u8, u8)
+    case TERN_GGUF_TYPE_UINT16: GET(u16, u16, u16)
+    case TERN_GGUF_TYPE_INT16: GET(i16, i16, u16)
+    case TERN_GGUF_TYPE_UINT32: GET(u32, u32, u32)
+    case TERN_GGUF_TYPE_INT32: GET(i32, i32, u32)
+    case TERN_GGUF_TYPE_FLOAT32: GET(f32, f32, u32)
+    case TERN_GGUF_TYPE_UINT64: GET(u64, u64, u64)
+    case TERN_GGUF_TYPE_INT64: GET(i64, i64, u64)
+    case TERN_GGUF_TYPE_FLOAT64: GET(f64, f64, u64)
+    case TERN_GGUF_TYPE_STRING:
+        s = array ? tern_gguf_kv_array_get_str(g, index, i, &str, &len) : tern_gguf_kv_get_str(g, index, &str, &len);
+        bits[0] = (uint64_t)(uintptr_t)str, bits[1] = len;
+        return s;
+    default: fprintf(stderr, "reference: GGUF type %u has no getter\n", type); exit(1);
+    }
+#undef GET
+}
+
+/* A value: scalar bits, a string's bytes, or an array's element type, length, elements and
+ * the status of reading the element past its end. */
+static void put_kv(const tern_gguf *g, size_t index, int array, size_t i, uint32_t type) {
+    uint64_t bits[2];
+    if (type == TERN_GGUF_TYPE_ARRAY) {
+        uint32_t elem;
+        size_t len;
+        CHECK(tern_gguf_kv_array_len(g, index, &elem, &len));
+        put_u32(elem), put_u32((uint32_t)len);
+        if (elem == TERN_GGUF_TYPE_ARRAY) return; /* nested arrays: their type and length only */
+        for (size_t j = 0; j < len; j++) put_kv(g, index, 1, j, elem);
+        put_u32(kv_read(g, index, 1, len, elem, bits));
+        return;
+    }
+    CHECK(kv_read(g, index, array, i, type, bits));
+    if (type == TERN_GGUF_TYPE_STRING) put_bytes((const void *)(uintptr_t)bits[0], (size_t)bits[1]);
+    else put_u64(bits[0]);
+}
+
+/* A GGUF's metadata (every key, type and value), its tensors' bytes and ggml types
+ * (tern_gguf_tensor_data), the decoded slices of its 3-D tensors, and the statuses of a
+ * type mismatch, a missing key and indices past the end. */
+static void meta_case(const char *path) {
+    tern_gguf *g;
+    CHECK(tern_gguf_open(path, &g));
+    const char *base = strrchr(path, '/');
+    put_u32(TAG_META), put_str(base == NULL ? path : base + 1);
+    size_t count = tern_gguf_kv_count(g);
+    put_u32((uint32_t)count);
+    for (size_t i = 0; i < count; i++) {
+        const char *key;
+        size_t len;
+        uint32_t type;
+        CHECK(tern_gguf_kv_key(g, i, &key, &len));
+        CHECK(tern_gguf_kv_type(g, i, &type));
+        put_bytes(key, len), put_u32(type);
+        put_kv(g, i, 0, 0, type);
+        /* The same entry read as another type: refused. */
+        uint32_t u32;
+        float f32;
+        put_u32(type == TERN_GGUF_TYPE_UINT32 ? tern_gguf_kv_get_f32(g, i, &f32) : tern_gguf_kv_get_u32(g, i, &u32));
+    }
+    size_t missing;
+    put_u32(tern_gguf_kv_find(g, "no.such.key", &missing));
+    uint32_t type;
+    size_t tensors = tern_gguf_tensor_count(g);
+    put_u32((uint32_t)tensors);
+    for (size_t i = 0; i < tensors; i++) {
+        tern_gguf_tensor_info info;
+        const void *data;
+        size_t len;
+        uint32_t ggml_type;
+        CHECK(tern_gguf_tensor_info_get(g, i, &info));
+        CHECK(tern_gguf_tensor_data(g, i, &data, &len, &ggml_type));
+        put_str(info.name), put_u32(ggml_type), put_bytes(data, len);
+        /* Every slice of a tensor tern has a format for (1 for 2-D), decoded; then the status
+         * of the slice past the end. */
+        uint64_t slices = info.format == 0 || info.ne[3] > 1 ? 0 : info.ne[2];
+        put_u32((uint32_t)slices);
+        for (uint64_t s = 0; s < slices; s++) {
+            tern_tensor *t;
+            CHECK(tern_gguf_tensor_wrap_slice(g, i, s, &t));
+            size_t n = tern_tensor_rows(t) * tern_tensor_cols(t);
+            float *dec = xmalloc(n * sizeof *dec);
+            CHECK(tern_tensor_decode(t, dec, n));
+            put_u32((uint32_t)tern_tensor_rows(t)), put_u32((uint32_t)tern_tensor_cols(t)), put_floats(dec, n);
+            free(dec);
+            tern_tensor_free(t);
+        }
+        if (slices > 0) {
+            tern_tensor *t;
+            put_u32(tern_gguf_tensor_wrap_slice(g, i, slices, &t));
+        }
+    }
+    const void *data;
+    size_t len;
+    put_u32(tern_gguf_tensor_data(g, tensors, &data, &len, &type));
+    tern_gguf_free(g);
+}
+
+static int reference(const char *path, const char *gguf, int n_meta, char **meta) {
     out_file = fopen(path, "wb");
     if (out_file == NULL) { perror(path); return 1; }
     put_u32(tern_version());
@@ -199,6 +352,14 @@ static int reference(const char *path, const char *gguf) {
         CHECK(tern_kernel_info_get(i, &info));
         put_str(info.name), put_u32(info.weight), put_u32(info.act), put_u32(info.available);
     }
+    /* Forcing the listed fallback by name: the status tern_dispatcher_new gives. */
+    tern_dispatcher_options o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.kernel = "matmul/reference";
+    tern_dispatcher *forced = NULL;
+    put_u32(tern_dispatcher_new(&o, &forced));
+    tern_dispatcher_free(forced);
     encode_cases();
     const size_t ms[] = {1, 7, 33};
     for (size_t i = 0; i < kernels; i++) {
@@ -208,10 +369,12 @@ static int reference(const char *path, const char *gguf) {
         if (!info.available || info.weight == 0) continue;
         for (size_t j = 0; j < sizeof ms / sizeof *ms; j++) matmul_case(info.name, 1, info.weight, ms[j], 40, 512);
     }
-    for (uint32_t f = TERN_FORMAT_F32; f <= TERN_FORMAT_I8_ABSMAX; f++)
+    for (uint32_t f = TERN_FORMAT_F32; f <= TERN_FORMAT_I2_S_R4; f++)
         for (uint32_t threads = 1; threads <= 2; threads++) matmul_case(NULL, threads, f, 9, 72, 768);
     many_case();
     gguf_case(gguf);
+    transcode_case();
+    for (int i = 0; i < n_meta; i++) meta_case(meta[i]);
     put_u32(TAG_END);
     return fclose(out_file) == 0 ? 0 : 1;
 }
@@ -253,8 +416,8 @@ static int bench(int rounds, int calls) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 4 && strcmp(argv[1], "reference") == 0) return reference(argv[2], argv[3]);
+    if (argc >= 4 && strcmp(argv[1], "reference") == 0) return reference(argv[2], argv[3], argc - 4, argv + 4);
     if (argc == 4 && strcmp(argv[1], "bench") == 0) return bench(atoi(argv[2]), atoi(argv[3]));
-    fprintf(stderr, "usage: %s reference OUT.bin GGUF | bench ROUNDS CALLS\n", argv[0]);
+    fprintf(stderr, "usage: %s reference OUT.bin GGUF [METADATA_GGUF...] | bench ROUNDS CALLS\n", argv[0]);
     return 2;
 }

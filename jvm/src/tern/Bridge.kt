@@ -34,6 +34,9 @@ internal interface Bridge {
     /** The address of element 0 of a direct buffer. */
     fun directAddress(buffer: ByteBuffer): Long
 
+    /** A direct buffer over [length] bytes of native memory at [address], without a copy. */
+    fun directBuffer(address: Long, length: Long): ByteBuffer
+
     fun kernelCount(): Long
     fun kernelInfo(index: Long, out: LongArray): Int
     fun encoding(format: Int, out: LongArray): Int
@@ -46,6 +49,7 @@ internal interface Bridge {
     fun tensorGet(tensor: Long, row: Long, col: Long, out: FloatArray): Int
     fun tensorValidate(tensor: Long): Int
     fun tensorData(tensor: Long, out: LongArray): Int
+    fun transcode(from: Long, src: Long, srcLength: Long, rows: Long, cols: Long, to: Long, dst: Long, dstLength: Long): Int
 
     /** format, rows, cols of a live tensor (tern_tensor_format/_rows/_cols). */
     fun tensorShape(tensor: Long, out: LongArray)
@@ -83,7 +87,32 @@ internal interface Bridge {
     fun ggufInfo(gguf: Long, index: Long, out: LongArray): Int
     fun ggufFind(gguf: Long, name: ByteArray, out: LongArray): Int
     fun ggufWrap(gguf: Long, index: Long, out: LongArray): Int
+    fun ggufWrapSlice(gguf: Long, index: Long, slice: Long, out: LongArray): Int
+
+    /** address, length, ggml_type. */
+    fun ggufTensorData(gguf: Long, index: Long, out: LongArray): Int
     fun ggufFree(gguf: Long)
+
+    fun ggufKvCount(gguf: Long): Long
+    fun ggufKvFind(gguf: Long, key: ByteArray, out: LongArray): Int
+
+    /** address, length of the key (not NUL-terminated). */
+    fun ggufKvKey(gguf: Long, index: Long, out: LongArray): Int
+    fun ggufKvType(gguf: Long, index: Long, out: LongArray): Int
+
+    /**
+     * `tern_gguf_kv_get_<type>` for the GGUF value [type] (a scalar type or STRING: the
+     * eleven typed getters and `_get_str` are one method, chosen by [type]). A scalar goes
+     * to `out[0]` as its bits zero-extended to 64 (floats as their IEEE bits: the API layer
+     * decodes them, see [GgufType.decode]); a string as address and length.
+     */
+    fun ggufKvGet(gguf: Long, index: Long, type: Int, out: LongArray): Int
+
+    /** element type, length. */
+    fun ggufKvArrayLen(gguf: Long, index: Long, out: LongArray): Int
+
+    /** `tern_gguf_kv_array_get_<type>` for element [element], as [ggufKvGet]. */
+    fun ggufKvArrayGet(gguf: Long, index: Long, element: Long, type: Int, out: LongArray): Int
 }
 
 /**

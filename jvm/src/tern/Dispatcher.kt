@@ -26,7 +26,11 @@ data class Event(
 /**
  * Chooses and runs kernels (`tern_dispatcher`). [threads]: threads per matmul, counting the
  * caller. [strict]: refuse pairs no dedicated kernel serves (TERN_DISPATCH_STRICT). [kernel]:
- * force a kernel by name for the pairs it serves. [ignoreEnv]: do not read `TERN_KERNEL`.
+ * force a kernel by name for the pairs it serves; `matmul/reference`, the decoding fallback
+ * that [Tern.kernels] lists, cannot be forced: TERN_ERR_UNKNOWN_KERNEL, as tern.h's
+ * `tern_dispatcher_new` reports it. [ignoreEnv]: do not read `TERN_KERNEL`. No engine thread
+ * pool (`parallel_for`) is bound, so TERN_DISPATCH_SERIALIZE_EXECUTOR has nothing to apply to:
+ * tern's own pool already runs a concurrent caller's matmul inline on that caller's thread.
  * [onEvent]: receives the events, on the thread that called matmul; an exception it throws
  * is rethrown by that matmul once tern returns (the output is written by then). A callback
  * that captures its own dispatcher keeps it alive until close().

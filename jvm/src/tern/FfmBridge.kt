@@ -12,6 +12,7 @@ import java.lang.foreign.ValueLayout.JAVA_BYTE
 import java.lang.foreign.ValueLayout.JAVA_FLOAT
 import java.lang.foreign.ValueLayout.JAVA_INT
 import java.lang.foreign.ValueLayout.JAVA_LONG
+import java.lang.foreign.ValueLayout.JAVA_SHORT
 import java.lang.invoke.MethodHandle
 import java.lang.invoke.MethodHandles
 import java.lang.invoke.MethodType
@@ -80,17 +81,39 @@ internal class FfmBridge(private val library: File) : Bridge {
     private val hGgufInfo = fn("tern_gguf_tensor_info_get", I, P, L, P)
     private val hGgufFind = fn("tern_gguf_find", I, P, P, P)
     private val hGgufWrap = fn("tern_gguf_tensor_wrap", I, P, L, P)
+    private val hGgufWrapSlice = fn("tern_gguf_tensor_wrap_slice", I, P, L, L, P)
+    private val hGgufTensorData = fn("tern_gguf_tensor_data", I, P, L, P, P, P)
     private val hGgufFree = fn("tern_gguf_free", null, P)
+    private val hTranscode = fn("tern_transcode", I, P, P, L, L, L, P, P, L)
+    private val hKvCount = fn("tern_gguf_kv_count", L, P)
+    private val hKvFind = fn("tern_gguf_kv_find", I, P, P, P)
+    private val hKvKey = fn("tern_gguf_kv_key", I, P, L, P, P)
+    private val hKvType = fn("tern_gguf_kv_type", I, P, L, P)
+    private val hKvArrayLen = fn("tern_gguf_kv_array_len", I, P, L, P, P)
+
+    /** The C name suffix of each scalar GGUF type's getters (`tern_gguf_kv_get_u8`, ...). */
+    private val kvSuffixes = mapOf(
+        GgufType.UINT8 to "u8", GgufType.INT8 to "i8", GgufType.UINT16 to "u16", GgufType.INT16 to "i16",
+        GgufType.UINT32 to "u32", GgufType.INT32 to "i32", GgufType.FLOAT32 to "f32", GgufType.BOOL to "bool",
+        GgufType.UINT64 to "u64", GgufType.INT64 to "i64", GgufType.FLOAT64 to "f64", GgufType.STRING to "str",
+    )
+
+    // The string getters take (str, len) where the scalar ones take one out-pointer.
+    private val hKvGet = kvSuffixes.map { (type, suffix) ->
+        type.id to if (type == GgufType.STRING) fn("tern_gguf_kv_get_str", I, P, L, P, P) else fn("tern_gguf_kv_get_$suffix", I, P, L, P)
+    }.toMap()
+    private val hKvArrayGet = kvSuffixes.map { (type, suffix) ->
+        type.id to if (type == GgufType.STRING) {
+            fn("tern_gguf_kv_array_get_str", I, P, L, L, P, P)
+        } else {
+            fn("tern_gguf_kv_array_get_$suffix", I, P, L, L, P)
+        }
+    }.toMap()
 
     private fun ptr(address: Long): MemorySegment = MemorySegment.ofAddress(address)
 
     /** Calls [call] with a fresh pointer-sized out-slot; stores its value in `out[0]` on success. */
-    private inline fun withSlot(out: LongArray, call: (MemorySegment) -> Any?): Int = Arena.ofConfined().use { arena ->
-        val slot = arena.allocate(L)
-        val status = call(slot) as Int
-        if (status == Status.OK) out[0] = slot.get(L, 0)
-        status
-    }
+    private inline fun withSlot(out: LongArray, call: (MemorySegment) -> Any?): Int = slots(out, 1) { call(it[0]) }
 
     override fun version() = hVersion.invoke() as Int
     override fun versionString() = (hVersionString.invoke() as MemorySegment).address()
@@ -102,6 +125,8 @@ internal class FfmBridge(private val library: File) : Bridge {
         ptr(address).reinterpret(length).toArray(JAVA_BYTE)
     override fun directAddress(buffer: ByteBuffer): Long =
         MemorySegment.ofBuffer(buffer).address() - buffer.position()
+
+    override fun directBuffer(address: Long, length: Long): ByteBuffer = ptr(address).reinterpret(length).asByteBuffer()
 
     override fun kernelCount() = hKernelCount.invoke() as Long
 
@@ -145,6 +170,10 @@ internal class FfmBridge(private val library: File) : Bridge {
         }
         status
     }
+
+    override fun transcode(
+        from: Long, src: Long, srcLength: Long, rows: Long, cols: Long, to: Long, dst: Long, dstLength: Long,
+    ) = hTranscode.invoke(ptr(from), ptr(src), srcLength, rows, cols, ptr(to), ptr(dst), dstLength) as Int
 
     override fun tensorShape(tensor: Long, out: LongArray) {
         out[0] = (hFormat.invoke(ptr(tensor)) as Int).toLong()
@@ -263,17 +292,77 @@ internal class FfmBridge(private val library: File) : Bridge {
         status
     }
 
-    override fun ggufFind(gguf: Long, name: ByteArray, out: LongArray) = Arena.ofConfined().use { arena ->
+    override fun ggufFind(gguf: Long, name: ByteArray, out: LongArray) = findIndex(hGgufFind, gguf, name, out)
+
+    /** tern_gguf_find or tern_gguf_kv_find ([find]): the index of a tensor or metadata entry by name. */
+    private fun findIndex(find: MethodHandle, gguf: Long, name: ByteArray, out: LongArray) = Arena.ofConfined().use { arena ->
         val cName = arena.allocateFrom(JAVA_BYTE, *name)
-        withSlot(out) { hGgufFind.invoke(ptr(gguf), cName, it) }
+        withSlot(out) { find.invoke(ptr(gguf), cName, it) }
     }
 
     override fun ggufWrap(gguf: Long, index: Long, out: LongArray) =
         withSlot(out) { hGgufWrap.invoke(ptr(gguf), index, it) }
 
+    override fun ggufWrapSlice(gguf: Long, index: Long, slice: Long, out: LongArray) =
+        withSlot(out) { hGgufWrapSlice.invoke(ptr(gguf), index, slice, it) }
+
+    override fun ggufTensorData(gguf: Long, index: Long, out: LongArray) = slots(out, 3, intArrayOf(8, 8, 4)) { s ->
+        hGgufTensorData.invoke(ptr(gguf), index, s[0], s[1], s[2])
+    }
+
     override fun ggufFree(gguf: Long) {
         hGgufFree.invoke(ptr(gguf))
     }
+
+    override fun ggufKvCount(gguf: Long) = hKvCount.invoke(ptr(gguf)) as Long
+
+    override fun ggufKvFind(gguf: Long, key: ByteArray, out: LongArray) = findIndex(hKvFind, gguf, key, out)
+
+    override fun ggufKvKey(gguf: Long, index: Long, out: LongArray) =
+        slots(out, 2) { s -> hKvKey.invoke(ptr(gguf), index, s[0], s[1]) }
+
+    override fun ggufKvType(gguf: Long, index: Long, out: LongArray) =
+        slots(out, 1, intArrayOf(4)) { s -> hKvType.invoke(ptr(gguf), index, s[0]) }
+
+    override fun ggufKvGet(gguf: Long, index: Long, type: Int, out: LongArray) = kvValue(type, out) { s ->
+        if (type == GgufType.STRING.id) hKvGet.getValue(type).invoke(ptr(gguf), index, s[0], s[1])
+        else hKvGet.getValue(type).invoke(ptr(gguf), index, s[0])
+    }
+
+    override fun ggufKvArrayLen(gguf: Long, index: Long, out: LongArray) =
+        slots(out, 2, intArrayOf(4, 8)) { s -> hKvArrayLen.invoke(ptr(gguf), index, s[0], s[1]) }
+
+    override fun ggufKvArrayGet(gguf: Long, index: Long, element: Long, type: Int, out: LongArray) =
+        kvValue(type, out) { s ->
+            if (type == GgufType.STRING.id) hKvArrayGet.getValue(type).invoke(ptr(gguf), index, element, s[0], s[1])
+            else hKvArrayGet.getValue(type).invoke(ptr(gguf), index, element, s[0])
+        }
+
+    /**
+     * Calls [call] with [n] zeroed 8-byte out-slots; on success stores each slot's value,
+     * read at the width of its C type ([widths], default 8 bytes), zero-extended.
+     */
+    private inline fun slots(out: LongArray, n: Int, widths: IntArray? = null, call: (List<MemorySegment>) -> Any?): Int =
+        Arena.ofConfined().use { arena ->
+            val block = arena.allocate(8L * n, 8)
+            val status = call(List(n) { block.asSlice(8L * it, 8) }) as Int
+            if (status == Status.OK) {
+                for (i in 0 until n) {
+                    out[i] = when (widths?.get(i) ?: 8) {
+                        1 -> block.get(JAVA_BYTE, 8L * i).toLong() and 0xFF
+                        2 -> block.get(JAVA_SHORT, 8L * i).toLong() and 0xFFFF
+                        4 -> block.get(I, 8L * i).toLong() and 0xFFFF_FFFFL
+                        else -> block.get(L, 8L * i)
+                    }
+                }
+            }
+            status
+        }
+
+    /** A metadata value: a string's (address, length) or a scalar's bits at its type's width. */
+    private inline fun kvValue(type: Int, out: LongArray, call: (List<MemorySegment>) -> Any?): Int =
+        if (type == GgufType.STRING.id) slots(out, 2, null, call)
+        else slots(out, 1, intArrayOf(GgufType.of(type)!!.width), call)
 }
 
 /** The FFM upcall target of an event sink: reads a `tern_event` (LP64 layout) for it. */

@@ -16,6 +16,7 @@ internal object JniBridge : Bridge {
     private external fun cString(address: Long): ByteArray
     override external fun copyBytes(address: Long, length: Long): ByteArray
     override external fun directAddress(buffer: ByteBuffer): Long
+    override external fun directBuffer(address: Long, length: Long): ByteBuffer
     override external fun kernelCount(): Long
     override external fun kernelInfo(index: Long, out: LongArray): Int
     override external fun encoding(format: Int, out: LongArray): Int
@@ -27,6 +28,9 @@ internal object JniBridge : Bridge {
     override external fun tensorGet(tensor: Long, row: Long, col: Long, out: FloatArray): Int
     override external fun tensorValidate(tensor: Long): Int
     override external fun tensorData(tensor: Long, out: LongArray): Int
+    override external fun transcode(
+        from: Long, src: Long, srcLength: Long, rows: Long, cols: Long, to: Long, dst: Long, dstLength: Long,
+    ): Int
     override external fun tensorShape(tensor: Long, out: LongArray)
     override external fun tensorFree(tensor: Long)
     override external fun scopeNew(initialBytes: Long, out: LongArray): Int
@@ -65,5 +69,14 @@ internal object JniBridge : Bridge {
     override external fun ggufInfo(gguf: Long, index: Long, out: LongArray): Int
     override external fun ggufFind(gguf: Long, name: ByteArray, out: LongArray): Int
     override external fun ggufWrap(gguf: Long, index: Long, out: LongArray): Int
+    override external fun ggufWrapSlice(gguf: Long, index: Long, slice: Long, out: LongArray): Int
+    override external fun ggufTensorData(gguf: Long, index: Long, out: LongArray): Int
     override external fun ggufFree(gguf: Long)
+    override external fun ggufKvCount(gguf: Long): Long
+    override external fun ggufKvFind(gguf: Long, key: ByteArray, out: LongArray): Int
+    override external fun ggufKvKey(gguf: Long, index: Long, out: LongArray): Int
+    override external fun ggufKvType(gguf: Long, index: Long, out: LongArray): Int
+    override external fun ggufKvGet(gguf: Long, index: Long, type: Int, out: LongArray): Int
+    override external fun ggufKvArrayLen(gguf: Long, index: Long, out: LongArray): Int
+    override external fun ggufKvArrayGet(gguf: Long, index: Long, element: Long, type: Int, out: LongArray): Int
 }

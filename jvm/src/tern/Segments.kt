@@ -1,5 +1,6 @@
 package tern
 
+import java.lang.foreign.Arena
 import java.lang.foreign.MemorySegment
 
 // The MemorySegment forms of the API (JDK 22+, either bridge). They live in this file's own
@@ -40,3 +41,18 @@ fun Tensor.decode(out: MemorySegment) = alive(this, out) {
 @JvmOverloads
 fun Dispatcher.matmul(act: Tensor, weight: Tensor, out: MemorySegment, scope: Scope? = null) =
     alive(out) { matmulAt(act, weight, output(out).address(), out.byteSize() / 4, scope) }
+
+/**
+ * The bytes of tensor [index], of any ggml type, as a read-only MemorySegment over the file
+ * without a copy ([Gguf.tensorData] gives the type). Unlike that ByteBuffer, the segment is
+ * safe after the Gguf is closed or collected: access then throws IllegalStateException.
+ */
+fun Gguf.tensorSegment(index: Int): MemorySegment = alive(this) {
+    val (address, length) = dataOf(index)
+    val arena = Arena.ofShared()
+    views.add(arena)
+    MemorySegment.ofAddress(address).reinterpret(length, arena, null).asReadOnly()
+}
+
+/** The tensor named [name], as [tensorSegment]. */
+fun Gguf.tensorSegment(name: String): MemorySegment = tensorSegment(find(name))

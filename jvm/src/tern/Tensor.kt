@@ -84,6 +84,29 @@ class Tensor private constructor(ref: NativeRef) : Handle(ref) {
         bridge.copyBytes(out[0], out[1])
     }
 
+    /**
+     * The same trits and scale in another single-scale ternary format (BITNET_B1_58, I2_S,
+     * I2_S_64, I2_S_R4), without loss (`tern_transcode`): a new tensor owning a new direct
+     * buffer, decoding to the same floats. Another format fails with TERN_ERR_INVALID_ARGUMENT,
+     * a shape [format] cannot hold with TERN_ERR_INVALID_SHAPE, bytes that do not validate
+     * with TERN_ERR_CORRUPT_CODE.
+     */
+    fun transcode(format: Format): Tensor = alive(this) {
+        val src = LongArray(2)
+        check(bridge.tensorData(address, src))
+        val to = Encoding.of(format)
+        val size = to.bytesFor(rows, cols)
+        if (size > Int.MAX_VALUE) fail(Status.SIZE_OVERFLOW, "$size bytes do not fit a ByteBuffer")
+        val dst = ByteBuffer.allocateDirect(size.toInt())
+        check(
+            bridge.transcode(
+                Encoding.of(this.format).address, src[0], src[1], rows.toLong(), cols.toLong(),
+                to.address, directAddress(dst), size,
+            ),
+        )
+        wrap(format, dst, rows, cols)
+    }
+
     override fun toString() = "Tensor($format, $rows x $cols${if (isClosed) ", closed" else ""})"
 
     companion object {

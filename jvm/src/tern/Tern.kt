@@ -5,7 +5,19 @@ import java.lang.ref.Reference
 
 /** The formats of tern.h, in the order of its `TERN_FORMAT_*` constants; [id] is the constant. */
 enum class Format(val id: Int) {
-    F32(1), TQ1_0(2), TQ2_0(3), BITNET_B1_58(4), I8_ABSMAX(5);
+    F32(1), TQ1_0(2), TQ2_0(3), BITNET_B1_58(4), I8_ABSMAX(5),
+
+    /** ggml's Q2_0 (type 42): 64-element blocks, cols a multiple of 64. */
+    Q2_0(6),
+
+    /** bitnet.cpp's I2_S as its x86 build packs it (GGUF type 36): cols a multiple of 128. */
+    I2_S(7),
+
+    /** I2_S as bitnet.cpp's ARM build packs it: cols a multiple of 64. */
+    I2_S_64(8),
+
+    /** I2_S with four rows interleaved (x86 without ACT_PARALLEL): rows a multiple of 4, cols of 128. */
+    I2_S_R4(9);
 
     companion object {
         /** The format with tern.h id [id], or null (0 and unknown ids). */
@@ -54,7 +66,11 @@ class TernException(val status: Int, val detail: String) :
     }
 }
 
-/** An entry of the kernel table (`tern_kernel_info`); formats are null for `matmul/reference`. */
+/**
+ * An entry of the kernel table (`tern_kernel_info`); formats are null for `matmul/reference`,
+ * the decoding fallback, which is listed but cannot be forced by name (the C API refuses it
+ * with TERN_ERR_UNKNOWN_KERNEL, and so does [Dispatcher]).
+ */
 data class KernelInfo(val name: String, val weight: Format?, val act: Format?, val available: Boolean)
 
 /** Library-wide facts. Thread-safe. */
@@ -127,19 +143,23 @@ internal class NativeRef(
 
 /**
  * Base of every handle: close() frees now (idempotent), the Cleaner frees a handle dropped
- * without close(). A closed handle passes NULL to tern, which reports TERN_ERR_NULL_POINTER;
- * one over a MemorySegment whose arena was closed fails with TERN_ERR_STALE_TENSOR instead of
- * reading freed memory (closing the arena during a call is a race, as in C).
+ * without close(). Any use of a closed handle (as the receiver or as an argument, e.g. a
+ * closed Scope passed to matmul) fails with TERN_ERR_NULL_POINTER and a message naming the
+ * closed handle, before any native call. One over a MemorySegment whose arena was closed
+ * fails with TERN_ERR_STALE_TENSOR instead of reading freed memory (closing the arena during
+ * a call is a race, as in C).
  */
 abstract class Handle internal constructor(internal val ref: NativeRef) : AutoCloseable {
     private val cleanable = cleaner.register(this, ref)
 
     internal val address: Long
         get() {
+            val a = ref.address
+            if (a == 0L) fail(Status.NULL_POINTER, "this ${javaClass.simpleName} is closed")
             if (ref.alive?.invoke() == false) {
                 fail(Status.STALE_TENSOR, "the memory this ${javaClass.simpleName} borrows was freed (its arena is closed)")
             }
-            return ref.address
+            return a
         }
 
     /** Whether close() was called. */
