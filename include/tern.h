@@ -372,7 +372,8 @@ typedef struct tern_dispatcher_options {
     uint32_t n_threads;
     /**
      * NULL, or the name of a kernel to force for the pairs it serves (others are chosen as
-     * usual). NULL reads the `TERN_KERNEL` environment variable, unless `flags` has
+     * usual); `"matmul/reference"` forces the decoding fallback for every pair, also on a
+     * strict dispatcher (asked for, it is no silent fallback). NULL reads the `TERN_KERNEL` environment variable, unless `flags` has
      * `TERN_DISPATCH_IGNORE_ENV`.
      */
     const char *kernel;

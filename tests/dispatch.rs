@@ -346,6 +346,39 @@ fn forcing_kernels() {
     assert!(available_kernels().any(|k| k.name() == "dense_gemv/reference"));
 }
 
+/// `matmul/reference`, listed with the kernels, can be forced too (also on a strict
+/// dispatcher: asked for, it is no silent fallback): it runs every pair as it comes, with
+/// no adapter, so its output is the product of the decoded operands (up to the f32
+/// summation: 256 terms, each rounding by at most eps of the running sum of |products|).
+#[test]
+fn forcing_the_decoding_matmul() {
+    let mut rng = Rng(32);
+    let (m, n, k) = (2, 4, 256);
+    let weight = Tensor::encode(Format::Tq2_0, &rng.vec(n * k, 1.0), n, k).unwrap();
+    let a = rng.vec(m * k, 1.0);
+    let act = Tensor::encode(Format::F32, &a, m, k).unwrap();
+    let w = weight.decode().unwrap();
+    let exact: Vec<(f64, f64)> = (0..m * n)
+        .map(|i| {
+            let products = (0..k).map(|j| a[i / n * k + j] as f64 * w[i % n * k + j] as f64);
+            products.fold((0.0, 0.0), |(s, abs), p| (s + p, abs + p.abs()))
+        })
+        .collect();
+    for strict in [false, true] {
+        let sink = Arc::new(RecordingSink::default());
+        let options = DispatcherOptions { kernel: Some("matmul/reference".into()), strict, ..Default::default() };
+        let mut d = Dispatcher::new(options).unwrap();
+        d.set_sink(Some(sink.clone()));
+        let mut out = [0.0; 8];
+        d.matmul(&act, &weight, None, &mut out).unwrap();
+        let names: Vec<_> = sink.events().iter().map(|e| e.name().to_owned()).collect();
+        assert_eq!(names, ["matmul/reference"], "strict = {strict}");
+        for (&o, &(sum, abs)) in out.iter().zip(&exact) {
+            assert!((o as f64 - sum).abs() <= k as f64 * f32::EPSILON as f64 * abs, "{o} vs {sum}");
+        }
+    }
+}
+
 /// wasm32 has no threads: a pool is refused with a message, the calling thread works.
 #[test]
 #[cfg(target_family = "wasm")]

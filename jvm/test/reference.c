@@ -365,9 +365,10 @@ static int reference(const char *path, const char *gguf, int n_meta, char **meta
     for (size_t i = 0; i < kernels; i++) {
         tern_kernel_info info;
         CHECK(tern_kernel_info_get(i, &info));
-        /* matmul/reference (weight 0) cannot be forced: default dispatch runs it below. */
-        if (!info.available || info.weight == 0) continue;
-        for (size_t j = 0; j < sizeof ms / sizeof *ms; j++) matmul_case(info.name, 1, info.weight, ms[j], 40, 512);
+        if (!info.available) continue;
+        /* matmul/reference (weight 0) serves any pair: forced, it runs a TQ2_0 weight too. */
+        uint32_t weight = info.weight ? info.weight : TERN_FORMAT_TQ2_0;
+        for (size_t j = 0; j < sizeof ms / sizeof *ms; j++) matmul_case(info.name, 1, weight, ms[j], 40, 512);
     }
     for (uint32_t f = TERN_FORMAT_F32; f <= TERN_FORMAT_I2_S_R4; f++)
         for (uint32_t threads = 1; threads <= 2; threads++) matmul_case(NULL, threads, f, 9, 72, 768);

@@ -124,7 +124,7 @@ impl Dispatcher {
             None if options.ignore_env => (None, ""),
             None => (env(), "the environment variable TERN_KERNEL"),
         };
-        if let Some(name) = forced.as_deref().filter(|name| !kernel::exists(name)) {
+        if let Some(name) = forced.as_deref().filter(|&name| all_kernels().all(|k| k.name() != name)) {
             return Err(Error::UnknownKernel { name: name.to_owned(), from });
         }
         let executor = match (options.executor, options.n_threads) {
@@ -158,6 +158,11 @@ impl Dispatcher {
     /// weight runs, without running anything.
     pub fn plan(&self, weight: Format, act: Format, m: usize) -> Result<Plan> {
         let forced = self.forced.as_deref();
+        // Forced by name, the decoding fallback runs every pair as it comes: asked for, it is
+        // not the silent fallback that `strict` refuses.
+        if forced == Some(DECODING_MATMUL.name()) {
+            return Ok(Plan { adapter: None, kernel: &DECODING_MATMUL });
+        }
         if let Some(hint) = weight.activation_hint().filter(|&h| h != act && adapter_exists(act, h)) {
             if let Some(kernel) = kernel::select(weight, hint, m, forced)? {
                 return Ok(Plan { adapter: Some((act, hint)), kernel });

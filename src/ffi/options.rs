@@ -67,7 +67,8 @@ pub struct tern_dispatcher_options {
     /// (`TERN_ERR_INVALID_ARGUMENT`).
     pub n_threads: u32,
     /// NULL, or the name of a kernel to force for the pairs it serves (others are chosen as
-    /// usual). NULL reads the `TERN_KERNEL` environment variable, unless `flags` has
+    /// usual); `"matmul/reference"` forces the decoding fallback for every pair, also on a
+    /// strict dispatcher (asked for, it is no silent fallback). NULL reads the `TERN_KERNEL` environment variable, unless `flags` has
     /// `TERN_DISPATCH_IGNORE_ENV`.
     pub kernel: *const c_char,
     /// `TERN_DISPATCH_STRICT`, `TERN_DISPATCH_IGNORE_ENV` and/or
