@@ -145,7 +145,7 @@ pub fn encoding(format: u32) -> Enc {
     let mut enc = ptr::null();
     // SAFETY: `enc` is a valid out-parameter.
     let status = unsafe { tern_encoding_get(format, &mut enc) };
-    if (1..=5).contains(&format) {
+    if tern::Format::ALL.iter().any(|f| f.id() == format) {
         assert_eq!(status, TERN_OK);
         assert!(!enc.is_null());
     } else {
