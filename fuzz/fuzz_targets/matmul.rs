@@ -92,8 +92,9 @@ fn same(a: f32, b: f32) -> bool {
     a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
 
+/// A weight format whose kernels take I8_ABSMAX activations (through the adapter for F32).
 fn ternary(format: u32) -> bool {
-    matches!(format, TERN_FORMAT_TQ1_0 | TERN_FORMAT_TQ2_0 | TERN_FORMAT_BITNET_B1_58)
+    tern::Format::from_id(format).is_ok_and(tern::Format::is_ternary)
 }
 
 fuzz_target!(|data: &[u8]| {
