@@ -79,8 +79,8 @@ try {
 
     // Corrupt and truncated files: tern's status and message on the page, nothing else.
     const cases = [
-        ['truncated.gguf', good.subarray(0, 1000), /TERN_ERR_INVALID_FILE: not a GGUF file tern can read: .*(runs past the end|truncated)/],
-        ['garbage.gguf', Buffer.from('this is not a GGUF file at all, just text'), /TERN_ERR_INVALID_FILE: not a GGUF file tern can read: not a GGUF file: magic/],
+        ['truncated.gguf', good.subarray(0, 1000), /TERN_ERR_INVALID_FILE: .*(runs past the end|truncated)/],
+        ['garbage.gguf', Buffer.from('this is not a GGUF file at all, just text'), /TERN_ERR_INVALID_FILE: not a GGUF file: magic/],
         ['empty.gguf', Buffer.alloc(0), /truncated at offset 0/],
     ];
     for (const [name, buffer, message] of cases) {
