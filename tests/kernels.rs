@@ -11,10 +11,13 @@ use tern::adapter::requantize_i8_absmax_into;
 use tern::kernel::{registry, Kernel, MatRef, OutTile};
 use tern::Format;
 
-const TERNARY: [Format; 3] = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
-/// Weight formats only the reference kernel serves so far (their SIMD kernels come with the
-/// format-layout trait): checked against the decoded product, and every other kernel that
-/// registers for them against the reference.
+/// The weight formats with SIMD kernels.
+const TERNARY: [Format; 5] = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64];
+/// The formats every SIMD ISA serves (the others are served by some ISAs only so far).
+const EVERY_ISA: [Format; 3] = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
+/// Weight formats checked against the decoded product, and every kernel that registers for
+/// them against the reference (I2_S_R4 has only the reference; Q2_0's +2 code and the I2_S
+/// packings are worth the second check too).
 const REFERENCE_ONLY: [Format; 4] = [Format::Q2_0, Format::I2S, Format::I2S64, Format::I2SR4];
 const REFERENCE: &str = "bitnet_gemv/reference";
 
@@ -59,6 +62,10 @@ fn corrupt_weights(rng: &mut Rng, format: Format, n: usize, k: usize) -> Vec<u8>
         Format::BitnetB158 => {
             let at = bytes.len() - 4;
             bytes[at..].copy_from_slice(&0.37f32.to_le_bytes());
+        }
+        Format::I2S | Format::I2S64 => {
+            let at = bytes.len() - 32;
+            bytes[at..at + 4].copy_from_slice(&0.37f32.to_le_bytes());
         }
         _ => {
             let block = bytes.len() / (n * k / 256);
@@ -168,10 +175,11 @@ fn check(format: Format, wbytes: &[u8], n: usize, k: usize, m: usize, rng: &mut 
 
 #[test]
 fn the_reference_comes_last_for_every_ternary_format() {
-    for format in TERNARY {
+    for format in TERNARY.into_iter().chain(REFERENCE_ONLY) {
         let names: Vec<&str> = registry().iter().filter(|k| k.weight() == format).map(|k| k.name()).collect();
         assert_eq!(names.last(), Some(&REFERENCE), "{}: {names:?}", format.name());
-        assert!(names.len() >= 2 || cfg!(not(any(target_arch = "x86_64", target_arch = "aarch64"))), "{names:?}");
+        let simd = TERNARY.contains(&format) && cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
+        assert!(names.len() >= 2 || !simd, "{names:?}");
     }
 }
 
@@ -180,18 +188,20 @@ fn the_reference_comes_last_for_every_ternary_format() {
 #[test]
 #[cfg(target_arch = "x86_64")]
 fn x86_kernels_come_widest_first() {
+    let all = [
+        "bitnet_gemm/avx512vnni",
+        "bitnet_gemv/avx512vnni",
+        "bitnet_gemm/avxvnni",
+        "bitnet_gemv/avxvnni",
+        "bitnet_gemm/avx2",
+        "bitnet_gemv/avx2",
+        REFERENCE,
+    ];
     for format in TERNARY {
-        let want = [
-            "bitnet_gemm/avx512vnni",
-            "bitnet_gemv/avx512vnni",
-            "bitnet_gemm/avxvnni",
-            "bitnet_gemv/avxvnni",
-            "bitnet_gemm/avx2",
-            "bitnet_gemv/avx2",
-            REFERENCE,
-        ];
+        // The newer formats have AVX2's kernels only so far.
+        let want = if EVERY_ISA.contains(&format) { &all[..] } else { &all[4..] };
         let names: Vec<&str> =
-            registry().iter().filter(|k| k.weight() == format).map(|k| k.name()).filter(|n| want.contains(n)).collect();
+            registry().iter().filter(|k| k.weight() == format).map(|k| k.name()).filter(|n| all.contains(n)).collect();
         assert_eq!(names, want, "{}", format.name());
     }
 }
@@ -223,6 +233,10 @@ fn parity_over_token_blocks_and_panels() {
     for format in TERNARY {
         let ks: &[usize] = match format {
             Format::BitnetB158 => &[4, 260, 1028],
+            // Odd numbers of I2_S blocks: a last short step in the GEMM, a short load on
+            // every vector width.
+            Format::I2S => &[128, 384, 1152],
+            Format::I2S64 => &[64, 320, 1088],
             _ => &[256, 768],
         };
         for &k in ks {
@@ -532,10 +546,27 @@ fn requantizer_is_bit_identical_to_the_definition() {
     }
 }
 
+/// The kernels the dispatcher must pick for each of [`TERNARY`] at m = 1, 8 and 128 tokens
+/// on a CPU with `features`: I2_S has the kernels of AVX2, NEON, dotprod and wasm only, so
+/// it gets BITNET_B1_58's choice on a CPU whose best features are among those, and the
+/// choice of the best of them otherwise.
+fn expected_kernels(features: &[&str]) -> [[&'static str; 5]; 3] {
+    let has = |f: &str| features.contains(&f);
+    let one_scale = if has("avx512vnni") || has("avxvnni") || has("amx") {
+        every_isa_kernels(&["avx2"])
+    } else if has("i8mm") {
+        every_isa_kernels(&["neon", "dotprod"])
+    } else {
+        every_isa_kernels(features)
+    };
+    let own = every_isa_kernels(features);
+    std::array::from_fn(|m| [own[m][0], own[m][1], own[m][2], one_scale[m][2], one_scale[m][2]])
+}
+
 /// The kernels the dispatcher must pick for TQ1_0, TQ2_0 and BITNET_B1_58 at m = 1, 8 and
 /// 128 tokens on a CPU with `features`, stated per feature set (not derived from the
 /// registry, so a wrong order or threshold fails here).
-fn expected_kernels(features: &[&str]) -> [[&'static str; 3]; 3] {
+fn every_isa_kernels(features: &[&str]) -> [[&'static str; 3]; 3] {
     let has = |f: &str| features.contains(&f);
     if has("amx") {
         // AMX from 8 tokens for TQ1_0, 16 for the others; the AVX-512 GEMM from 4 / 24 / 24.
@@ -612,12 +643,11 @@ fn cpu_features() -> Vec<&'static str> {
 
 #[test]
 fn expected_kernels_follow_the_best_feature() {
-    assert_eq!(
-        expected_kernels(&["avx2", "avxvnni"])[1],
-        ["bitnet_gemm/avxvnni", "bitnet_gemv/avxvnni", "bitnet_gemv/avxvnni"]
-    );
-    assert_eq!(expected_kernels(&["neon"])[0], ["bitnet_gemv/neon"; 3]);
-    assert_eq!(expected_kernels(&[])[2], [REFERENCE; 3]);
+    let (vnni, avx2) = ("bitnet_gemv/avxvnni", "bitnet_gemm/avx2");
+    assert_eq!(expected_kernels(&["avx2", "avxvnni"])[1], ["bitnet_gemm/avxvnni", vnni, vnni, avx2, avx2]);
+    assert_eq!(expected_kernels(&["neon"])[0], ["bitnet_gemv/neon"; 5]);
+    assert_eq!(expected_kernels(&["neon", "dotprod", "i8mm"])[2][3], "bitnet_gemm/neon-dotprod");
+    assert_eq!(expected_kernels(&[])[2], [REFERENCE; 5]);
 }
 
 /// The ternary kernel the dispatcher picks on this CPU for one token, a small batch and a
@@ -642,7 +672,8 @@ fn the_dispatcher_picks_the_best_kernel_for_this_cpu() {
             dispatcher.matmul(&act, &weight, Some(&mut scope), &mut vec![0.0; m * n]).unwrap();
             let ran = sink.events().last().expect("a kernel event").name();
             assert_eq!(ran, expected[i][j], "{format:?}, m = {m}, features {features:?}");
-            if let Some(want) = std::env::var(var).ok().filter(|w| !w.is_empty()) {
+            // The variables name the kernels of the formats every ISA serves.
+            if let Some(want) = std::env::var(var).ok().filter(|w| !w.is_empty() && EVERY_ISA.contains(&format)) {
                 assert_eq!(ran, want, "{format:?}, m = {m} ({var})");
             }
         }
@@ -705,23 +736,29 @@ fn reference_only_formats_match_the_decoded_product() {
 }
 
 /// The same trits under the same one scale give the same sums in the same order: an I2_S
-/// tensor of any packing computes bit-identically to its BITNET_B1_58 transcode.
+/// tensor of any packing computes bit-identically to its BITNET_B1_58 transcode, through the
+/// reference and through every SIMD kernel (against the same kernel's BITNET_B1_58 entry):
+/// the packings differ only in where the activations are placed.
 #[test]
 fn i2_s_computes_exactly_like_its_bitnet_transcode() {
     let mut rng = Rng(0x5EED_1234_ABCD_0011);
-    let (n, k) = (8, 640);
+    // 36 rows: I2_S_R4 interleaves rows in fours.
+    let (n, k) = (36, 640);
     for format in [Format::I2S, Format::I2S64, Format::I2SR4] {
         let w = weights(&mut rng, format, n, k);
         let mut b = vec![0; Format::BitnetB158.bytes_for(n, k).unwrap()];
         format.transcode(&w, n, k, Format::BitnetB158, &mut b).unwrap();
-        for m in [1, 5] {
-            let a = activations(&mut rng, m, k);
-            let am = MatRef::new(Format::I8Absmax, m, k, &a).unwrap();
-            let got = run(kernel(REFERENCE, format), &MatRef::new(format, n, k, &w).unwrap(), &am, 0..n, 0..m);
-            let bit = MatRef::new(Format::BitnetB158, n, k, &b).unwrap();
-            let want = run(kernel(REFERENCE, Format::BitnetB158), &bit, &am, 0..n, 0..m);
-            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&got), bits(&want), "{}", format.name());
+        let kernels = candidates(format).into_iter().chain([kernel(REFERENCE, format)]);
+        for kern in kernels.map(|k| k.name()) {
+            for m in [1, 5, 33] {
+                let a = activations(&mut rng, m, k);
+                let am = MatRef::new(Format::I8Absmax, m, k, &a).unwrap();
+                let got = run(kernel(kern, format), &MatRef::new(format, n, k, &w).unwrap(), &am, 0..n, 0..m);
+                let bit = MatRef::new(Format::BitnetB158, n, k, &b).unwrap();
+                let want = run(kernel(kern, Format::BitnetB158), &bit, &am, 0..n, 0..m);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "{kern} {} m={m}", format.name());
+            }
         }
     }
 }

@@ -35,10 +35,10 @@
 // Tiles index several per-row and per-token arrays in lockstep.
 #![allow(clippy::needless_range_loop)]
 
-use crate::format::{bitnet, tq1_0, tq2_0, Format};
+use crate::format::Format;
 use crate::kernel::isa::{check, Isa, Product};
 use crate::kernel::tile::Simd;
-use crate::kernel::weights::{Bitnet, Tq1, Tq2};
+use crate::kernel::weights::{Bitnet, Codes, I2s128, I2s64, Scale, Tq1, Tq2, Q2};
 use crate::kernel::{Compute, Geometry, Kernel, MatRef, OutTile};
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -146,19 +146,13 @@ unsafe fn load_first<S: GemmSimd>(p: *const u8, len: usize) -> S::V {
     }
 }
 
-/// Elements per TQ block, and per packing step of every format.
+/// Elements per packing step of the formats with one scale per tensor, and per block of
+/// TQ1_0 and TQ2_0 (AMX packs its activations in these).
 pub(crate) const QK: usize = 256;
-/// Four-element groups ("quads") per block.
-const BLOCK_QUADS: usize = QK / 4;
 
-/// A ternary weight format as the panel packer sees it: its code bytes per 256 elements,
-/// and which quads each raw dword of those bytes expands to.
-pub(crate) trait Layout: 'static {
-    const FORMAT: Format;
-    /// Bytes of one block (codes and scale); BitNet has no blocks and packs 64-byte steps.
-    const BLOCK_BYTES: usize;
-    /// Code bytes per block.
-    const CODE_BYTES: usize;
+/// A ternary weight format as the panel packer sees it: its bytes ([`Codes`]), and which
+/// quads each raw dword of a block's codes expands to.
+pub(crate) trait Layout: Codes {
     /// Expands the transposed raw dword `i` of a block (dword `i` of every row in the
     /// group, one per lane) into the codes of the quads it holds, each given to `out`.
     ///
@@ -175,7 +169,8 @@ pub(crate) struct Quads {
     dst: *mut u8,
     /// Bytes from one quad to the next (`4 p`).
     step: usize,
-    /// Quads the block has: fewer than 64 only in BitNet's last step.
+    /// Quads the block has: fewer than `BLOCK / 4` only in the last step of a format with
+    /// one scale per tensor.
     quads: usize,
 }
 
@@ -192,45 +187,76 @@ impl Quads {
             unsafe { S::store(self.dst.add(q * self.step), codes) }
         }
     }
+}
 
-    /// [`Quads::put`] without the check, for TQ blocks, which are whole (64 quads: TQ rows
-    /// are whole blocks, asserted by [`pack_panel`]).
-    ///
-    /// # Safety
-    /// As for [`Quads::put`], and `q < quads`.
-    #[inline(always)]
-    unsafe fn put_whole<S: GemmSimd>(&mut self, q: usize, codes: S::V) {
-        // SAFETY: quad `q < quads`, as the caller guarantees.
-        unsafe { S::store(self.dst.add(q * self.step), codes) }
+/// Expands dword `v` of 2-bit codes whose bit shift `2 s` holds quad `quads[s]`.
+///
+/// # Safety
+/// As for [`Layout::expand`].
+#[inline(always)]
+unsafe fn expand_planes<S: GemmSimd>(v: S::V, quads: [usize; 4], out: &mut Quads) {
+    // SAFETY: register operations and `put`, under the caller's contract.
+    unsafe {
+        let m = S::splat8(3);
+        out.put::<S>(quads[0], S::and(v, m));
+        out.put::<S>(quads[1], S::and(S::srli32::<2>(v), m));
+        out.put::<S>(quads[2], S::and(S::srli32::<4>(v), m));
+        out.put::<S>(quads[3], S::and(S::srli32::<6>(v), m));
+    }
+}
+
+/// Expands dword `i` of 2-bit codes whose byte `j` holds elements `4 j .. 4 j + 4` at
+/// shifts 0, 2, 4, 6: byte `c` of the dword is quad `4 i + c`, spread to one code per byte
+/// by `x | x << 6`, then `| << 12`.
+///
+/// # Safety
+/// As for [`Layout::expand`].
+#[inline(always)]
+unsafe fn expand_bytes<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
+    // SAFETY: register operations and `put`, under the caller's contract.
+    unsafe {
+        let ff = S::splat32(0xFF);
+        out.put::<S>(4 * i, spread::<S>(S::and(v, ff)));
+        out.put::<S>(4 * i + 1, spread::<S>(S::and(S::srli32::<8>(v), ff)));
+        out.put::<S>(4 * i + 2, spread::<S>(S::and(S::srli32::<16>(v), ff)));
+        out.put::<S>(4 * i + 3, spread::<S>(S::srli32::<24>(v)));
     }
 }
 
 impl Layout for Tq2 {
-    const FORMAT: Format = Format::Tq2_0;
-    const BLOCK_BYTES: usize = tq2_0::BLOCK_BYTES;
-    const CODE_BYTES: usize = tq2_0::QS_BYTES;
-
     /// Byte `32 h + j` holds elements `128 h + 32 l + j` at shift `2 l`: the dword at
     /// `32 h + 4 (i % 8)` gives quad `32 h + 8 l + i % 8` for each shift.
     #[inline(always)]
     unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
         let q = 32 * (i / 8) + i % 8;
-        // SAFETY: the caller's contract; `q + 24 < 64` for `i < 16`, and TQ blocks are whole.
-        unsafe {
-            let m = S::splat8(3);
-            out.put_whole::<S>(q, S::and(v, m));
-            out.put_whole::<S>(q + 8, S::and(S::srli32::<2>(v), m));
-            out.put_whole::<S>(q + 16, S::and(S::srli32::<4>(v), m));
-            out.put_whole::<S>(q + 24, S::and(S::srli32::<6>(v), m));
-        }
+        // SAFETY: the caller's contract.
+        unsafe { expand_planes::<S>(v, [q, q + 8, q + 16, q + 24], out) }
+    }
+}
+
+impl Layout for I2s128 {
+    /// As TQ2_0's, with the planes in the other order: element `128 h + 32 l + j` is at
+    /// shift `6 - 2 l` of byte `32 h + j`.
+    #[inline(always)]
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
+        let q = 32 * (i / 8) + i % 8;
+        // SAFETY: the caller's contract.
+        unsafe { expand_planes::<S>(v, [q + 24, q + 16, q + 8, q], out) }
+    }
+}
+
+impl Layout for I2s64 {
+    /// Element `64 h + 16 l + j` is at shift `6 - 2 l` of byte `16 h + j`: the dword at
+    /// `16 h + 4 (i % 4)` gives quad `16 h + 4 l + i % 4`.
+    #[inline(always)]
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
+        let q = 16 * (i / 4) + i % 4;
+        // SAFETY: the caller's contract.
+        unsafe { expand_planes::<S>(v, [q + 12, q + 8, q + 4, q], out) }
     }
 }
 
 impl Layout for Tq1 {
-    const FORMAT: Format = Format::Tq1_0;
-    const BLOCK_BYTES: usize = tq1_0::BLOCK_BYTES;
-    const CODE_BYTES: usize = tq1_0::QS_BYTES + tq1_0::QH_BYTES;
-
     /// Byte `b` of a region holds elements `first + b + n * bytes` as base-3 digit `n`
     /// (see `tq1_0::position`); digit `n` is `((b * 3^n) mod 256) * 3 >> 8`
     /// ([`GemmSimd::top_trit`]). The `qh` dword holds four digits.
@@ -243,11 +269,11 @@ impl Layout for Tq1 {
             _ => (60, 1, 4),
         };
         // SAFETY: the caller's contract; the regions' last quads (`q0 + (digits - 1) step`)
-        // are at most 39, 59 and 63, and TQ blocks are whole.
+        // are at most 39, 59 and 63.
         unsafe {
             let mut q = v;
             for n in 0..digits {
-                out.put_whole::<S>(q0 + n * step, S::top_trit(q));
+                out.put::<S>(q0 + n * step, S::top_trit(q));
                 q = S::times3(q);
             }
         }
@@ -255,22 +281,19 @@ impl Layout for Tq1 {
 }
 
 impl Layout for Bitnet {
-    const FORMAT: Format = Format::BitnetB158;
-    const BLOCK_BYTES: usize = QK / 4;
-    const CODE_BYTES: usize = QK / 4;
-
-    /// Byte `j` holds elements `4 j .. 4 j + 4` at shifts 0, 2, 4, 6: byte `c` of dword `i`
-    /// is quad `4 i + c`, spread to one code per byte by `x | x << 6`, then `| << 12`.
     #[inline(always)]
     unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
         // SAFETY: the caller's contract.
-        unsafe {
-            let ff = S::splat32(0xFF);
-            out.put::<S>(4 * i, spread::<S>(S::and(v, ff)));
-            out.put::<S>(4 * i + 1, spread::<S>(S::and(S::srli32::<8>(v), ff)));
-            out.put::<S>(4 * i + 2, spread::<S>(S::and(S::srli32::<16>(v), ff)));
-            out.put::<S>(4 * i + 3, spread::<S>(S::srli32::<24>(v)));
-        }
+        unsafe { expand_bytes::<S>(i, v, out) }
+    }
+}
+
+impl Layout for Q2 {
+    /// Byte `j` of a block's codes holds elements `4 j .. 4 j + 4`, as in BITNET_B1_58.
+    #[inline(always)]
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
+        // SAFETY: the caller's contract.
+        unsafe { expand_bytes::<S>(i, v, out) }
     }
 }
 
@@ -363,7 +386,9 @@ pub(crate) struct Packed {
     pub(in crate::kernel) t: usize,
     /// Whether the last block is padded to `t` tokens.
     pub(in crate::kernel) padded: bool,
-    /// `-sum a` per (token, 256-element block): the seeds of per-block scaling.
+    /// Elements per block of `block_seeds`: the weight format's block.
+    pub(in crate::kernel) block: usize,
+    /// `-sum a` per (token, block): the seeds of per-block scaling.
     pub(in crate::kernel) block_seeds: Vec<i32>,
     /// `-sum a` per token over the whole row: the seeds of one scale per row.
     pub(in crate::kernel) row_seeds: Vec<i32>,
@@ -373,25 +398,26 @@ pub(crate) struct Packed {
 
 impl Packed {
     /// Packs `a` (I8_ABSMAX, checked by `Kernel::prepare`) in token blocks of `t` and
-    /// groups of four quads: the layout of [`gemm`].
-    pub(crate) fn new(a: &MatRef, t: usize) -> Packed {
-        Packed::with::<GROUP>(a, t, false)
+    /// groups of four quads, with seeds per `block` elements: the layout of [`gemm`].
+    pub(crate) fn new(a: &MatRef, t: usize, block: usize) -> Packed {
+        Packed::with::<GROUP>(a, t, block, false)
     }
 
     /// Packs `a` in token blocks of exactly `t` (tokens past `m` repeat the last one; no
     /// output reads them) and groups of `G` bytes: each group of a block is a `t x G`
-    /// row-major matrix (AMX's A tiles).
+    /// row-major matrix (AMX's A tiles), with seeds per [`QK`] elements.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) fn padded<const G: usize>(a: &MatRef, t: usize) -> Packed {
-        Packed::with::<G>(a, t, true)
+        Packed::with::<G>(a, t, QK, true)
     }
 
-    fn with<const G: usize>(a: &MatRef, t: usize, padded: bool) -> Packed {
+    fn with<const G: usize>(a: &MatRef, t: usize, block: usize, padded: bool) -> Packed {
+        assert!(block.is_multiple_of(G) && block <= QK, "blocks of whole groups, at most 256 elements");
         assert!((1..=16).contains(&t), "token blocks of 1 to 16");
         let act = crate::kernel::ActI8::parse(a);
         let (m, k) = (act.m, act.k);
         let kg = k.next_multiple_of(G);
-        let blocks = k.div_ceil(QK);
+        let blocks = k.div_ceil(block);
         let tokens = if padded { m.next_multiple_of(t) } else { m };
         // Zeros past k: fresh lines are zeroed.
         let mut lines = Vec::new();
@@ -407,9 +433,9 @@ impl Packed {
                 let seeds = &mut block_seeds[token * blocks..(token + 1) * blocks];
                 // Row by row, group `g` to group `g * tn + i` of the block: whole groups as
                 // fixed G-byte copies (a `memcpy` call each otherwise), one load and store,
-                // summed per block while in registers (int16 lanes: at most 256 / 16 terms).
+                // summed per block while in registers (int16 lanes: at most 256 / G terms).
                 let mut o = dst[i * G..].as_mut_ptr();
-                for (seed, block) in seeds.iter_mut().zip(row.chunks(QK)) {
+                for (seed, block) in seeds.iter_mut().zip(row.chunks(block)) {
                     let mut lanes = [0i16; G];
                     let mut parts = block.chunks_exact(G);
                     for part in parts.by_ref() {
@@ -436,7 +462,7 @@ impl Packed {
                 row_seeds[token] = seeds.iter().sum();
             }
         }
-        Packed { codes: lines, k, kg, group: G, m, t, padded, block_seeds, row_seeds, scales: act.scales }
+        Packed { codes: lines, k, kg, group: G, m, t, padded, block, block_seeds, row_seeds, scales: act.scales }
     }
 
     /// The packed codes (whole blocks of `t` tokens when padded), from a cache-line boundary.
@@ -501,17 +527,18 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
 ) {
     let k = w.cols;
     let quads = k / 4;
-    let (row_bytes, blocks) = match L::FORMAT {
-        Format::BitnetB158 => (quads, quads.div_ceil(BLOCK_QUADS)),
-        _ => (k / QK * L::BLOCK_BYTES, k / QK),
-    };
+    let row_bytes = L::row_bytes(k);
+    let block_quads = L::BLOCK / 4;
+    let blocks = quads.div_ceil(block_quads);
     assert!(
         !rows.is_empty() && rows.end <= w.rows && rows.len() <= p && p.is_multiple_of(S::LANES),
         "panel rows out of range"
     );
     assert!(panel.len() >= quads * p * 4 && w.bytes.len() >= w.rows * row_bytes, "panel buffer too small");
-    // Every TQ block is whole: `Layout::expand` stores its 64 quads unchecked.
-    assert!(L::FORMAT == Format::BitnetB158 || k.is_multiple_of(QK), "TQ rows are whole blocks");
+    // Rows of a format with block scales are whole blocks; only a format with one scale per
+    // tensor has a short last step.
+    let blocked = matches!(L::SCALE, Scale::Block(_));
+    assert!(!blocked || k.is_multiple_of(L::BLOCK), "rows are whole blocks");
     let base = w.bytes.as_ptr();
     for g in (0..p).step_by(S::LANES) {
         // Padding lanes load the last row again: every load below is unconditional.
@@ -522,36 +549,40 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
             *s = unsafe { base.add((rows.start + g + lane).min(rows.end - 1) * row_bytes) };
         }
         for b in 0..blocks {
-            // Code bytes of this block (BitNet's last step may be short).
-            let code_bytes = L::CODE_BYTES.min(row_bytes - b * L::BLOCK_BYTES);
-            // SAFETY: quad `b * 64 < k / 4` of rows `g..g + LANES` (`g + LANES <= p`) lies in the
-            // panel (`k / 4 * p * 4` bytes, asserted), and so do the block's quads after it.
-            let dst = unsafe { panel.as_mut_ptr().add((b * BLOCK_QUADS * p + g) * 4) };
-            let quads = BLOCK_QUADS.min(quads - b * BLOCK_QUADS);
-            // SAFETY: the block's code bytes lie in every row at `src` (`b * BLOCK_BYTES +
-            // code_bytes <= row_bytes`), its quads in the panel (above); `S`'s features.
+            // Code bytes of this block (the last step of one scale per tensor may be short).
+            let code_bytes = L::CODE_BYTES.min(row_bytes - b * L::BLOCK_BYTES - L::CODE_AT);
+            // SAFETY: quad `b * block_quads < k / 4` of rows `g..g + LANES` (`g + LANES <= p`)
+            // lies in the panel (`k / 4 * p * 4` bytes, asserted), and so do the block's
+            // quads after it.
+            let dst = unsafe { panel.as_mut_ptr().add((b * block_quads * p + g) * 4) };
+            let quads = block_quads.min(quads - b * block_quads);
+            let at = b * L::BLOCK_BYTES + L::CODE_AT;
+            // SAFETY: the block's code bytes lie in every row at `src` (`at + code_bytes <=
+            // row_bytes`), its quads in the panel (above); `S`'s features.
             unsafe {
-                if code_bytes == L::CODE_BYTES && quads == BLOCK_QUADS {
-                    // Every TQ block, all but BitNet's last: constant sizes, so that the chunk
+                if code_bytes == L::CODE_BYTES && quads == block_quads {
+                    // Every block but a short last step: constant sizes, so that the chunk
                     // loop unrolls and the stores lose their checks.
-                    let mut out = Quads { dst, step: 4 * p, quads: BLOCK_QUADS };
-                    block::<S, L>(&src, b * L::BLOCK_BYTES, L::CODE_BYTES, row_bytes, &mut out);
+                    let mut out = Quads { dst, step: 4 * p, quads: L::BLOCK / 4 };
+                    block::<S, L>(&src, at, L::CODE_BYTES, row_bytes, &mut out);
                 } else {
                     let mut out = Quads { dst, step: 4 * p, quads };
-                    block::<S, L>(&src, b * L::BLOCK_BYTES, code_bytes, row_bytes, &mut out);
+                    block::<S, L>(&src, at, code_bytes, row_bytes, &mut out);
                 }
             }
         }
     }
     if let Some(scales) = scales {
-        assert!(L::FORMAT != Format::BitnetB158, "BitNet has no block scales");
+        let Scale::Block(scale_at) = L::SCALE else { panic!("{} has no block scales", L::FORMAT) };
         let scales = &mut scales[..blocks * p];
         scales.fill(0.0);
         for (i, r) in rows.enumerate() {
             let row = &w.bytes[r * row_bytes..(r + 1) * row_bytes];
             for (b, block) in row.chunks_exact(L::BLOCK_BYTES).enumerate() {
-                // SAFETY: the scale's 2 bytes end the block; `S`'s features (F16C on x86).
-                scales[b * p + i] = unsafe { S::f16(block.as_ptr().add(L::BLOCK_BYTES - 2)) };
+                assert!(scale_at + 2 <= L::BLOCK_BYTES);
+                // SAFETY: the scale's 2 bytes lie in the block (asserted); `S`'s features
+                // (F16C on x86).
+                scales[b * p + i] = unsafe { S::f16(block.as_ptr().add(scale_at)) };
             }
         }
     }
@@ -683,13 +714,15 @@ impl Ctx<'_> {
                 }
             }
             None => {
-                let blocks = k / QK;
+                let block = self.act.block;
+                let blocks = k / block;
                 assert!(self.scales.len() >= blocks * self.p, "panel scales too short");
-                assert!(k.is_multiple_of(QK) && kg == k, "TQ rows are whole blocks");
+                assert!(k.is_multiple_of(block) && kg == k, "rows are whole blocks");
                 let seeds = &self.act.block_seeds[t0 * blocks..(t0 + T) * blocks];
-                let block_groups = QK / GROUP;
-                // SAFETY: as above; block `b < blocks` spans groups `16 b..16 (b + 1)` of the
-                // panel and of `act`, and `p` scales at `b * p` (asserted).
+                let block_groups = block / GROUP;
+                // SAFETY: as above; block `b < blocks` spans groups `b * block_groups..(b + 1)
+                // * block_groups` of the panel and of `act`, and `p` scales at `b * p`
+                // (asserted).
                 let f = unsafe {
                     // The float sums stay in memory: the accumulators fill the registers, and
                     // LLVM's own spilling of the sums takes more instructions per block (NEON
@@ -763,17 +796,14 @@ pub(crate) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usiz
     assert!(w.format == L::FORMAT && a.k == w.cols && a.t == T && a.m == out.m(), "operands of another kernel");
     assert!(a.group == GROUP && !a.padded, "activations packed for another kernel");
     let p = RV * S::LANES;
-    // One scale for the tensor: int32 along the whole row (exact for BitNet; for a uniform
-    // TQ tensor the per-block path's result up to float rounding, see
+    // One scale for the tensor: int32 along the whole row (exact for BitNet and I2_S; for
+    // a tensor of equal block scales the per-block path's result up to float rounding, see
     // `Tensor::uniform_block_scale`).
-    let scale = match L::FORMAT {
-        Format::BitnetB158 => Some(bitnet::scale(w.bytes)),
-        _ => w.uniform_scale,
-    };
+    let scale = L::tensor_scale(w.bytes).or(w.uniform_scale);
     let tokens = out.tokens();
     let mut s = Scratch::take();
     let panel = aligned(&mut s.panel, a.kg * p);
-    let scales = sized(&mut s.scales, a.k / QK * p);
+    let scales = sized(&mut s.scales, a.k / L::BLOCK * p);
     let rows = out.rows();
     for r0 in rows.clone().step_by(p) {
         let prows = r0..(r0 + p).min(rows.end);
@@ -834,7 +864,7 @@ impl<S: GemmSimd + Isa, L: Layout, const RV: usize, const T: usize> Compute for 
     }
 
     fn prepare(&self, a: &MatRef) -> Packed {
-        Packed::new(a, T)
+        Packed::new(a, T, L::BLOCK)
     }
 
     fn run(&self, w: &MatRef, _a: &MatRef, act: &Packed, out: &mut OutTile) {
@@ -844,17 +874,24 @@ impl<S: GemmSimd + Isa, L: Layout, const RV: usize, const T: usize> Compute for 
     }
 }
 
-/// The registry entries `name` (`bitnet_gemm/<isa>`) of ISA `S` for TQ1_0, TQ2_0 and
-/// BITNET_B1_58: panels of `RV` vectors, token blocks of `T`; preferred from
-/// `min_tokens[format]` tokens on (measured against the same ISA's GEMV).
+/// The registry entry `name` (`bitnet_gemm/<isa>`) of ISA `S` for each (weight format,
+/// `min_tokens`) of `formats`: panels of `RV` vectors, token blocks of `T`; preferred from
+/// `min_tokens` tokens on (measured against the same ISA's GEMV).
 pub(crate) fn kernels<S: GemmSimd + Isa, const RV: usize, const T: usize>(
     name: &'static std::ffi::CStr,
-    [tq1, tq2, bitnet]: [usize; 3],
-) -> [Kernel; 3] {
-    let i8 = Format::I8Absmax;
-    [
-        Kernel::new(name, Format::Tq1_0, i8, tq1, &Gemm::<S, Tq1, RV, T>::NEW),
-        Kernel::new(name, Format::Tq2_0, i8, tq2, &Gemm::<S, Tq2, RV, T>::NEW),
-        Kernel::new(name, Format::BitnetB158, i8, bitnet, &Gemm::<S, Bitnet, RV, T>::NEW),
-    ]
+    formats: &[(Format, usize)],
+) -> Vec<Kernel> {
+    let entry = |&(format, min): &(Format, usize)| {
+        let i8 = Format::I8Absmax;
+        match format {
+            Format::Tq1_0 => Kernel::new(name, format, i8, min, &Gemm::<S, Tq1, RV, T>::NEW),
+            Format::Tq2_0 => Kernel::new(name, format, i8, min, &Gemm::<S, Tq2, RV, T>::NEW),
+            Format::BitnetB158 => Kernel::new(name, format, i8, min, &Gemm::<S, Bitnet, RV, T>::NEW),
+            Format::Q2_0 => Kernel::new(name, format, i8, min, &Gemm::<S, Q2, RV, T>::NEW),
+            Format::I2S => Kernel::new(name, format, i8, min, &Gemm::<S, I2s128, RV, T>::NEW),
+            Format::I2S64 => Kernel::new(name, format, i8, min, &Gemm::<S, I2s64, RV, T>::NEW),
+            _ => panic!("no panel GEMM for {format}"),
+        }
+    };
+    formats.iter().map(entry).collect()
 }

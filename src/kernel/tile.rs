@@ -20,10 +20,10 @@
 // Tiles index several per-row and per-token arrays in lockstep.
 #![allow(clippy::needless_range_loop)]
 
-use crate::format::{bitnet, tq1_0, tq2_0, Format};
+use crate::format::{i2_s, tq1_0, tq2_0, Format};
 use crate::kernel::isa::{check, Isa, Job, Product};
 use crate::kernel::mac::Mac;
-use crate::kernel::weights::{Bitnet, Tq1, Tq2};
+use crate::kernel::weights::{Bitnet, Codes, I2s128, I2s64, Scale, Tq1, Tq2};
 use crate::kernel::{prep, ActI8, Compute, Geometry, MatRef, OutTile};
 use std::any::TypeId;
 use std::borrow::Cow;
@@ -365,10 +365,12 @@ fn prefetch_ahead(tile_bytes: usize) -> usize {
 const LINE: usize = 64;
 
 /// A TQ format's block layout and how its codes meet the prepared activations.
-pub(crate) trait Tq: 'static {
-    const BLOCK_BYTES: usize;
+pub(crate) trait Tq: Codes {
     /// Offset of the f16 scale in a block.
-    const SCALE_AT: usize;
+    const SCALE_AT: usize = match Self::SCALE {
+        Scale::Block(at) => at,
+        Scale::Tensor(_) => panic!("a TQ format has block scales"),
+    };
     /// Prepared activation bytes per block for `S`.
     fn act_block<S: Simd>() -> usize;
     /// Slot of element `e` (< 256) of a block in its prepared activations for `S`.
@@ -387,9 +389,6 @@ pub(crate) trait Tq: 'static {
 }
 
 impl Tq for Tq2 {
-    const BLOCK_BYTES: usize = tq2_0::BLOCK_BYTES;
-    const SCALE_AT: usize = tq2_0::QS_BYTES;
-
     fn act_block<S: Simd>() -> usize {
         256
     }
@@ -440,9 +439,6 @@ pub(crate) fn tq1_slot(e: usize, w: usize) -> usize {
 }
 
 impl Tq for Tq1 {
-    const BLOCK_BYTES: usize = tq1_0::BLOCK_BYTES;
-    const SCALE_AT: usize = TQ1_CODE_BYTES;
-
     fn act_block<S: Simd>() -> usize {
         S::TQ1_ACT_BLOCK
     }
@@ -488,39 +484,103 @@ fn tq_layout<S: Simd, L: Tq>(k: usize) -> Layout {
 /// lost"; a `Vec` points at the start of its buffer and every table stays "still
 /// reachable" (not a leak kind valgrind reports by default).
 pub(crate) fn tq_runs<S: Simd, L: Tq>() -> &'static prep::Placement {
+    cached_runs::<S, L>(256, |e| L::slot::<S>(e))
+}
+
+/// [`prep::Placement::runs`] of `slot` over `period` elements, computed once per (ISA `S`,
+/// format `L`) and kept (see [`tq_runs`] for why, and why in a `Vec`).
+fn cached_runs<S: 'static, L: 'static>(period: usize, slot: impl Fn(usize) -> usize) -> &'static prep::Placement {
     static RUNS: Mutex<Vec<(TypeId, &'static prep::Placement)>> = Mutex::new(Vec::new());
     let mut runs = RUNS.lock().unwrap_or_else(PoisonError::into_inner);
     let key = TypeId::of::<(S, L)>();
     if let Some(&(_, placement)) = runs.iter().find(|(k, _)| *k == key) {
         return placement;
     }
-    // Leaked once per (ISA, format) pair: a dozen small tables at most, for the process.
-    let placement: &'static prep::Placement = Box::leak(Box::new(prep::Placement::runs(256, |e| L::slot::<S>(e))));
+    // Leaked once per (ISA, format) pair: a few dozen small tables at most, for the process.
+    let placement: &'static prep::Placement = Box::leak(Box::new(prep::Placement::runs(period, slot)));
     runs.push((key, placement));
     placement
 }
 
-/// The prepared-activation layout of BITNET_B1_58 for `W`-byte vectors and rows of `k`.
-fn bitnet_layout(w: usize, k: usize) -> Layout {
-    let stride = (k / 4).div_ceil(w) * w * 4;
-    Layout {
-        block: k,
-        stride,
-        period: 4 * w,
-        period_slots: 4 * w,
-        placement: Cow::Owned(prep::Placement::Planes4 { lanes: w }),
+/// A format with one scale per tensor as the GEMV reads it (BITNET_B1_58, I2_S): rows of
+/// `k / 4` bytes of 2-bit codes `t + 1`, loaded `W` bytes at a time, each load split into
+/// its four bit planes. Only the order of the codes differs between such formats, and the
+/// activation preparation absorbs it ([`OneScale::placement`]).
+pub(crate) trait OneScale: Codes {
+    /// Elements after which the positions repeat, `PERIOD / 4` bytes further on.
+    const PERIOD: usize;
+
+    /// (byte, plane) of element `e < PERIOD` of a row: plane = bit shift / 2.
+    fn position(e: usize) -> (usize, usize);
+
+    /// Where one period of activations (`lcm(PERIOD, 4 W)` elements) goes in `S`'s unpack
+    /// order: computed once per (ISA, format) from [`OneScale::position`].
+    fn placement<S: Simd>() -> Cow<'static, prep::Placement> {
+        let period = one_scale_period::<S, Self>();
+        Cow::Borrowed(cached_runs::<S, Self>(period, |e| {
+            let (byte, plane) = Self::position(e % Self::PERIOD);
+            prep::unpack_slot(byte + e / Self::PERIOD * Self::PERIOD / 4, plane, S::W, 4)
+        }))
     }
+}
+
+impl OneScale for Bitnet {
+    const PERIOD: usize = 4;
+
+    fn position(e: usize) -> (usize, usize) {
+        (0, e)
+    }
+
+    /// A de-interleave of every 4 elements, faster than runs of one.
+    fn placement<S: Simd>() -> Cow<'static, prep::Placement> {
+        Cow::Owned(prep::Placement::Planes4 { lanes: S::W })
+    }
+}
+
+impl OneScale for I2s128 {
+    const PERIOD: usize = 128;
+
+    fn position(e: usize) -> (usize, usize) {
+        let (byte, shift) = i2_s::Packing::Blocks128.position(Self::PERIOD, e);
+        (byte, shift as usize / 2)
+    }
+}
+
+impl OneScale for I2s64 {
+    const PERIOD: usize = 64;
+
+    fn position(e: usize) -> (usize, usize) {
+        let (byte, shift) = i2_s::Packing::Blocks64.position(Self::PERIOD, e);
+        (byte, shift as usize / 2)
+    }
+}
+
+/// Elements per period of [`OneScale::placement`] on `S`: whole loads of `W` bytes and
+/// whole periods of the format.
+fn one_scale_period<S: Simd, L: OneScale>() -> usize {
+    let load = 4 * S::W;
+    // Both are powers of two: the larger is their least common multiple.
+    assert!(load.is_power_of_two() && L::PERIOD.is_power_of_two());
+    load.max(L::PERIOD)
+}
+
+/// The prepared-activation layout of format `L` for `S` and rows of `k`.
+fn one_scale_layout<S: Simd, L: OneScale>(k: usize) -> Layout {
+    let w = S::W;
+    let stride = (k / 4).div_ceil(w) * w * 4;
+    let period = one_scale_period::<S, L>();
+    Layout { block: k, stride, period, period_slots: period, placement: L::placement::<S>() }
+}
+
+/// Prepares I8_ABSMAX activations for format `L` on `S`, with the lane sums of `lane`
+/// (`Some(S::M::lane)`; `None` for kernels that unpack weights to signed trits and need none).
+pub(crate) fn prepare_one_scale<S: Simd, L: OneScale>(a: &MatRef, lane: Option<fn(usize) -> usize>) -> Prepared {
+    Prepared::new(a, S::W, lane, &one_scale_layout::<S, L>(a.cols))
 }
 
 /// Prepares I8_ABSMAX activations for TQ format `L` on `S`.
 pub(crate) fn prepare_tq<S: Simd, L: Tq>(a: &MatRef) -> Prepared {
     Prepared::new(a, S::W, Some(S::M::lane), &tq_layout::<S, L>(a.cols))
-}
-
-/// Prepares I8_ABSMAX activations for BITNET_B1_58 on `S`, with the lane sums of `lane`
-/// (`Some(S::M::lane)`; `None` for kernels that unpack weights to signed trits and need none).
-pub(crate) fn prepare_bitnet<S: Simd>(a: &MatRef, lane: Option<fn(usize) -> usize>) -> Prepared {
-    Prepared::new(a, S::W, lane, &bitnet_layout(S::W, a.cols))
 }
 
 struct TqCtx<'a, S: Simd, L: Tq> {
@@ -609,7 +669,7 @@ pub(crate) unsafe fn tq<S: Simd, L: Tq, const R1: usize, const RB: usize, const 
     unsafe { run::<_, R1, RB, TB>(&c, out) }
 }
 
-struct BitnetCtx<'a, S: Simd> {
+struct OneScaleCtx<'a, S: Simd> {
     w: &'a [u8],
     /// Code bytes per row (`k / 4`).
     row_bytes: usize,
@@ -618,7 +678,7 @@ struct BitnetCtx<'a, S: Simd> {
     _isa: std::marker::PhantomData<S>,
 }
 
-impl<S: Simd> Tiles for BitnetCtx<'_, S> {
+impl<S: Simd> Tiles for OneScaleCtx<'_, S> {
     #[inline(always)]
     unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutTile, r0: usize, t0: usize) {
         let n = self.row_bytes;
@@ -682,7 +742,7 @@ impl<S: Simd> Tiles for BitnetCtx<'_, S> {
     }
 }
 
-impl<S: Simd> BitnetCtx<'_, S> {
+impl<S: Simd> OneScaleCtx<'_, S> {
     /// Adds chunk `c` (`W` bytes of each row; `full` whole chunks, then `tail` bytes) of
     /// the tile's rows `bytes` times its activations in `act` to the partial sums `lo`, `hi`.
     ///
@@ -718,24 +778,20 @@ impl<S: Simd> BitnetCtx<'_, S> {
     }
 }
 
-/// BITNET_B1_58 weights `w` by activations prepared with [`prepare_bitnet`].
+/// Weights `w` of a format with one scale per tensor by activations prepared with
+/// [`prepare_one_scale`] for that format.
 ///
 /// # Safety
-/// As for [`tq`], with `prepare_bitnet::<S>`.
+/// As for [`tq`], with `prepare_one_scale::<S, L>`.
 #[inline(always)]
-pub(crate) unsafe fn bitnet<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
+pub(crate) unsafe fn one_scale<S: Simd, L: OneScale, const R1: usize, const RB: usize, const TB: usize>(
     w: &MatRef,
     act: &Prepared,
     out: &mut OutTile,
 ) {
-    assert_eq!(w.format, Format::BitnetB158);
-    let c = BitnetCtx::<S> {
-        w: w.bytes,
-        row_bytes: w.cols / 4,
-        scale: bitnet::scale(w.bytes),
-        act,
-        _isa: std::marker::PhantomData,
-    };
+    assert_eq!(w.format, L::FORMAT);
+    let scale = L::tensor_scale(w.bytes).expect("a format with one scale per tensor");
+    let c = OneScaleCtx::<S> { w: w.bytes, row_bytes: w.cols / 4, scale, act, _isa: std::marker::PhantomData };
     // SAFETY: the caller vouches for the features; tiles stay in `out`'s block.
     unsafe { run::<_, R1, RB, TB>(&c, out) }
 }
@@ -758,53 +814,49 @@ pub(crate) trait GemvFormat: 'static {
     );
 }
 
-impl GemvFormat for Tq1 {
-    fn prepare<S: Simd>(a: &MatRef) -> Prepared {
-        prepare_tq::<S, Tq1>(a)
-    }
+/// The TQ formats' GEMV.
+macro_rules! gemv_tq {
+    ($($marker:ty),*) => {$(
+        impl GemvFormat for $marker {
+            fn prepare<S: Simd>(a: &MatRef) -> Prepared {
+                prepare_tq::<S, $marker>(a)
+            }
 
-    #[inline(always)]
-    unsafe fn run<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
-        w: &MatRef,
-        act: &Prepared,
-        out: &mut OutTile,
-    ) {
-        // SAFETY: the caller's contract is `tq`'s.
-        unsafe { tq::<S, Tq1, R1, RB, TB>(w, act, out) }
-    }
+            #[inline(always)]
+            unsafe fn run<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
+                w: &MatRef,
+                act: &Prepared,
+                out: &mut OutTile,
+            ) {
+                // SAFETY: the caller's contract is `tq`'s.
+                unsafe { tq::<S, $marker, R1, RB, TB>(w, act, out) }
+            }
+        }
+    )*};
 }
+gemv_tq!(Tq1, Tq2);
 
-impl GemvFormat for Tq2 {
-    fn prepare<S: Simd>(a: &MatRef) -> Prepared {
-        prepare_tq::<S, Tq2>(a)
-    }
+/// The GEMV of the formats with one scale per tensor.
+macro_rules! gemv_one_scale {
+    ($($marker:ty),*) => {$(
+        impl GemvFormat for $marker {
+            fn prepare<S: Simd>(a: &MatRef) -> Prepared {
+                prepare_one_scale::<S, $marker>(a, Some(S::M::lane))
+            }
 
-    #[inline(always)]
-    unsafe fn run<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
-        w: &MatRef,
-        act: &Prepared,
-        out: &mut OutTile,
-    ) {
-        // SAFETY: the caller's contract is `tq`'s.
-        unsafe { tq::<S, Tq2, R1, RB, TB>(w, act, out) }
-    }
+            #[inline(always)]
+            unsafe fn run<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
+                w: &MatRef,
+                act: &Prepared,
+                out: &mut OutTile,
+            ) {
+                // SAFETY: the caller's contract is `one_scale`'s.
+                unsafe { one_scale::<S, $marker, R1, RB, TB>(w, act, out) }
+            }
+        }
+    )*};
 }
-
-impl GemvFormat for Bitnet {
-    fn prepare<S: Simd>(a: &MatRef) -> Prepared {
-        prepare_bitnet::<S>(a, Some(S::M::lane))
-    }
-
-    #[inline(always)]
-    unsafe fn run<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
-        w: &MatRef,
-        act: &Prepared,
-        out: &mut OutTile,
-    ) {
-        // SAFETY: the caller's contract is `bitnet`'s.
-        unsafe { bitnet::<S, R1, RB, TB>(w, act, out) }
-    }
-}
+gemv_one_scale!(Bitnet, I2s128, I2s64);
 
 /// The GEMV kernel of format `L` on ISA `S`: `R1` rows per single-token tile, `RB x TB`
 /// per batch tile.
@@ -863,9 +915,9 @@ impl<S: Simd + Isa, L: GemvFormat, const R1: usize, const RB: usize, const TB: u
     }
 }
 
-/// The GEMV entries `name` of ISA `S` for TQ1_0, TQ2_0 and BITNET_B1_58: `R1` rows per
-/// single-token tile, `RB x TB` per batch tile (`BRB x BTB` for BITNET_B1_58, whose split
-/// planes need twice the accumulators on some ISAs).
+/// The GEMV entries `name` of ISA `S` for `formats`: `R1` rows per single-token tile,
+/// `RB x TB` per batch tile (`BRB x BTB` for the formats with one scale per tensor, whose
+/// split planes need twice the accumulators on some ISAs).
 pub(crate) fn kernels<
     S: Simd + Isa,
     const R1: usize,
@@ -875,12 +927,19 @@ pub(crate) fn kernels<
     const BTB: usize,
 >(
     name: &'static std::ffi::CStr,
-) -> [crate::kernel::Kernel; 3] {
+    formats: &[Format],
+) -> Vec<crate::kernel::Kernel> {
     use crate::kernel::Kernel;
-    let i8 = Format::I8Absmax;
-    [
-        Kernel::new(name, Format::Tq1_0, i8, 1, &Gemv::<S, Tq1, R1, RB, TB>::NEW),
-        Kernel::new(name, Format::Tq2_0, i8, 1, &Gemv::<S, Tq2, R1, RB, TB>::NEW),
-        Kernel::new(name, Format::BitnetB158, i8, 1, &Gemv::<S, Bitnet, R1, BRB, BTB>::NEW),
-    ]
+    let entry = |&format: &Format| {
+        let i8 = Format::I8Absmax;
+        match format {
+            Format::Tq1_0 => Kernel::new(name, format, i8, 1, &Gemv::<S, Tq1, R1, RB, TB>::NEW),
+            Format::Tq2_0 => Kernel::new(name, format, i8, 1, &Gemv::<S, Tq2, R1, RB, TB>::NEW),
+            Format::BitnetB158 => Kernel::new(name, format, i8, 1, &Gemv::<S, Bitnet, R1, BRB, BTB>::NEW),
+            Format::I2S => Kernel::new(name, format, i8, 1, &Gemv::<S, I2s128, R1, BRB, BTB>::NEW),
+            Format::I2S64 => Kernel::new(name, format, i8, 1, &Gemv::<S, I2s64, R1, BRB, BTB>::NEW),
+            _ => panic!("no GEMV for {format}"),
+        }
+    };
+    formats.iter().map(entry).collect()
 }

@@ -3,6 +3,7 @@
 //! feature, and the kernels run only where it is detected.
 
 use super::simd::{GemmMac, Neon};
+use crate::format::Format;
 use crate::kernel::isa::{self, Isa};
 use crate::kernel::mac::Mac;
 use crate::kernel::{gemm, tile, Kernel};
@@ -109,6 +110,12 @@ impl GemmMac for Sdot {
 /// `bitnet_gemm/neon-dotprod`, then `bitnet_gemv/neon-dotprod` (4 rows per single-token
 /// tile, 4 x 4 per batch tile, 4 x 2 for BITNET_B1_58).
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
-    let gemm = gemm::kernels::<Neon<Sdot>, 4, 5>(c"bitnet_gemm/neon-dotprod", [5, 5, 7]);
-    gemm.into_iter().chain(tile::kernels::<Neon<Sdot>, 4, 4, 4, 4, 2>(c"bitnet_gemv/neon-dotprod"))
+    let gemm = gemm::kernels::<Neon<Sdot>, 4, 5>(
+        c"bitnet_gemm/neon-dotprod",
+        &[(Format::Tq1_0, 5), (Format::Tq2_0, 5), (Format::BitnetB158, 7), (Format::I2S, 7), (Format::I2S64, 7)],
+    );
+    gemm.into_iter().chain(tile::kernels::<Neon<Sdot>, 4, 4, 4, 4, 2>(
+        c"bitnet_gemv/neon-dotprod",
+        &[Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64],
+    ))
 }

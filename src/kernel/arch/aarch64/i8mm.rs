@@ -255,7 +255,7 @@ impl Unpack for Bitnet {
     }
 
     fn pairs(a: &MatRef) -> Pairs {
-        Pairs::placed(&tile::prepare_bitnet::<Layout>(a, None))
+        Pairs::placed(&tile::prepare_one_scale::<Layout, Bitnet>(a, None))
     }
 
     /// The block scale is 1: the dot stays exact, and the tensor's scale comes after it in

@@ -3,6 +3,7 @@
 //! int32 accumulators before int16 can overflow.
 
 use super::simd::{GemmMac, Neon};
+use crate::format::Format;
 use crate::kernel::isa::{self, Isa};
 use crate::kernel::mac::Mac;
 use crate::kernel::{gemm, tile, Kernel};
@@ -99,6 +100,12 @@ impl GemmMac for Smlal {
 /// `bitnet_gemm/neon`, then `bitnet_gemv/neon` (4 rows per single-token tile, 2 x 2 per
 /// batch tile).
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
-    let gemm = gemm::kernels::<Neon<Smlal>, 4, 2>(c"bitnet_gemm/neon", [5, 5, 7]);
-    gemm.into_iter().chain(tile::kernels::<Neon<Smlal>, 4, 2, 2, 2, 2>(c"bitnet_gemv/neon"))
+    let gemm = gemm::kernels::<Neon<Smlal>, 4, 2>(
+        c"bitnet_gemm/neon",
+        &[(Format::Tq1_0, 5), (Format::Tq2_0, 5), (Format::BitnetB158, 7), (Format::I2S, 7), (Format::I2S64, 7)],
+    );
+    gemm.into_iter().chain(tile::kernels::<Neon<Smlal>, 4, 2, 2, 2, 2>(
+        c"bitnet_gemv/neon",
+        &[Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64],
+    ))
 }

@@ -13,6 +13,7 @@ mod requant;
 #[cfg(target_feature = "simd128")]
 mod simd128;
 
+use crate::format::Format;
 use crate::kernel::Kernel;
 
 pub(crate) fn kernels() -> Vec<Kernel> {
@@ -47,7 +48,10 @@ mod plain {
     }
 
     pub(super) fn kernels() -> [Kernel; 3] {
-        tile::kernels::<Wasm<Widening>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-simd128")
+        tile::kernels::<Wasm<Widening>, 2, 2, 2, 2, 2>(
+            c"bitnet_gemv/wasm-simd128",
+            &[Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64],
+        )
     }
 }
 
@@ -69,7 +73,10 @@ mod relaxed {
     }
 
     pub(super) fn kernels() -> [Kernel; 3] {
-        tile::kernels::<Wasm<RelaxedDot>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128")
+        tile::kernels::<Wasm<RelaxedDot>, 2, 2, 2, 2, 2>(
+            c"bitnet_gemv/wasm-relaxed-simd128",
+            &[Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64],
+        )
     }
 }
 

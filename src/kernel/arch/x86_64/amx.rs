@@ -28,7 +28,7 @@
 //! Rust's AMX intrinsics are unstable, so the tile instructions are `asm!`.
 
 use super::avx512vnni::Avx512;
-use crate::format::{bitnet, Format};
+use crate::format::Format;
 use crate::kernel::gemm::{aligned, pack_panel, sized, Layout, Line, Packed, Scratch, QK};
 use crate::kernel::weights::{Bitnet, Tq1, Tq2};
 use crate::kernel::{Compute, Geometry, Kernel, MatRef, OutTile};
@@ -514,10 +514,7 @@ const CHUNK_STEPS: usize = 8;
 unsafe fn gemm<L: Layout>(w: &MatRef, a: &Packed, out: &mut OutTile) {
     assert!(w.format == L::FORMAT && a.k == w.cols && a.m == out.m(), "operands of another kernel");
     assert!(a.group == TILE_BYTES && a.t == TILE_ROWS && a.padded, "activations packed for another kernel");
-    let scale = match L::FORMAT {
-        Format::BitnetB158 => Some(bitnet::scale(w.bytes)),
-        _ => w.uniform_scale,
-    };
+    let scale = L::tensor_scale(w.bytes).or(w.uniform_scale);
     let (rows, tokens) = (out.rows(), out.tokens());
     // The packed 16-token blocks that hold `tokens`, in pairs, then a last single one.
     let first = tokens.start / TILE_ROWS * TILE_ROWS;

@@ -2,6 +2,7 @@
 //! dots as `tile::Simd::p_dot`'s bound allows, below 2^15), widened by `vpmaddwd`.
 
 use super::ymm::Ymm;
+use crate::format::Format;
 use crate::kernel::isa::{self, Isa};
 use crate::kernel::mac::Mac;
 use crate::kernel::{gemm, tile, Kernel};
@@ -54,6 +55,12 @@ impl Mac<__m256i> for Maddubs {
 /// `bitnet_gemm/avx2`, then `bitnet_gemv/avx2` (2 rows per single-token tile, 2 x 2 per
 /// batch tile).
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
-    let gemm = gemm::kernels::<Ymm<Maddubs>, 2, 4>(c"bitnet_gemm/avx2", [8, 8, 8]);
-    gemm.into_iter().chain(tile::kernels::<Ymm<Maddubs>, 2, 2, 2, 2, 2>(c"bitnet_gemv/avx2"))
+    let gemm = gemm::kernels::<Ymm<Maddubs>, 2, 4>(
+        c"bitnet_gemm/avx2",
+        &[(Format::Tq1_0, 8), (Format::Tq2_0, 8), (Format::BitnetB158, 8), (Format::I2S, 8), (Format::I2S64, 8)],
+    );
+    gemm.into_iter().chain(tile::kernels::<Ymm<Maddubs>, 2, 2, 2, 2, 2>(
+        c"bitnet_gemv/avx2",
+        &[Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64],
+    ))
 }

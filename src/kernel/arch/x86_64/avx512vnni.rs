@@ -3,6 +3,7 @@
 
 use super::avxvnni::Dpbusd;
 use super::vector::{Tq1Block, Vector, X86};
+use crate::format::Format;
 use crate::kernel::isa::{self, Isa};
 use crate::kernel::mac::Mac;
 use crate::kernel::tile::TQ1_CODE_BYTES;
@@ -296,6 +297,12 @@ unsafe fn opaque(mut v: __m512i) -> __m512i {
 /// `bitnet_gemm/avx512vnni`, then `bitnet_gemv/avx512vnni` (4 rows per single-token tile,
 /// 2 x 4 per batch tile).
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
-    let gemm = gemm::kernels::<Avx512, 3, 8>(c"bitnet_gemm/avx512vnni", [4, 24, 24]);
-    gemm.into_iter().chain(tile::kernels::<Avx512, 4, 2, 4, 2, 4>(c"bitnet_gemv/avx512vnni"))
+    let gemm = gemm::kernels::<Avx512, 3, 8>(
+        c"bitnet_gemm/avx512vnni",
+        &[(Format::Tq1_0, 4), (Format::Tq2_0, 24), (Format::BitnetB158, 24)],
+    );
+    gemm.into_iter().chain(tile::kernels::<Avx512, 4, 2, 4, 2, 4>(
+        c"bitnet_gemv/avx512vnni",
+        &[Format::Tq1_0, Format::Tq2_0, Format::BitnetB158],
+    ))
 }

@@ -4,6 +4,7 @@
 
 use super::avx2::Maddubs;
 use super::ymm::Ymm;
+use crate::format::Format;
 use crate::kernel::isa::{self, Isa};
 use crate::kernel::mac::Mac;
 use crate::kernel::{gemm, tile, Kernel};
@@ -56,6 +57,12 @@ impl Mac<__m256i> for Dpbusd {
 // BITNET_B1_58 104 against 118 (fastest runs, one process).
 /// `bitnet_gemm/avxvnni`, then `bitnet_gemv/avxvnni`.
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
-    let gemm = gemm::kernels::<Ymm<Dpbusd>, 2, 6>(c"bitnet_gemm/avxvnni", [6, 14, 24]);
-    gemm.into_iter().chain(tile::kernels::<Ymm<Dpbusd>, 2, 2, 2, 2, 2>(c"bitnet_gemv/avxvnni"))
+    let gemm = gemm::kernels::<Ymm<Dpbusd>, 2, 6>(
+        c"bitnet_gemm/avxvnni",
+        &[(Format::Tq1_0, 6), (Format::Tq2_0, 14), (Format::BitnetB158, 24)],
+    );
+    gemm.into_iter().chain(tile::kernels::<Ymm<Dpbusd>, 2, 2, 2, 2, 2>(
+        c"bitnet_gemv/avxvnni",
+        &[Format::Tq1_0, Format::Tq2_0, Format::BitnetB158],
+    ))
 }
