@@ -12,7 +12,8 @@ use tern::kernel::{registry, Kernel, MatRef, OutTile};
 use tern::Format;
 
 /// The weight formats with SIMD kernels.
-const TERNARY: [Format; 5] = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64];
+const TERNARY: [Format; 6] =
+    [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64, Format::Q2_0];
 /// The formats every SIMD ISA serves (the others are served by some ISAs only so far).
 const EVERY_ISA: [Format; 3] = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
 /// Weight formats checked against the decoded product, and every kernel that registers for
@@ -68,14 +69,17 @@ fn corrupt_weights(rng: &mut Rng, format: Format, n: usize, k: usize) -> Vec<u8>
             bytes[at..at + 4].copy_from_slice(&0.37f32.to_le_bytes());
         }
         _ => {
-            let block = bytes.len() / (n * k / 256);
+            let block = bytes.len() / (n * k / format.kernel_block(k));
+            // The f16 scale ends a TQ block and starts a Q2_0 block.
+            let at = if format == Format::Q2_0 { 0 } else { block - 2 };
             for (i, b) in bytes.chunks_exact_mut(block).enumerate() {
                 let d = half::f16::from_f32(0.01 + (i % 7) as f32 * 0.1);
-                b[block - 2..].copy_from_slice(&d.to_le_bytes());
+                b[at..at + 2].copy_from_slice(&d.to_le_bytes());
             }
         }
     }
-    assert!(format.validate(&bytes, n, k).is_err(), "random bytes should be corrupt");
+    // Every Q2_0 code is valid (3 is +2): its random codes are extreme, not corrupt.
+    assert!(format == Format::Q2_0 || format.validate(&bytes, n, k).is_err(), "random bytes should be corrupt");
     bytes
 }
 
@@ -237,6 +241,8 @@ fn parity_over_token_blocks_and_panels() {
             // every vector width.
             Format::I2S => &[128, 384, 1152],
             Format::I2S64 => &[64, 320, 1088],
+            // Odd numbers of blocks: a short last step where a load holds several blocks.
+            Format::Q2_0 => &[64, 192, 576],
             _ => &[256, 768],
         };
         for &k in ks {
@@ -547,12 +553,13 @@ fn requantizer_is_bit_identical_to_the_definition() {
 }
 
 /// The kernels the dispatcher must pick for each of [`TERNARY`] at m = 1, 8 and 128 tokens
-/// on a CPU with `features`: I2_S has the kernels of AVX2, NEON, dotprod and wasm only, so
-/// it gets BITNET_B1_58's choice on a CPU whose best features are among those, and the
-/// choice of the best of them otherwise.
-fn expected_kernels(features: &[&str]) -> [[&'static str; 5]; 3] {
+/// on a CPU with `features`: I2_S and Q2_0 have the kernels of AVX2, NEON, dotprod and wasm
+/// only, so they get BITNET_B1_58's choice on a CPU whose best features are among those
+/// (their GEMMs start at 8 tokens or fewer too), and the choice of the best of them
+/// otherwise.
+fn expected_kernels(features: &[&str]) -> [[&'static str; 6]; 3] {
     let has = |f: &str| features.contains(&f);
-    let one_scale = if has("avx512vnni") || has("avxvnni") || has("amx") {
+    let newer = if has("avx512vnni") || has("avxvnni") || has("amx") {
         every_isa_kernels(&["avx2"])
     } else if has("i8mm") {
         every_isa_kernels(&["neon", "dotprod"])
@@ -560,7 +567,7 @@ fn expected_kernels(features: &[&str]) -> [[&'static str; 5]; 3] {
         every_isa_kernels(features)
     };
     let own = every_isa_kernels(features);
-    std::array::from_fn(|m| [own[m][0], own[m][1], own[m][2], one_scale[m][2], one_scale[m][2]])
+    std::array::from_fn(|m| [own[m][0], own[m][1], own[m][2], newer[m][2], newer[m][2], newer[m][2]])
 }
 
 /// The kernels the dispatcher must pick for TQ1_0, TQ2_0 and BITNET_B1_58 at m = 1, 8 and
@@ -644,10 +651,10 @@ fn cpu_features() -> Vec<&'static str> {
 #[test]
 fn expected_kernels_follow_the_best_feature() {
     let (vnni, avx2) = ("bitnet_gemv/avxvnni", "bitnet_gemm/avx2");
-    assert_eq!(expected_kernels(&["avx2", "avxvnni"])[1], ["bitnet_gemm/avxvnni", vnni, vnni, avx2, avx2]);
-    assert_eq!(expected_kernels(&["neon"])[0], ["bitnet_gemv/neon"; 5]);
+    assert_eq!(expected_kernels(&["avx2", "avxvnni"])[1], ["bitnet_gemm/avxvnni", vnni, vnni, avx2, avx2, avx2]);
+    assert_eq!(expected_kernels(&["neon"])[0], ["bitnet_gemv/neon"; 6]);
     assert_eq!(expected_kernels(&["neon", "dotprod", "i8mm"])[2][3], "bitnet_gemm/neon-dotprod");
-    assert_eq!(expected_kernels(&[])[2], [REFERENCE; 5]);
+    assert_eq!(expected_kernels(&[])[2], [REFERENCE; 6]);
 }
 
 /// The ternary kernel the dispatcher picks on this CPU for one token, a small batch and a

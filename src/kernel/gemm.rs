@@ -123,8 +123,6 @@ pub(crate) trait GemmSimd: Simd {
     unsafe fn q_end(q: Self::Q, acc: Self::V) -> Self::V;
     /// Reads `LANES` floats.
     unsafe fn fload(p: *const f32) -> Self::F;
-    /// `f + float(acc) * s`, lane by lane.
-    unsafe fn fmadd_lanes(acc: Self::V, s: Self::F, f: Self::F) -> Self::F;
     /// Writes `LANES` floats.
     unsafe fn fstore(p: *mut f32, f: Self::F);
 }

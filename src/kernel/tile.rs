@@ -23,7 +23,7 @@
 use crate::format::{i2_s, tq1_0, tq2_0, Format};
 use crate::kernel::isa::{check, Isa, Job, Product};
 use crate::kernel::mac::Mac;
-use crate::kernel::weights::{Bitnet, Codes, I2s128, I2s64, Scale, Tq1, Tq2};
+use crate::kernel::weights::{Bitnet, Codes, I2s128, I2s64, Scale, Tq1, Tq2, Q2};
 use crate::kernel::{prep, ActI8, Compute, Geometry, MatRef, OutTile};
 use std::any::TypeId;
 use std::borrow::Cow;
@@ -69,6 +69,8 @@ pub(crate) trait Simd: 'static {
     unsafe fn fzero() -> Self::F;
     /// `f + float(acc) * d`.
     unsafe fn fmadd(acc: Self::V, d: f32, f: Self::F) -> Self::F;
+    /// `f + float(acc) * s`, lane by lane.
+    unsafe fn fmadd_lanes(acc: Self::V, s: Self::F, f: Self::F) -> Self::F;
     unsafe fn fsum(f: Self::F) -> f32;
     unsafe fn hsum(v: Self::V) -> i32;
     /// The f16 (little-endian, at `p`) of a TQ block scale, as f32.
@@ -108,7 +110,7 @@ impl Prepared {
         let act = ActI8::parse(a);
         let Layout { block, stride, period, period_slots, ref placement } = *layout;
         let placement: &prep::Placement = placement;
-        let blocks = act.k / block;
+        let blocks = act.k.div_ceil(block);
         let mut codes = vec![0i8; act.m * stride];
         let lanes = vector / 4;
         let mut seeds = vec![0i32; if lane.is_some() { act.m * blocks * lanes } else { 0 }];
@@ -364,50 +366,94 @@ fn prefetch_ahead(tile_bytes: usize) -> usize {
 /// Bytes per cache line: a prefetch fetches one.
 const LINE: usize = 64;
 
-/// A TQ format's block layout and how its codes meet the prepared activations.
-pub(crate) trait Tq: Codes {
+/// A format with block scales (TQ1_0, TQ2_0, Q2_0) as the GEMV reads it on `S`: the block
+/// loop takes steps of `PER_STEP` blocks, and per step and row adds the int32 dot products
+/// to float sums scaled by the blocks' scales.
+pub(crate) trait Tq<S: Simd>: Codes {
+    /// Blocks per step: 1, or (Q2_0) the blocks one vector load holds.
+    const PER_STEP: usize = 1;
     /// Offset of the f16 scale in a block.
     const SCALE_AT: usize = match Self::SCALE {
         Scale::Block(at) => at,
-        Scale::Tensor(_) => panic!("a TQ format has block scales"),
+        Scale::Tensor(_) => panic!("a format with block scales"),
     };
-    /// Prepared activation bytes per block for `S`.
-    fn act_block<S: Simd>() -> usize;
-    /// Slot of element `e` (< 256) of a block in its prepared activations for `S`.
-    fn slot<S: Simd>(e: usize) -> usize;
-    /// Adds the dot products of one block per row `w[r]` with the prepared activations at
-    /// `a[t]` to `acc[r][t]`.
+    /// Prepared activation bytes per step.
+    fn act_block() -> usize;
+    /// Slot of element `e` of a step in its prepared activations.
+    fn slot(e: usize) -> usize;
+    /// Where one step of activations goes: the runs of [`Tq::slot`], computed once.
+    fn placement() -> Cow<'static, prep::Placement> {
+        Cow::Borrowed(tq_runs::<S, Self>())
+    }
+    /// Adds the dot products of one step (`n` blocks, `n < PER_STEP` only in a row's last
+    /// step) per row `w[r]` with the prepared activations at `a[t]` to `acc[r][t]`.
     ///
     /// # Safety
-    /// The CPU must have `S`'s features; every `w[r]` points at a whole block and every
-    /// `a[t]` at `act_block::<S>()` prepared bytes.
-    unsafe fn block<S: Simd, const R: usize, const T: usize>(
+    /// The CPU must have `S`'s features; every `w[r]` points at `n` whole blocks and every
+    /// `a[t]` at `act_block()` prepared bytes.
+    unsafe fn block<const R: usize, const T: usize>(
         w: [*const u8; R],
+        n: usize,
         a: [*const i8; T],
         acc: &mut [[S::V; T]; R],
     );
+    /// `f[t] += float(acc[t]) * scale` for the scale(s) of the step at `w` (`n` blocks).
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features; `w` points at `n` whole blocks.
+    #[inline(always)]
+    unsafe fn scale_add<const T: usize>(w: *const u8, _n: usize, acc: &[S::V; T], f: &mut [S::F; T]) {
+        // SAFETY: the block's f16 scale lies at `SCALE_AT`, as the caller guarantees; its
+        // features.
+        unsafe {
+            let d = S::f16(w.add(Self::SCALE_AT));
+            for t in 0..T {
+                f[t] = S::fmadd(acc[t], d, f[t]);
+            }
+        }
+    }
 }
 
-impl Tq for Tq2 {
-    fn act_block<S: Simd>() -> usize {
+/// Adds the dot products of the 2-bit codes `x[r]` (one load per row, four planes) with
+/// the activations at `a[t]` to `acc[r][t]`, through one set of partial accumulators.
+///
+/// # Safety
+/// The CPU must have `S`'s features; every `a[t]` has `4 W` readable bytes.
+#[inline(always)]
+unsafe fn dot_2bit_into<S: Simd, const R: usize, const T: usize>(
+    x: [S::V; R],
+    a: [*const i8; T],
+    acc: &mut [[S::V; T]; R],
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let mut p = p_start::<S, R, T>(acc);
+        dot_2bit::<S, R, T>(x, a, &mut p);
+        p_end::<S, R, T>(&p, acc);
+    }
+}
+
+impl<S: Simd> Tq<S> for Tq2 {
+    fn act_block() -> usize {
         256
     }
 
-    fn slot<S: Simd>(e: usize) -> usize {
+    fn slot(e: usize) -> usize {
         let (byte, plane) = prep::tq2_0_position(e);
         prep::unpack_slot(byte, plane, S::W, 4)
     }
 
     #[inline(always)]
-    unsafe fn block<S: Simd, const R: usize, const T: usize>(
+    unsafe fn block<const R: usize, const T: usize>(
         w: [*const u8; R],
+        _n: usize,
         a: [*const i8; T],
         acc: &mut [[S::V; T]; R],
     ) {
         // One set of partial accumulators for the block's loads (see `Mac`).
         // SAFETY: the caller vouches for the features.
         let mut p = unsafe { p_start::<S, R, T>(acc) };
-        for c in 0..tq2_0::QS_BYTES / S::W {
+        for c in 0..Self::CODE_BYTES / S::W {
             let mut ac = a;
             // SAFETY: load `c` of `QS_BYTES / W` lies in the block's codes, and its four
             // planes' activations (`4 W` bytes at `c * 4 W`) in the block's 256 prepared
@@ -428,6 +474,78 @@ impl Tq for Tq2 {
     }
 }
 
+/// Vectors gathered from 16-byte pieces at a stride: Q2_0's blocks (16 code bytes after an
+/// f16 scale, 18 bytes apart), `W / 16` of them per vector.
+///
+/// # Safety
+/// Every method needs the CPU features of its ISA.
+pub(crate) trait Pieces: Simd {
+    /// The 16 bytes at `p + i * stride` in bytes `16 i .. 16 i + 16`, for `i < n <= W / 16`;
+    /// zero past them.
+    ///
+    /// # Safety
+    /// The CPU must have the ISA's features; each of the `n` pieces is readable.
+    unsafe fn load_pieces(p: *const u8, stride: usize, n: usize) -> Self::V;
+    /// f32 lanes `4 i .. 4 i + 4` the f16 at `p + i * stride`, for `i < n <= W / 16`; zero
+    /// past them.
+    ///
+    /// # Safety
+    /// The CPU must have the ISA's features; each of the `n` f16 is readable.
+    unsafe fn f16_pieces(p: *const u8, stride: usize, n: usize) -> Self::F;
+}
+
+/// Q2_0: one vector load holds `W / 16` blocks (16 code bytes each), whose int32 lanes
+/// `4 i .. 4 i + 4` are block `i`'s (the dot products add bytes `4 l .. 4 l + 4` to lane
+/// `l`), so one lane-wise FMA by the blocks' scales ends the step.
+impl<S: Pieces> Tq<S> for Q2 {
+    const PER_STEP: usize = S::W / 16;
+
+    fn act_block() -> usize {
+        4 * S::W
+    }
+
+    /// Byte `j` of block `i` holds elements `64 i + 4 j .. + 4` (shifts 0, 2, 4, 6) and is
+    /// byte `16 i + j` of the load.
+    fn slot(e: usize) -> usize {
+        prep::unpack_slot(e / 4, e % 4, S::W, 4)
+    }
+
+    /// [`Tq::slot`] is BITNET_B1_58's de-interleave.
+    fn placement() -> Cow<'static, prep::Placement> {
+        Cow::Owned(prep::Placement::Planes4 { lanes: S::W })
+    }
+
+    #[inline(always)]
+    unsafe fn block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        n: usize,
+        a: [*const i8; T],
+        acc: &mut [[S::V; T]; R],
+    ) {
+        // SAFETY: the `n` blocks' codes lie at `w[r] + CODE_AT`, `BLOCK_BYTES` apart, and the
+        // step's `4 W` prepared bytes at `a[t]`, as the caller guarantees; its features.
+        unsafe {
+            let mut x = [S::zero(); R];
+            for r in 0..R {
+                x[r] = S::load_pieces(w[r].add(Self::CODE_AT), Self::BLOCK_BYTES, n);
+            }
+            dot_2bit_into::<S, R, T>(x, a, acc);
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn scale_add<const T: usize>(w: *const u8, n: usize, acc: &[S::V; T], f: &mut [S::F; T]) {
+        // SAFETY: the `n` blocks' scales lie at `w + SCALE_AT`, `BLOCK_BYTES` apart, as the
+        // caller guarantees; its features.
+        unsafe {
+            let s = S::f16_pieces(w.add(<Self as Tq<S>>::SCALE_AT), Self::BLOCK_BYTES, n);
+            for t in 0..T {
+                f[t] = S::fmadd_lanes(acc[t], s, f[t]);
+            }
+        }
+    }
+}
+
 /// TQ1_0 code bytes per block (`qs` and `qh`, which are contiguous).
 pub(crate) const TQ1_CODE_BYTES: usize = tq1_0::QS_BYTES + tq1_0::QH_BYTES;
 
@@ -438,18 +556,19 @@ pub(crate) fn tq1_slot(e: usize, w: usize) -> usize {
     prep::unpack_slot(byte, digit, w, 5)
 }
 
-impl Tq for Tq1 {
-    fn act_block<S: Simd>() -> usize {
+impl<S: Simd> Tq<S> for Tq1 {
+    fn act_block() -> usize {
         S::TQ1_ACT_BLOCK
     }
 
-    fn slot<S: Simd>(e: usize) -> usize {
+    fn slot(e: usize) -> usize {
         S::tq1_slot(e)
     }
 
     #[inline(always)]
-    unsafe fn block<S: Simd, const R: usize, const T: usize>(
+    unsafe fn block<const R: usize, const T: usize>(
         w: [*const u8; R],
+        _n: usize,
         a: [*const i8; T],
         acc: &mut [[S::V; T]; R],
     ) {
@@ -467,11 +586,17 @@ struct Layout {
     placement: Cow<'static, prep::Placement>,
 }
 
-/// The prepared-activation layout of TQ format `L` for `S` and rows of `k`.
-fn tq_layout<S: Simd, L: Tq>(k: usize) -> Layout {
-    let act_block = L::act_block::<S>();
-    let placement = Cow::Borrowed(tq_runs::<S, L>());
-    Layout { block: 256, stride: k / 256 * act_block, period: 256, period_slots: act_block, placement }
+/// The prepared-activation layout of block-scaled format `L` for `S` and rows of `k`.
+fn tq_layout<S: Simd, L: Tq<S>>(k: usize) -> Layout {
+    let step = L::BLOCK * L::PER_STEP;
+    let act_block = L::act_block();
+    Layout {
+        block: step,
+        stride: k.div_ceil(step) * act_block,
+        period: step,
+        period_slots: act_block,
+        placement: L::placement(),
+    }
 }
 
 /// The runs of one TQ block's layout on `S`, computed once per (ISA, format) and kept.
@@ -483,8 +608,8 @@ fn tq_layout<S: Simd, L: Tq>(k: usize) -> Layout {
 /// allocation, so valgrind reported the tables reachable only through it as "possibly
 /// lost"; a `Vec` points at the start of its buffer and every table stays "still
 /// reachable" (not a leak kind valgrind reports by default).
-pub(crate) fn tq_runs<S: Simd, L: Tq>() -> &'static prep::Placement {
-    cached_runs::<S, L>(256, |e| L::slot::<S>(e))
+pub(crate) fn tq_runs<S: Simd, L: Tq<S>>() -> &'static prep::Placement {
+    cached_runs::<S, L>(L::BLOCK * L::PER_STEP, L::slot)
 }
 
 /// [`prep::Placement::runs`] of `slot` over `period` elements, computed once per (ISA `S`,
@@ -578,28 +703,31 @@ pub(crate) fn prepare_one_scale<S: Simd, L: OneScale>(a: &MatRef, lane: Option<f
     Prepared::new(a, S::W, lane, &one_scale_layout::<S, L>(a.cols))
 }
 
-/// Prepares I8_ABSMAX activations for TQ format `L` on `S`.
-pub(crate) fn prepare_tq<S: Simd, L: Tq>(a: &MatRef) -> Prepared {
+/// Prepares I8_ABSMAX activations for block-scaled format `L` on `S`.
+pub(crate) fn prepare_tq<S: Simd, L: Tq<S>>(a: &MatRef) -> Prepared {
     Prepared::new(a, S::W, Some(S::M::lane), &tq_layout::<S, L>(a.cols))
 }
 
-struct TqCtx<'a, S: Simd, L: Tq> {
+struct TqCtx<'a, S: Simd, L: Tq<S>> {
     w: &'a [u8],
+    /// Blocks per row.
     blocks: usize,
-    act_block: usize,
     act: &'a Prepared,
     _isa: std::marker::PhantomData<(S, L)>,
 }
 
-impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
+impl<S: Simd, L: Tq<S>> Tiles for TqCtx<'_, S, L> {
     #[inline(always)]
     unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutTile, r0: usize, t0: usize) {
-        let row_bytes = self.blocks * L::BLOCK_BYTES;
+        let row_bytes = L::row_bytes(self.blocks * L::BLOCK);
+        let step_bytes = L::PER_STEP * L::BLOCK_BYTES;
+        let steps = self.blocks.div_ceil(L::PER_STEP);
+        let act_block = L::act_block();
         // Bounds are checked here, once per tile; the block loop uses raw pointers.
         let bytes = &self.w[r0 * row_bytes..(r0 + R) * row_bytes];
         let act = self.act.tokens(t0..t0 + T);
-        assert_eq!(self.act.stride(), self.blocks * self.act_block);
-        assert_eq!(self.act.blocks, self.blocks);
+        assert_eq!(self.act.stride(), steps * act_block);
+        assert_eq!(self.act.blocks, steps);
         let seeds = self.act.token_seeds::<S>(t0..t0 + T);
         // A later tile's rows, a line past the block's start (one prefetch per block and
         // row); the block loop fetches the rest of them.
@@ -608,10 +736,10 @@ impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
         for r in 0..R {
             ahead_rows[r] = bytes.as_ptr().wrapping_add(r * row_bytes + ahead + 64);
         }
-        // SAFETY: every pointer below stays in `bytes` (R rows of whole blocks), `act` (T
-        // tokens of `blocks` prepared blocks) and `seeds` (T tokens of `blocks` vectors),
-        // sliced with checks above; prefetches never fault; the caller vouches for the
-        // features.
+        // SAFETY: every pointer below stays in `bytes` (R rows of `blocks` whole blocks, step
+        // `b` holding `n` of them), `act` (T tokens of `steps` prepared steps) and `seeds` (T
+        // tokens of `steps` vectors), sliced with checks above; prefetches never fault; the
+        // caller vouches for the features.
         unsafe {
             let mut f = [[S::fzero(); T]; R];
             for r in 0..R {
@@ -619,27 +747,25 @@ impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
                     S::prefetch_l2(bytes.as_ptr().wrapping_add(ahead + r * row_bytes));
                 }
             }
-            for b in 0..self.blocks {
+            for b in 0..steps {
+                let n = L::PER_STEP.min(self.blocks - b * L::PER_STEP);
                 let mut w = [bytes.as_ptr(); R];
                 for r in 0..R {
-                    w[r] = bytes.as_ptr().add(r * row_bytes + b * L::BLOCK_BYTES);
+                    w[r] = bytes.as_ptr().add(r * row_bytes + b * step_bytes);
                     if T == 1 {
-                        S::prefetch_l2(ahead_rows[r].wrapping_add(b * L::BLOCK_BYTES));
+                        S::prefetch_l2(ahead_rows[r].wrapping_add(b * step_bytes));
                     }
                 }
                 let mut a = [act.as_ptr(); T];
                 let mut block_seeds = [S::zero(); T];
                 for t in 0..T {
-                    a[t] = act.as_ptr().add(t * self.act.stride + b * self.act_block);
+                    a[t] = act.as_ptr().add(t * self.act.stride + b * act_block);
                     block_seeds[t] = self.act.seed::<S>(seeds, t, b);
                 }
                 let mut acc = [block_seeds; R];
-                L::block::<S, R, T>(w, a, &mut acc);
+                L::block::<R, T>(w, n, a, &mut acc);
                 for r in 0..R {
-                    let d = S::f16(w[r].add(L::SCALE_AT));
-                    for t in 0..T {
-                        f[r][t] = S::fmadd(acc[r][t], d, f[r][t]);
-                    }
+                    L::scale_add::<T>(w[r], n, &acc[r], &mut f[r]);
                 }
             }
             for r in 0..R {
@@ -651,20 +777,19 @@ impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
     }
 }
 
-/// TQ1_0 or TQ2_0 weights `w` by activations prepared with [`prepare_tq`], into `out`'s block.
+/// Block-scaled weights `w` by activations prepared with [`prepare_tq`], into `out`'s block.
 ///
 /// # Safety
 /// The CPU must have the features `S` is built on; `act` was prepared by
 /// `prepare_tq::<S, L>` from an activation with `w.cols` columns and `out.m()` rows, and
 /// `out` is `out.m() x w.rows` (what [`crate::kernel::Kernel::run`] checks).
 #[inline(always)]
-pub(crate) unsafe fn tq<S: Simd, L: Tq, const R1: usize, const RB: usize, const TB: usize>(
+pub(crate) unsafe fn tq<S: Simd, L: Tq<S>, const R1: usize, const RB: usize, const TB: usize>(
     w: &MatRef,
     act: &Prepared,
     out: &mut OutTile,
 ) {
-    let blocks = w.cols / 256;
-    let c = TqCtx::<S, L> { w: w.bytes, blocks, act_block: L::act_block::<S>(), act, _isa: std::marker::PhantomData };
+    let c = TqCtx::<S, L> { w: w.bytes, blocks: w.cols / L::BLOCK, act, _isa: std::marker::PhantomData };
     // SAFETY: the caller vouches for the features; tiles stay in `out`'s block.
     unsafe { run::<_, R1, RB, TB>(&c, out) }
 }
@@ -796,34 +921,30 @@ pub(crate) unsafe fn one_scale<S: Simd, L: OneScale, const R1: usize, const RB: 
     unsafe { run::<_, R1, RB, TB>(&c, out) }
 }
 
-/// A weight format as the GEMV runs it: its activation preparation and its tiles.
-pub(crate) trait GemvFormat: 'static {
+/// A weight format as the GEMV runs it on `S`: its activation preparation and its tiles.
+pub(crate) trait GemvFormat<S: Simd>: 'static {
     /// Prepares I8_ABSMAX activations for this format on `S`.
-    fn prepare<S: Simd>(a: &MatRef) -> Prepared;
+    fn prepare(a: &MatRef) -> Prepared;
 
     /// The GEMV of weights `w` by activations prepared with [`GemvFormat::prepare`].
     ///
     /// # Safety
     /// The CPU must have the features `S` is built on; `act` was prepared by
-    /// `Self::prepare::<S>` from an activation with `w.cols` columns and `out.m()` rows, and
+    /// `Self::prepare` from an activation with `w.cols` columns and `out.m()` rows, and
     /// `out` is `out.m() x w.rows` (what [`crate::kernel::Kernel::run`] checks).
-    unsafe fn run<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
-        w: &MatRef,
-        act: &Prepared,
-        out: &mut OutTile,
-    );
+    unsafe fn run<const R1: usize, const RB: usize, const TB: usize>(w: &MatRef, act: &Prepared, out: &mut OutTile);
 }
 
-/// The TQ formats' GEMV.
+/// The block-scaled formats' GEMV (Q2_0 on ISAs with [`Pieces`]).
 macro_rules! gemv_tq {
-    ($($marker:ty),*) => {$(
-        impl GemvFormat for $marker {
-            fn prepare<S: Simd>(a: &MatRef) -> Prepared {
+    ($($marker:ty: $isa:path),*) => {$(
+        impl<S: $isa> GemvFormat<S> for $marker {
+            fn prepare(a: &MatRef) -> Prepared {
                 prepare_tq::<S, $marker>(a)
             }
 
             #[inline(always)]
-            unsafe fn run<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
+            unsafe fn run<const R1: usize, const RB: usize, const TB: usize>(
                 w: &MatRef,
                 act: &Prepared,
                 out: &mut OutTile,
@@ -834,18 +955,18 @@ macro_rules! gemv_tq {
         }
     )*};
 }
-gemv_tq!(Tq1, Tq2);
+gemv_tq!(Tq1: Simd, Tq2: Simd, Q2: Pieces);
 
 /// The GEMV of the formats with one scale per tensor.
 macro_rules! gemv_one_scale {
     ($($marker:ty),*) => {$(
-        impl GemvFormat for $marker {
-            fn prepare<S: Simd>(a: &MatRef) -> Prepared {
+        impl<S: Simd> GemvFormat<S> for $marker {
+            fn prepare(a: &MatRef) -> Prepared {
                 prepare_one_scale::<S, $marker>(a, Some(S::M::lane))
             }
 
             #[inline(always)]
-            unsafe fn run<S: Simd, const R1: usize, const RB: usize, const TB: usize>(
+            unsafe fn run<const R1: usize, const RB: usize, const TB: usize>(
                 w: &MatRef,
                 act: &Prepared,
                 out: &mut OutTile,
@@ -869,26 +990,26 @@ impl<S, L, const R1: usize, const RB: usize, const TB: usize> Gemv<S, L, R1, RB,
 /// [`GemvFormat::prepare`] as a [`Job`].
 struct PrepareJob<'a, S, L>(&'a MatRef<'a>, PhantomData<(S, L)>);
 
-impl<S: Simd, L: GemvFormat> Job for PrepareJob<'_, S, L> {
+impl<S: Simd, L: GemvFormat<S>> Job for PrepareJob<'_, S, L> {
     type Out = Prepared;
 
     #[inline(always)]
     unsafe fn run(self) -> Prepared {
-        L::prepare::<S>(self.0)
+        L::prepare(self.0)
     }
 }
 
-impl<S: Simd, L: GemvFormat, const R1: usize, const RB: usize, const TB: usize> Product for Gemv<S, L, R1, RB, TB> {
+impl<S: Simd, L: GemvFormat<S>, const R1: usize, const RB: usize, const TB: usize> Product for Gemv<S, L, R1, RB, TB> {
     type Act = Prepared;
 
     #[inline(always)]
     unsafe fn product(w: &MatRef, act: &Prepared, out: &mut OutTile) {
         // SAFETY: the caller has `S`'s features and checked the operands.
-        unsafe { L::run::<S, R1, RB, TB>(w, act, out) }
+        unsafe { L::run::<R1, RB, TB>(w, act, out) }
     }
 }
 
-impl<S: Simd + Isa, L: GemvFormat, const R1: usize, const RB: usize, const TB: usize> Compute
+impl<S: Simd + Isa, L: GemvFormat<S>, const R1: usize, const RB: usize, const TB: usize> Compute
     for Gemv<S, L, R1, RB, TB>
 {
     type Act = Prepared;
@@ -942,4 +1063,12 @@ pub(crate) fn kernels<
         }
     };
     formats.iter().map(entry).collect()
+}
+
+/// The Q2_0 GEMV entry `name` of ISA `S` (an ISA with [`Pieces`]), with the tiles of
+/// [`kernels`]' block-scaled formats.
+pub(crate) fn q2_0_kernel<S: Pieces + Isa, const R1: usize, const RB: usize, const TB: usize>(
+    name: &'static std::ffi::CStr,
+) -> crate::kernel::Kernel {
+    crate::kernel::Kernel::new(name, Format::Q2_0, Format::I8Absmax, 1, &Gemv::<S, Q2, R1, RB, TB>::NEW)
 }

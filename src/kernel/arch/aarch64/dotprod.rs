@@ -112,10 +112,16 @@ impl GemmMac for Sdot {
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
     let gemm = gemm::kernels::<Neon<Sdot>, 4, 5>(
         c"bitnet_gemm/neon-dotprod",
-        &[(Format::Tq1_0, 5), (Format::Tq2_0, 5), (Format::BitnetB158, 7), (Format::I2S, 7), (Format::I2S64, 7)],
+        &[
+            (Format::Tq1_0, 5),
+            (Format::Tq2_0, 5),
+            (Format::BitnetB158, 7),
+            (Format::I2S, 7),
+            (Format::I2S64, 7),
+            (Format::Q2_0, 5),
+        ],
     );
-    gemm.into_iter().chain(tile::kernels::<Neon<Sdot>, 4, 4, 4, 4, 2>(
-        c"bitnet_gemv/neon-dotprod",
-        &[Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64],
-    ))
+    let formats = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64];
+    let gemv = tile::kernels::<Neon<Sdot>, 4, 4, 4, 4, 2>(c"bitnet_gemv/neon-dotprod", &formats);
+    gemm.into_iter().chain(gemv).chain([tile::q2_0_kernel::<Neon<Sdot>, 4, 4, 4>(c"bitnet_gemv/neon-dotprod")])
 }

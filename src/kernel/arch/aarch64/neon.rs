@@ -102,10 +102,16 @@ impl GemmMac for Smlal {
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
     let gemm = gemm::kernels::<Neon<Smlal>, 4, 2>(
         c"bitnet_gemm/neon",
-        &[(Format::Tq1_0, 5), (Format::Tq2_0, 5), (Format::BitnetB158, 7), (Format::I2S, 7), (Format::I2S64, 7)],
+        &[
+            (Format::Tq1_0, 5),
+            (Format::Tq2_0, 5),
+            (Format::BitnetB158, 7),
+            (Format::I2S, 7),
+            (Format::I2S64, 7),
+            (Format::Q2_0, 5),
+        ],
     );
-    gemm.into_iter().chain(tile::kernels::<Neon<Smlal>, 4, 2, 2, 2, 2>(
-        c"bitnet_gemv/neon",
-        &[Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64],
-    ))
+    let formats = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64];
+    let gemv = tile::kernels::<Neon<Smlal>, 4, 2, 2, 2, 2>(c"bitnet_gemv/neon", &formats);
+    gemm.into_iter().chain(gemv).chain([tile::q2_0_kernel::<Neon<Smlal>, 4, 2, 2>(c"bitnet_gemv/neon")])
 }

@@ -5,7 +5,7 @@ use crate::format::tq1_0;
 use crate::kernel::gemm::GemmSimd;
 use crate::kernel::mac::Mac;
 use crate::kernel::prep;
-use crate::kernel::tile::Simd;
+use crate::kernel::tile::{Pieces, Simd};
 use core::arch::aarch64::*;
 use core::arch::asm;
 use std::marker::PhantomData;
@@ -206,6 +206,12 @@ impl<M: Mac<uint8x16_t>> Simd for Neon<M> {
     unsafe fn fmadd(acc: uint8x16_t, d: f32, f: float32x4_t) -> float32x4_t {
         // SAFETY: register-only NEON, which the caller has (the trait's contract).
         unsafe { vfmaq_n_f32(f, vcvtq_f32_s32(vreinterpretq_s32_u8(acc)), d) }
+    }
+
+    #[inline(always)]
+    unsafe fn fmadd_lanes(acc: uint8x16_t, s: float32x4_t, f: float32x4_t) -> float32x4_t {
+        // SAFETY: the trait's contract (this ISA's features); register operations only.
+        unsafe { vfmaq_f32(f, vcvtq_f32_s32(vreinterpretq_s32_u8(acc)), s) }
     }
 
     #[inline(always)]
@@ -413,14 +419,25 @@ impl<M: Mac<uint8x16_t> + GemmMac> GemmSimd for Neon<M> {
     }
 
     #[inline(always)]
-    unsafe fn fmadd_lanes(acc: uint8x16_t, s: float32x4_t, f: float32x4_t) -> float32x4_t {
-        // SAFETY: the trait's contract (this ISA's features); register operations only.
-        unsafe { vfmaq_f32(f, vcvtq_f32_s32(vreinterpretq_s32_u8(acc)), s) }
-    }
-
-    #[inline(always)]
     unsafe fn fstore(p: *mut f32, f: float32x4_t) {
         // SAFETY: writes 4 floats at `p`, writable by the trait's contract; NEON.
         unsafe { vst1q_f32(p, f) }
+    }
+}
+
+/// Q2_0's blocks one to a vector.
+impl<M: Mac<uint8x16_t>> Pieces for Neon<M> {
+    #[inline(always)]
+    unsafe fn load_pieces(p: *const u8, _stride: usize, n: usize) -> uint8x16_t {
+        debug_assert_eq!(n, 1);
+        // SAFETY: reads the one piece's 16 bytes, readable by the trait's contract; NEON.
+        unsafe { vld1q_u8(p) }
+    }
+
+    #[inline(always)]
+    unsafe fn f16_pieces(p: *const u8, _stride: usize, n: usize) -> float32x4_t {
+        debug_assert_eq!(n, 1);
+        // SAFETY: reads the one f16, readable by the trait's contract; NEON.
+        unsafe { vdupq_n_f32(Self::f16(p)) }
     }
 }

@@ -13,7 +13,6 @@ mod requant;
 #[cfg(target_feature = "simd128")]
 mod simd128;
 
-use crate::format::Format;
 use crate::kernel::Kernel;
 
 pub(crate) fn kernels() -> Vec<Kernel> {
@@ -33,6 +32,7 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 #[cfg(target_feature = "simd128")]
 mod plain {
     use super::simd128::{Wasm, Widening};
+    use crate::format::Format;
     use crate::kernel::isa::{self, Isa};
     use crate::kernel::{tile, Kernel};
 
@@ -47,17 +47,18 @@ mod plain {
         isa::enter!("simd128");
     }
 
-    pub(super) fn kernels() -> [Kernel; 3] {
-        tile::kernels::<Wasm<Widening>, 2, 2, 2, 2, 2>(
-            c"bitnet_gemv/wasm-simd128",
-            &[Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64],
-        )
+    pub(super) fn kernels() -> Vec<Kernel> {
+        let formats = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64];
+        let mut gemv = tile::kernels::<Wasm<Widening>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-simd128", &formats);
+        gemv.push(tile::q2_0_kernel::<Wasm<Widening>, 2, 2, 2>(c"bitnet_gemv/wasm-simd128"));
+        gemv
     }
 }
 
 #[cfg(target_feature = "relaxed-simd")]
 mod relaxed {
     use super::simd128::{RelaxedDot, Wasm};
+    use crate::format::Format;
     use crate::kernel::isa::{self, Isa};
     use crate::kernel::{tile, Kernel};
 
@@ -72,11 +73,11 @@ mod relaxed {
         isa::enter!("simd128,relaxed-simd");
     }
 
-    pub(super) fn kernels() -> [Kernel; 3] {
-        tile::kernels::<Wasm<RelaxedDot>, 2, 2, 2, 2, 2>(
-            c"bitnet_gemv/wasm-relaxed-simd128",
-            &[Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64],
-        )
+    pub(super) fn kernels() -> Vec<Kernel> {
+        let formats = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64];
+        let mut gemv = tile::kernels::<Wasm<RelaxedDot>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128", &formats);
+        gemv.push(tile::q2_0_kernel::<Wasm<RelaxedDot>, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128"));
+        gemv
     }
 }
 

@@ -19,7 +19,7 @@
 //! next digit is `3 q mod 256`, two byte adds.
 
 use crate::kernel::mac::Mac;
-use crate::kernel::tile::Simd;
+use crate::kernel::tile::{Pieces, Simd};
 use core::arch::wasm32::*;
 use std::marker::PhantomData;
 
@@ -204,6 +204,11 @@ impl<D: Mac<v128>> Simd for Wasm<D> {
     }
 
     #[inline(always)]
+    unsafe fn fmadd_lanes(acc: v128, s: v128, f: v128) -> v128 {
+        f32x4_add(f, f32x4_mul(f32x4_convert_i32x4(acc), s))
+    }
+
+    #[inline(always)]
     unsafe fn fsum(f: v128) -> f32 {
         let pairs = f32x4_add(f, i32x4_shuffle::<2, 3, 0, 1>(f, f));
         f32x4_extract_lane::<0>(f32x4_add(pairs, i32x4_shuffle::<1, 0, 3, 2>(pairs, pairs)))
@@ -225,4 +230,21 @@ impl<D: Mac<v128>> Simd for Wasm<D> {
     /// wasm has no prefetch; the engine's loads are all there is.
     #[inline(always)]
     unsafe fn prefetch_l2(_p: *const u8) {}
+}
+
+/// Q2_0's blocks one to a vector.
+impl<D: Mac<v128>> Pieces for Wasm<D> {
+    #[inline(always)]
+    unsafe fn load_pieces(p: *const u8, _stride: usize, n: usize) -> v128 {
+        debug_assert_eq!(n, 1);
+        // SAFETY: the trait's contract: the one piece's 16 bytes are readable.
+        unsafe { v128_load(p as *const v128) }
+    }
+
+    #[inline(always)]
+    unsafe fn f16_pieces(p: *const u8, _stride: usize, n: usize) -> v128 {
+        debug_assert_eq!(n, 1);
+        // SAFETY: the trait's contract: the one f16 is readable.
+        f32x4_splat(unsafe { Self::f16(p) })
+    }
 }

@@ -57,10 +57,16 @@ impl Mac<__m256i> for Maddubs {
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
     let gemm = gemm::kernels::<Ymm<Maddubs>, 2, 4>(
         c"bitnet_gemm/avx2",
-        &[(Format::Tq1_0, 8), (Format::Tq2_0, 8), (Format::BitnetB158, 8), (Format::I2S, 8), (Format::I2S64, 8)],
+        &[
+            (Format::Tq1_0, 8),
+            (Format::Tq2_0, 8),
+            (Format::BitnetB158, 8),
+            (Format::I2S, 8),
+            (Format::I2S64, 8),
+            (Format::Q2_0, 8),
+        ],
     );
-    gemm.into_iter().chain(tile::kernels::<Ymm<Maddubs>, 2, 2, 2, 2, 2>(
-        c"bitnet_gemv/avx2",
-        &[Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64],
-    ))
+    let formats = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64];
+    let gemv = tile::kernels::<Ymm<Maddubs>, 2, 2, 2, 2, 2>(c"bitnet_gemv/avx2", &formats);
+    gemm.into_iter().chain(gemv).chain([tile::q2_0_kernel::<Ymm<Maddubs>, 2, 2, 2>(c"bitnet_gemv/avx2")])
 }

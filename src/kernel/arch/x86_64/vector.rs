@@ -143,6 +143,12 @@ impl<V: Tq1Block<M>, M: Mac<V>> Simd for X86<V, M> {
     }
 
     #[inline(always)]
+    unsafe fn fmadd_lanes(acc: V, s: V::F, f: V::F) -> V::F {
+        // SAFETY: register-only; the trait's contract (this ISA's features).
+        unsafe { V::fmadd(acc, s, f) }
+    }
+
+    #[inline(always)]
     unsafe fn fsum(f: V::F) -> f32 {
         // SAFETY: register-only; the trait's contract (this ISA's features).
         unsafe { V::fsum(f) }
@@ -261,12 +267,6 @@ impl<V: Tq1Block<M>, M: Mac<V>> GemmSimd for X86<V, M> {
         // SAFETY: `LANES` readable floats at `p` and this ISA's features (the trait's
         // contract).
         unsafe { V::fload(p) }
-    }
-
-    #[inline(always)]
-    unsafe fn fmadd_lanes(acc: V, s: V::F, f: V::F) -> V::F {
-        // SAFETY: register-only; the trait's contract (this ISA's features).
-        unsafe { V::fmadd(acc, s, f) }
     }
 
     #[inline(always)]

@@ -5,6 +5,7 @@
 
 use super::vector::{Tq1Block, Vector, X86};
 use crate::kernel::mac::Mac;
+use crate::kernel::tile::Pieces;
 use std::arch::x86_64::*;
 
 /// 32-byte vectors with the multiply-accumulate `M`.
@@ -271,4 +272,31 @@ unsafe fn mulhi_epu16(a: __m256i, b: __m256i) -> __m256i {
             options(pure, nomem, nostack, preserves_flags))
     };
     out
+}
+
+/// Q2_0's blocks two to a vector, one per 128-bit half.
+impl<M: Mac<__m256i>> Pieces for Ymm<M>
+where
+    __m256i: Tq1Block<M>,
+{
+    #[inline(always)]
+    unsafe fn load_pieces(p: *const u8, stride: usize, n: usize) -> __m256i {
+        // SAFETY: reads the 16 bytes of each of the `n <= 2` pieces, readable by the trait's
+        // contract; AVX2.
+        unsafe {
+            let lo = _mm_loadu_si128(p as *const __m128i);
+            let hi = if n > 1 { _mm_loadu_si128(p.add(stride) as *const __m128i) } else { _mm_setzero_si128() };
+            _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(lo), hi)
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn f16_pieces(p: *const u8, stride: usize, n: usize) -> __m256 {
+        // SAFETY: reads the 2 bytes of each of the `n <= 2` f16, readable by the trait's
+        // contract; F16C and AVX.
+        unsafe {
+            let hi = if n > 1 { super::f16c(p.add(stride)) } else { 0.0 };
+            _mm256_set_m128(_mm_set1_ps(hi), _mm_set1_ps(super::f16c(p)))
+        }
+    }
 }
