@@ -20,7 +20,7 @@
 // Tiles index several per-row and per-token arrays in lockstep.
 #![allow(clippy::needless_range_loop)]
 
-use crate::format::{i2_s, tq1_0, tq2_0, Format};
+use crate::format::{i2_s, tq1_0, Format};
 use crate::kernel::isa::{check, Isa, Job, Product};
 use crate::kernel::mac::Mac;
 use crate::kernel::weights::{Bitnet, Codes, I2s128, I2s64, Scale, Tq1, Tq2, Q2};
