@@ -11,7 +11,8 @@ use tern::{Format, Tensor};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Weight format: TQ1_0, TQ2_0, BITNET_B1_58, or all
+    /// Weight format: any ternary one (TQ1_0, TQ2_0, BITNET_B1_58, Q2_0, I2_S, I2_S_64,
+    /// I2_S_R4), or all (TQ1_0, TQ2_0 and BITNET_B1_58)
     #[arg(long, default_value = "all", value_parser = parse_format_choice)]
     format: FormatChoice,
     /// Weight shape as NxK (n output rows, k inputs), e.g. 2560x6912
@@ -41,7 +42,8 @@ pub struct Args {
     /// Instead of one shape, every matmul of this model's layer stack (tern's llama-bench):
     /// token generation (m = 1) and prompt processing (m = --tokens) in tokens/s, the
     /// weights' GB/s and a read-bandwidth probe with the same threads. Known: bitnet-b1.58-2b
-    /// (weights BITNET_B1_58 unless --format names one)
+    /// (weights BITNET_B1_58 unless --format names one), ternary-bonsai-8b (Q2_0 unless
+    /// --format names one)
     #[arg(long, value_parser = model::parse_model)]
     model: Option<&'static model::Model>,
     /// TQ1_0/TQ2_0: give every block the first block's scale, as a BitNet checkpoint
@@ -107,7 +109,7 @@ struct Row {
 pub fn run(args: Args) -> Result<(), String> {
     if let Some(model) = args.model {
         let format = match args.format {
-            FormatChoice::All => Format::BitnetB158,
+            FormatChoice::All => model.format,
             FormatChoice::One(f) => f,
         };
         let options = model::Options {

@@ -131,8 +131,9 @@ pub fn check_kernel_name(name: &str) -> Result<(), String> {
 /// Parses a format name (case-insensitive; `-` and `_` alike) among the ternary ones.
 pub fn parse_ternary_format(s: &str) -> Result<Format, String> {
     let want = s.to_ascii_uppercase().replace('-', "_");
-    TERNARY.into_iter().find(|f| f.name() == want || (want == "BITNET" && *f == Format::BitnetB158)).ok_or_else(|| {
-        let names: Vec<_> = TERNARY.iter().map(|f| f.name()).collect();
+    let ternary = || Format::ALL.into_iter().filter(|f| f.is_ternary());
+    ternary().find(|f| f.name() == want || (want == "BITNET" && *f == Format::BitnetB158)).ok_or_else(|| {
+        let names: Vec<_> = ternary().map(|f| f.name()).collect();
         format!("unknown format {s:?}; use one of {} (or `all`)", names.join(", "))
     })
 }

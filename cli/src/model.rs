@@ -17,6 +17,8 @@ pub struct Model {
     pub matmuls: [(&'static str, usize, usize); 7],
     /// Where the shapes come from.
     pub source: &'static str,
+    /// The weight format the model ships in (the default of `--format`).
+    pub format: Format,
 }
 
 /// BitNet b1.58 2B4T, from its published `config.json` (huggingface.co/microsoft/
@@ -37,13 +39,38 @@ pub const BITNET_2B: Model = Model {
     ],
     source: "config.json of huggingface.co/microsoft/bitnet-b1.58-2B-4T: hidden 2560, \
              intermediate 6912, 20 query heads, 5 KV heads of 128, 30 layers",
+    format: Format::BitnetB158,
 };
 
+/// Ternary-Bonsai-8B (PrismML), whose model card gives Qwen3-8B as its base: 36 layers, 32
+/// query and 8 KV heads; the shapes are Qwen3-8B's published `config.json`
+/// (huggingface.co/Qwen/Qwen3-8B): hidden_size 4096, intermediate_size 12288, head_dim 128
+/// (K and V have 8 x 128 = 1024 rows).
+pub const BONSAI_8B: Model = Model {
+    name: "ternary-bonsai-8b",
+    layers: 36,
+    matmuls: [
+        ("q", 4096, 4096),
+        ("k", 1024, 4096),
+        ("v", 1024, 4096),
+        ("o", 4096, 4096),
+        ("gate", 12288, 4096),
+        ("up", 12288, 4096),
+        ("down", 4096, 12288),
+    ],
+    source: "Ternary-Bonsai-8B (base Qwen3-8B, config.json of huggingface.co/Qwen/Qwen3-8B): hidden 4096, \
+             intermediate 12288, 32 query heads, 8 KV heads of 128, 36 layers",
+    format: Format::Q2_0,
+};
+
+/// The models known, by name.
+const MODELS: [&Model; 2] = [&BITNET_2B, &BONSAI_8B];
+
 pub fn parse_model(s: &str) -> Result<&'static Model, String> {
-    match s {
-        "bitnet-b1.58-2b" => Ok(&BITNET_2B),
-        _ => Err(format!("unknown model {s:?}: the one model known is bitnet-b1.58-2b")),
-    }
+    MODELS.into_iter().find(|m| m.name == s).ok_or_else(|| {
+        let names: Vec<_> = MODELS.iter().map(|m| m.name).collect();
+        format!("unknown model {s:?}: the models known are {}", names.join(", "))
+    })
 }
 
 pub struct Options {

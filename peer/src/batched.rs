@@ -14,9 +14,10 @@
 //! Every tern tensor is compared with ggml on the same matrix: TQ1_0 and TQ2_0 with
 //! random weights (a block scale per 256 weights, all different), and, for BITNET_B1_58
 //! (ggml has no BitNet format), ggml's TQ2_0 holding the identical BitNet matrix (trits
-//! times one power-of-two scale, exact in TQ2_0's f16 block scales). tern's TQ2_0 of that
-//! matrix is timed too: its block scales are all equal, so tern detects the uniform scale
-//! and runs its per-tensor-scale path.
+//! times one power-of-two scale, exact in TQ2_0's f16 block scales), as for I2_S of the same
+//! matrix. tern's TQ2_0 of that matrix is timed too: its block scales are all equal, so tern
+//! detects the uniform scale and runs its per-tensor-scale path. Q2_0 (ggml's activations
+//! Q8_0 per 32) with the random weights, a block scale per 64.
 
 use crate::check::{check_bytes, rel_l2, verdict, DOT_TOLERANCE};
 use crate::data::Rng;
@@ -34,10 +35,11 @@ const SHAPES: [(usize, usize); 2] = [(2560, 2560), (6912, 2560)];
 const BITNET_SCALE: f32 = 1.0 / 64.0;
 
 /// ggml's matrices of a shape, in the order [`weights`] makes them.
-const GGML: [&str; 3] = ["TQ1_0", "TQ2_0", "TQ2_0 BitNet"];
+const GGML: [&str; 4] = ["TQ1_0", "TQ2_0", "TQ2_0 BitNet", "Q2_0"];
 /// tern's matrices of a shape, each with the index in [`GGML`] of ggml's matrix holding
 /// the same values: its baseline for timing and agreement.
-const TERN: [(&str, usize); 4] = [("TQ1_0", 0), ("TQ2_0", 1), ("TQ2_0 unif", 2), ("BITNET", 2)];
+const TERN: [(&str, usize); 6] =
+    [("TQ1_0", 0), ("TQ2_0", 1), ("TQ2_0 unif", 2), ("BITNET", 2), ("I2_S", 2), ("Q2_0", 3)];
 
 /// A weight matrix as ggml holds it.
 struct GgmlWeight {
@@ -84,7 +86,7 @@ struct Case {
 pub fn run(budget: &Budget) -> usize {
     println!("== batched: ggml_mul_mat graph (ggml threadpool) vs tern Dispatcher::matmul (tern pool) ==");
     println!("F32 activations on both sides: each side's activation quantization is inside its timing");
-    println!("(ggml: Q8_K per 256; tern: I8_ABSMAX per token); m in {TOKENS:?}, threads {THREADS:?}\n");
+    println!("(ggml: Q8_K per 256, Q8_0 per 32 for Q2_0; tern: I8_ABSMAX per token); m in {TOKENS:?}, threads {THREADS:?}\n");
     let pools: Vec<(ThreadPool, Dispatcher)> = THREADS
         .iter()
         .map(|&t| {
@@ -129,7 +131,15 @@ fn weights(n: usize, k: usize, failures: &mut usize) -> Weights {
     let mut bytes = vec![0u8; Format::BitnetB158.bytes_for(n, k).expect("weight shape")];
     bitnet_import_trits(&trits, BITNET_SCALE, &mut bytes).expect("import trits");
     let t_bit = Tensor::from_vec(Format::BitnetB158, bytes, n, k).expect("BITNET_B1_58 tensor");
-    Weights { n, k, ggml: vec![g_tq1, g_tq2, g_bit], tern: vec![t_tq1, t_tq2, t_uni, t_bit] }
+    // bitnet.cpp's quantizer keeps exactly ternary weights exact: scale = max |w|.
+    let t_i2s = Tensor::encode(Format::I2S, &bitnet, n, k).expect("encode I2_S");
+    let (g_q2, t_q2) = ggml_weight(GGML[3], Format::Q2_0, &random);
+    Weights {
+        n,
+        k,
+        ggml: vec![g_tq1, g_tq2, g_bit, g_q2],
+        tern: vec![t_tq1, t_tq2, t_uni, t_bit, t_i2s, t_q2],
+    }
 }
 
 /// One (shape, m): builds every implementation for every thread count, checks each tern

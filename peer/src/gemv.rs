@@ -16,7 +16,13 @@ struct Shape {
     formats: &'static [Format],
 }
 
-const ALL: &[Format] = &[Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
+const ALL: &[Format] = &[Format::Tq1_0, Format::Tq2_0, Format::Q2_0, Format::BitnetB158, Format::I2S];
+
+/// The formats with one scale per tensor, which ggml lacks: compared with ggml's TQ2_0 (the
+/// same 2 bits per weight) and tern's best TQ2_0 kernel.
+fn one_scale(f: Format) -> bool {
+    matches!(f, Format::BitnetB158 | Format::I2S | Format::I2S64)
+}
 
 /// Runs every shape; returns the number of failed checks.
 pub fn run(quick: bool, budget: &Budget) -> usize {
@@ -83,8 +89,8 @@ fn run_shape(shape: &Shape, budget: &Budget, probe: &timing::ReadProbe) -> usize
         let best =
             dispatcher.plan(format, Format::I8Absmax, 1).expect("a kernel for every ternary format").kernel.name();
 
-        // ggml's side, for the formats ggml has.
-        let peer = format.ggml_type().map(|ty| {
+        // ggml's side, for the formats ggml has (its type 36 is not bitnet.cpp's I2_S).
+        let peer = format.ggml_type().filter(|_| !one_scale(format)).map(|ty| {
             let q = ggml::Quant::new(ty, k);
             let gw = q.quantize(&w, n, k);
             let qa = q.quantize_act(&x);
@@ -193,8 +199,9 @@ fn check_dots(format: Format, wt: &[u8], n: usize, k: usize, x: &[f32], ggml: &[
     let gt = rel_l2(ggml, tern, &exact);
     let ok = g <= DOT_TOLERANCE && t <= DOT_TOLERANCE && gt <= DOT_TOLERANCE;
     println!(
-        "  check {:<13} dots: rel L2 vs exact: ggml(Q8_K) {g:.1e}, tern(I8_ABSMAX) {t:.1e}; ggml vs tern {gt:.1e} (tol {DOT_TOLERANCE:.0e}) {}",
+        "  check {:<13} dots: rel L2 vs exact: ggml({}) {g:.1e}, tern(I8_ABSMAX) {t:.1e}; ggml vs tern {gt:.1e} (tol {DOT_TOLERANCE:.0e}) {}",
         format.name(),
+        if format == Format::Q2_0 { "Q8_0" } else { "Q8_K" },
         verdict(ok)
     );
     usize::from(!ok)
@@ -205,7 +212,7 @@ fn check_dots(format: Format, wt: &[u8], n: usize, k: usize, x: &[f32], ggml: &[
 /// tern's best TQ2_0 kernel.
 fn print_table(rows: &[Row], tq2_best: Option<f64>, dram: bool) {
     let ggml_ms = |f: Format| {
-        let f = if f == Format::BitnetB158 { Format::Tq2_0 } else { f };
+        let f = if one_scale(f) { Format::Tq2_0 } else { f };
         rows.iter().find(|r| r.format == f && r.name == "ggml vec_dot").map(|r| r.secs)
     };
     println!(
@@ -226,7 +233,7 @@ fn print_table(rows: &[Row], tq2_best: Option<f64>, dram: bool) {
             None => ("-".into(), "-".into()),
         };
         let vs_tq2 = match (r.format, tq2_best) {
-            (Format::BitnetB158, Some(t)) => format!("{:.2}", r.secs / t),
+            (f, Some(t)) if one_scale(f) => format!("{:.2}", r.secs / t),
             _ => "-".into(),
         };
         let pct = match r.read_bw {

@@ -15,14 +15,10 @@ use std::ptr::NonNull;
 use std::sync::Once;
 
 /// ggml type ids (enum ggml_type in ggml.h).
-pub const TYPE_Q8_K: u32 = sys::GGML_TYPE_Q8_K;
 pub const TYPE_TQ1_0: u32 = sys::GGML_TYPE_TQ1_0;
 pub const TYPE_TQ2_0: u32 = sys::GGML_TYPE_TQ2_0;
 pub const TYPE_Q2_0: u32 = sys::GGML_TYPE_Q2_0;
 
-/// Bytes of one Q8_K block: `float d; int8_t qs[256]; int16_t bsums[16]`.
-const Q8_K_BLOCK_BYTES: usize = 4 + 256 + 2 * 16;
-const QK_K: usize = 256;
 
 type VecDotFn =
     unsafe extern "C" fn(c_int, *mut f32, usize, *const std::ffi::c_void, usize, *const std::ffi::c_void, usize, c_int);
@@ -81,34 +77,38 @@ pub struct Quant {
     ty: u32,
     pub row_bytes: usize,
     vec_dot: VecDotFn,
-    /// Quantizes f32 activations to `vec_dot_type` (Q8_K for TQ1_0/TQ2_0).
+    /// Quantizes f32 activations to `vec_dot_type` (Q8_K for TQ1_0/TQ2_0, Q8_0 for Q2_0).
     act_from_float: FromFloatFn,
+    /// Elements and bytes per block of `vec_dot_type`.
+    act_block: (usize, usize),
 }
 
 impl Quant {
-    /// `ty` must be TQ1_0 or TQ2_0; `k` the row length (a multiple of 256).
+    /// `ty` must be TQ1_0, TQ2_0 or Q2_0; `k` the row length (whole blocks).
     pub fn new(ty: u32, k: usize) -> Quant {
-        assert!(ty == TYPE_TQ1_0 || ty == TYPE_TQ2_0, "only the ternary types are wired up");
-        assert!(k % QK_K == 0, "row length must be a multiple of 256");
+        assert!([TYPE_TQ1_0, TYPE_TQ2_0, TYPE_Q2_0].contains(&ty), "only the ternary types are wired up");
         init();
         // SAFETY: ggml_get_type_traits returns a pointer into a static table for every
-        // valid type id; TQ1_0/TQ2_0 are valid.
+        // valid type id; the ternary types are valid.
         let traits = unsafe { &*sys::ggml_get_type_traits(ty) };
         // SAFETY: type_name points to a static NUL-terminated string.
         let name = unsafe { CStr::from_ptr(traits.type_name) }.to_str().expect("ASCII name");
-        assert_eq!(traits.blck_size as usize, QK_K, "{name} block size");
-        let row_bytes = k / QK_K * traits.type_size;
+        let block = traits.blck_size as usize;
+        assert!(k % block == 0, "{name}: row length must be whole blocks of {block}");
+        let row_bytes = k / block * traits.type_size;
         // SAFETY: as above, a pointer into ggml-cpu's static table, valid after init().
         let cpu = unsafe { &*sys::ggml_get_type_traits_cpu(ty) };
-        assert_eq!(cpu.vec_dot_type, TYPE_Q8_K, "{name} dots against Q8_K");
         assert_eq!(cpu.nrows, 1, "{name} vec_dot handles one row per call");
-        // SAFETY: same static table, Q8_K entry.
-        let q8k = unsafe { &*sys::ggml_get_type_traits_cpu(TYPE_Q8_K) };
+        // SAFETY: same static tables, the vec_dot_type's entries.
+        let (act, act_cpu) =
+            unsafe { (&*sys::ggml_get_type_traits(cpu.vec_dot_type), &*sys::ggml_get_type_traits_cpu(cpu.vec_dot_type)) };
+        assert!(k % act.blck_size as usize == 0, "{name}: whole activation blocks");
         Quant {
             ty,
             row_bytes,
             vec_dot: cpu.vec_dot.expect("vec_dot for a ternary type"),
-            act_from_float: q8k.from_float.expect("from_float for Q8_K"),
+            act_from_float: act_cpu.from_float.expect("from_float for the vec_dot type"),
+            act_block: (act.blck_size as usize, act.type_size),
         }
     }
 
@@ -120,37 +120,33 @@ impl Quant {
         dst
     }
 
-    /// Quantizes one activation row of `k` floats to Q8_K with ggml-cpu's `from_float`.
+    /// Bytes of one activation row of `k` in the vec_dot type.
+    fn act_bytes(&self, k: usize) -> usize {
+        k / self.act_block.0 * self.act_block.1
+    }
+
+    /// Quantizes one activation row of `k` floats to the vec_dot type with ggml-cpu's
+    /// `from_float`.
     pub fn quantize_act(&self, x: &[f32]) -> Aligned {
-        assert_eq!(x.len() % QK_K, 0);
-        let mut q = Aligned::zeroed(x.len() / QK_K * Q8_K_BLOCK_BYTES);
-        // SAFETY: x holds k floats; q holds k/256 Q8_K blocks, 8-aligned (block_q8_K
-        // needs 4).
+        let mut q = Aligned::zeroed(self.act_bytes(x.len()));
+        // SAFETY: x holds k floats; q holds the k / block blocks of the vec_dot type,
+        // 8-aligned (its structs need at most 4).
         unsafe { (self.act_from_float)(x.as_ptr(), q.bytes_mut().as_mut_ptr().cast(), x.len() as i64) };
         q
     }
 
     /// One GEMV the way ggml's matmul does it for a single token: `vec_dot` per row, with
-    /// `nrc = 1`. `w` is `n` rows of this type, `act_q8k` one Q8_K row of `k`.
+    /// `nrc = 1`. `w` is `n` rows of this type, `act` one row of `k` in the vec_dot type.
     #[inline(never)]
-    pub fn gemv(&self, w: &[u8], k: usize, act_q8k: &[u8], out: &mut [f32]) {
+    pub fn gemv(&self, w: &[u8], k: usize, act: &[u8], out: &mut [f32]) {
         let n = out.len();
         assert_eq!(w.len(), n * self.row_bytes);
-        assert_eq!(act_q8k.len(), k / QK_K * Q8_K_BLOCK_BYTES);
+        assert_eq!(act.len(), self.act_bytes(k));
         for (r, o) in out.iter_mut().enumerate() {
-            // SAFETY: row r spans row_bytes bytes inside w; act_q8k holds k/256 blocks;
-            // o is one writable float. bs/bx/by are ignored when nrc == 1.
+            // SAFETY: row r spans row_bytes bytes inside w; act holds the row's blocks; o is
+            // one writable float. bs/bx/by are ignored when nrc == 1.
             unsafe {
-                (self.vec_dot)(
-                    k as c_int,
-                    o,
-                    0,
-                    w.as_ptr().add(r * self.row_bytes).cast(),
-                    0,
-                    act_q8k.as_ptr().cast(),
-                    0,
-                    1,
-                )
+                (self.vec_dot)(k as c_int, o, 0, w.as_ptr().add(r * self.row_bytes).cast(), 0, act.as_ptr().cast(), 0, 1)
             };
         }
     }
