@@ -9,7 +9,7 @@ ggml's `quantize_row_q2_0_ref` and bitnet.cpp's `quantize_i2_s` in each packing.
 bytes are checked against ggml's own quantizer by the peer crate (peer/, `--formats`),
 which quantizes every committed Q2_0 input with ggml and compares; the I2_S bytes are
 read back by a decoder written the other way round (byte by byte, where the encoder goes
-element by element), and tests/formats.rs checks hand-derived I2_S bytes.
+element by element), and tests/suite/formats.rs checks hand-derived I2_S bytes.
 
 Every case is written for its formats as
     <fmt>_<case>.in.f32    input, raw little-endian f32, rows x cols row-major

@@ -4,7 +4,7 @@
 
     python3 scripts/gen_gguf_fixtures.py
 
-Deterministic: the same package version writes the same bytes. tests/gguf.rs checks tern's
+Deterministic: the same package version writes the same bytes. tests/suite/gguf.rs checks tern's
 decoding against tiny_bitnet.expected.gguf; cli/tests/cli.rs runs `tern inspect` on the
 model (and on truncated and corrupted copies it makes) and on tiny_q2_i2s.gguf, whose Q2_0
 (type 42) and I2_S (type 36) tensors gguf 0.19.0 has no quantizer for: their bytes come

@@ -8,7 +8,7 @@
 //! test of the dispatcher, its pool, the sink and shared tensors.
 //!
 //! Not built for wasm32, which has no threads (the dispatcher refuses `n_threads > 1` there:
-//! tests/dispatch.rs).
+//! tests/suite/dispatch.rs).
 #![cfg(not(target_family = "wasm"))]
 
 use std::collections::HashMap;

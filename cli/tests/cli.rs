@@ -243,7 +243,10 @@ fn bench_model_reports_tokens_per_second_as_json() {
 
 #[test]
 fn bench_model_refuses_what_it_cannot_run() {
-    assert_usage_error(&tern(&["bench", "--model", "llama-70b"]), "the models known are bitnet-b1.58-2b, ternary-bonsai-8b");
+    assert_usage_error(
+        &tern(&["bench", "--model", "llama-70b"]),
+        "the models known are bitnet-b1.58-2b, ternary-bonsai-8b",
+    );
     assert_fails_cleanly(&tern(&["bench", "--layers", "2"]), "layers alone", "--layers needs --model");
     assert_fails_cleanly(
         &tern(&["bench", "--model", "bitnet-b1.58-2b", "--layers", "31"]),

@@ -8,7 +8,7 @@
 //! - every exported body runs inside `guard::guard` (or `guard::guard_value`), which
 //!   maps a `tern::Error` to its status and a caught panic to `TERN_ERR_PANIC`, so no
 //!   panic ever unwinds into C. That needs `panic = "unwind"`, which the release profile
-//!   keeps (checked by `tests/header.rs`); under `panic = "abort"` a panic aborts instead.
+//!   keeps (checked by `tests/suite/header.rs`); under `panic = "abort"` a panic aborts instead.
 //!
 //! New exports go in a new file here and use the same helpers.
 //!

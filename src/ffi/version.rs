@@ -2,7 +2,7 @@
 //!
 //! The numbers are literals because cbindgen copies them into `include/tern.h` (where
 //! `TERN_VERSION_STRING` is built from them, see cbindgen.toml);
-//! `tests/header.rs` checks them (and the functions) against Cargo.toml's version.
+//! `tests/suite/header.rs` checks them (and the functions) against Cargo.toml's version.
 
 use super::guard::guard_value;
 use std::ffi::c_char;

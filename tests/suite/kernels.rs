@@ -4,8 +4,7 @@
 //! Also: `Kernel::run` refuses every mismatched operand without writing, and the adapter's
 //! fastest requantizer is bit-identical to the format's encoder.
 
-mod common;
-use common::Rng;
+use crate::common::Rng;
 use std::ops::Range;
 use tern::adapter::requantize_i8_absmax_into;
 use tern::kernel::{registry, Kernel, MatRef, OutTile};

@@ -1,6 +1,4 @@
-//! Helpers shared by the integration tests. Each test file is its own crate and uses only
-//! some of them, hence the `allow`.
-#![allow(dead_code)]
+//! Helpers shared by the integration tests.
 
 /// splitmix64: a tiny deterministic generator (any seed works), so the tests need no
 /// dependency and every failure reproduces.

@@ -1,7 +1,6 @@
 //! The adapter, scopes, events, the reference kernels and the dispatcher (docs/design.md §2).
 
-mod common;
-use common::Rng;
+use crate::common::Rng;
 use std::sync::Arc;
 use tern::adapter::{requantize_i8_absmax, requantize_i8_absmax_into};
 use tern::dispatch::{available_kernels, bitnet_gemv};

@@ -2,8 +2,7 @@
 //! scripts/gen_fixtures.py with gguf's quantizer), round trips, per-format semantics,
 //! validation, and the "bad input writes nothing" contract.
 
-mod common;
-use common::Rng;
+use crate::common::Rng;
 use std::path::PathBuf;
 
 use tern::format::bitnet_import_trits;

@@ -16,8 +16,7 @@ fn last_error() -> String {
     unsafe { CStr::from_ptr(tern_last_error()) }.to_string_lossy().into_owned()
 }
 
-mod common;
-use common::Rng;
+use crate::common::Rng;
 
 fn tensor(format: u32, rows: usize, cols: usize, seed: u64) -> *mut tern_tensor {
     let (mut enc, mut t) = (null(), null_mut());

@@ -484,7 +484,7 @@ fn an_owned_file_parses_like_a_borrowed_one() {
     let bytes = std::fs::read(path).unwrap();
     let borrowed = Gguf::parse(&bytes).unwrap();
     // Static bytes without a leak (LeakSanitizer reports a leaked Box).
-    let embedded: &'static [u8] = include_bytes!("fixtures/gguf/tiny_bitnet.gguf");
+    let embedded: &'static [u8] = include_bytes!("../fixtures/gguf/tiny_bitnet.gguf");
     let mut files = vec![
         GgufFile::read(path).unwrap(),
         GgufFile::from_vec(bytes.clone()).unwrap(),
