@@ -196,6 +196,26 @@ fn x86_kernels_come_widest_first() {
     }
 }
 
+/// wasm32: relaxed SIMD (when the build has it), then plain SIMD128, each with its GEMM
+/// before its GEMV, then the reference: the whole list, since the build decides it.
+#[test]
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+fn wasm_kernels_come_relaxed_first() {
+    let mut want = Vec::new();
+    if cfg!(target_feature = "relaxed-simd") {
+        want.extend(["bitnet_gemm/wasm-relaxed-simd128", "bitnet_gemv/wasm-relaxed-simd128"]);
+    }
+    want.extend(["bitnet_gemm/wasm-simd128", "bitnet_gemv/wasm-simd128", REFERENCE]);
+    for format in TERNARY {
+        let names: Vec<&str> = registry()
+            .iter()
+            .filter(|k| k.weight() == format && k.act() == Format::I8Absmax)
+            .map(|k| k.name())
+            .collect();
+        assert_eq!(names, want, "{}", format.name());
+    }
+}
+
 #[test]
 fn parity_over_shapes_and_token_counts() {
     let mut rng = Rng(0x5EED_1234_ABCD_0001);
@@ -560,9 +580,16 @@ fn expected_kernels(features: &[&str]) -> [[&'static str; 3]; 3] {
     } else if has("neon") {
         [["bitnet_gemv/neon"; 3], ["bitnet_gemm/neon"; 3], ["bitnet_gemm/neon"; 3]]
     } else if has("relaxed-simd") {
-        [["bitnet_gemv/wasm-relaxed-simd128"; 3]; 3]
+        // The GEMM from 6 / 4 / 8 tokens.
+        [
+            ["bitnet_gemv/wasm-relaxed-simd128"; 3],
+            ["bitnet_gemm/wasm-relaxed-simd128"; 3],
+            ["bitnet_gemm/wasm-relaxed-simd128"; 3],
+        ]
     } else if has("simd128") {
-        [["bitnet_gemv/wasm-simd128"; 3]; 3]
+        // The GEMM from 4 / 12 / 2 tokens.
+        let (gemv, gemm) = ("bitnet_gemv/wasm-simd128", "bitnet_gemm/wasm-simd128");
+        [[gemv; 3], [gemm, gemv, gemm], [gemm; 3]]
     } else {
         [[REFERENCE; 3]; 3]
     }
