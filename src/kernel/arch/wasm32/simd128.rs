@@ -1,12 +1,15 @@
-//! WebAssembly SIMD128: 16-byte vectors, for both wasm kernels. They differ only in how the
-//! u8 x i8 products of one weight load reach the int32 lanes ([`Mac`]):
+//! WebAssembly SIMD128: 16-byte vectors, for the wasm GEMVs ([`Simd`]) and GEMMs
+//! ([`GemmSimd`]) of both builds. They differ only in how the u8 x i8 products of one weight
+//! load reach the int32 lanes ([`Mac`] for the GEMV, [`GemmMac`] for the GEMM):
 //! - [`Widening`] (plain SIMD128, `bitnet_gemv/wasm-simd128`): SIMD128 has no u8 x i8
 //!   multiply-add, so codes and activations are widened to int16 and multiplied pairwise
 //!   into int32 (`i32x4.dot_i16x8_s`), in two partial sums regrouped once per weight load;
 //! - [`RelaxedDot`] (`bitnet_gemv/wasm-relaxed-simd128`): `i32x4.relaxed_dot_i8x16_i7x16_add`,
 //!   four products straight into each int32 lane, like `vpdpbusd`. Its 7-bit operand is the
 //!   weight code (at most 12: BitNet's unshifted odd planes), whose result every engine must
-//!   give exactly (relaxed SIMD leaves only operands >= 128 implementation-defined).
+//!   give exactly (relaxed SIMD leaves only operands >= 128 implementation-defined). Its
+//!   GEMM takes `i16x8.relaxed_dot_i8x16_i7x16_s` into int16 pair sums instead (see its
+//!   [`GemmMac`]).
 //!
 //! Either way int32 lane `j` receives the products of bytes `4j..4j + 4` of each vector,
 //! the grouping the skeleton's per-lane seeds assume (`prep::lane_sums`).
