@@ -153,7 +153,8 @@ impl Mac<v128> for RelaxedDot {
 /// The GEMM's relaxed dot: `i16x8.relaxed_dot_i8x16_i7x16_s` into int16 pair sums, folded
 /// by `i32x4.extadd_pairwise_i16x8_s` once per 8 groups. On x64 without AVX-VNNI, V8 lowers
 /// `i32x4.relaxed_dot_i8x16_i7x16_add` to `pmaddubsw`, a `pmaddwd` by a ones vector it
-/// rebuilds each time and `paddd`; the int16 form is `pmaddubsw` and `paddw`. Measured
+/// rebuilds each time and `paddd` (from V8's source; not disassembled), the int16 form to
+/// `pmaddubsw` alone, then `paddw`. Measured
 /// (node 22, AMD EPYC, 2560x2560, m = 64, fastest of two interleaved processes): TQ1_0
 /// 19.1 to 13.1 ms, TQ2_0 17.3 to 11.1 ms, BITNET_B1_58 16.2 to 10.6 ms.
 #[cfg(target_feature = "relaxed-simd")]
