@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The WebAssembly legs, under node's WASI (scripts/wasm/wasi-run.mjs), for each of the two
 # builds (wasm has no run-time feature detection: the build's target features decide):
-#   simd128  -C target-feature=+simd128                 best kernel bitnet_gemv/wasm-simd128,
-#            run by the machine's node (20)
+#   simd128  -C target-feature=+simd128                 best kernel bitnet_gemv/wasm-simd128
+#            (one token), run by the machine's node (20)
 #   relaxed  -C target-feature=+simd128,+relaxed-simd   best kernel bitnet_gemv/wasm-relaxed-simd128,
 #            run by node 22 from the npm registry (node 20's relaxed SIMD, behind a flag,
 #            computes i32x4.relaxed_dot_i8x16_i7x16_add otherwise than specified)
@@ -87,6 +87,8 @@ if [ ${#builds[@]} = 2 ]; then
     example="$(cd "$project" && "$TERN_NODE22" "${sandbox[@]}" example.mjs)"
     echo "$example" | sed 's/^/  /'
     grep -qx 'KERNEL_SELECTED bitnet_gemv/wasm-relaxed-simd128' <<<"$example"
+    # The example's batch: 8 tokens of a TQ2_0 weight, which the GEMM serves from 4.
+    grep -qx 'KERNEL_SELECTED bitnet_gemm/wasm-relaxed-simd128' <<<"$example"
     grep -qx 'out 64, batch 512' <<<"$example"
     echo "test-wasm: the installed package's tests under node 22 (load() must pick relaxed-simd128)"
     (cd "$project/node_modules/tern-wasm" && TERN_JS_EXPECT_VARIANT=relaxed-simd128 "$TERN_NODE22" "${sandbox[@]}" \

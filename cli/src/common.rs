@@ -182,7 +182,23 @@ fn cpu_ns(process: bool) -> Option<u64> {
     (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
-#[cfg(not(unix))]
+/// WASI has one thread: the process's CPU time (`clock_time_get` of `process_cputime_id`,
+/// which node's WASI keeps), if the host keeps it.
+#[cfg(target_os = "wasi")]
+fn cpu_ns(_process: bool) -> Option<u64> {
+    #[link(wasm_import_module = "wasi_snapshot_preview1")]
+    unsafe extern "C" {
+        fn clock_time_get(id: u32, precision: u64, time: *mut u64) -> u16;
+    }
+    const PROCESS_CPUTIME_ID: u32 = 2;
+    let mut ns = 0u64;
+    // SAFETY: WASI preview 1's `clock_time_get` writes one u64 at `time`, a valid, writable
+    // local, and nothing else.
+    let errno = unsafe { clock_time_get(PROCESS_CPUTIME_ID, 1, &mut ns) };
+    (errno == 0).then_some(ns)
+}
+
+#[cfg(not(any(unix, target_os = "wasi")))]
 fn cpu_ns(_process: bool) -> Option<u64> {
     None
 }

@@ -18,8 +18,10 @@ export type FormatName = keyof typeof Format;
 export interface VariantInfo {
     /** The module's file name, under `baseUrl`. */
     readonly file: string;
-    /** The kernel the build's dispatcher picks for ternary weights. */
+    /** The kernel the build's dispatcher picks for ternary weights and one token. */
     readonly kernel: string;
+    /** The GEMM it picks for batches, from a measured token count per format. */
+    readonly gemm: string;
 }
 /** The builds, best first. */
 export declare const VARIANTS: Readonly<{ 'relaxed-simd128': VariantInfo; simd128: VariantInfo }>;

@@ -19,10 +19,17 @@ export const Format = Object.freeze({
 const FORMAT_NAMES = Object.fromEntries(Object.entries(Format).map(([k, v]) => [v, k]));
 const EVENT_KINDS = { 1: 'ADAPTER_INSERTED', 2: 'KERNEL_SELECTED' };
 
-/** The two builds, best first: their files and the kernel each one's dispatcher picks. */
+/**
+ * The two builds, best first: their files, the kernel each one's dispatcher picks for one
+ * token (`kernel`), and the GEMM it picks for batches from a measured token count (`gemm`).
+ */
 export const VARIANTS = Object.freeze({
-    'relaxed-simd128': Object.freeze({ file: 'tern-relaxed-simd128.wasm', kernel: 'bitnet_gemv/wasm-relaxed-simd128' }),
-    simd128: Object.freeze({ file: 'tern-simd128.wasm', kernel: 'bitnet_gemv/wasm-simd128' }),
+    'relaxed-simd128': Object.freeze({
+        file: 'tern-relaxed-simd128.wasm',
+        kernel: 'bitnet_gemv/wasm-relaxed-simd128',
+        gemm: 'bitnet_gemm/wasm-relaxed-simd128',
+    }),
+    simd128: Object.freeze({ file: 'tern-simd128.wasm', kernel: 'bitnet_gemv/wasm-simd128', gemm: 'bitnet_gemm/wasm-simd128' }),
 });
 
 /** A refused or failed call: `code` is tern's status name, `status` its number. */
@@ -367,33 +374,39 @@ export class Tern {
     }
 
     /**
-     * null if this build's kernel agrees with tern's reference kernel on a small
-     * known case (every ternary format, activations of both signs), else why not. Engines
-     * have shipped relaxed SIMD that validates but computes otherwise: node 20's
-     * --experimental-wasm-relaxed-simd gets `i32x4.relaxed_dot_i8x16_i7x16_add` wrong.
+     * null if this build's kernels (its GEMV and its GEMM) agree with tern's reference
+     * kernel on a small known case (every ternary format, activations of both signs), else
+     * why not. Engines have shipped relaxed SIMD that validates but computes otherwise:
+     * node 20's --experimental-wasm-relaxed-simd gets `i32x4.relaxed_dot_i8x16_i7x16_add`
+     * wrong (the GEMV's), and the GEMM uses another instruction
+     * (`i16x8.relaxed_dot_i8x16_i7x16_s`), so both are checked.
      */
     _knownAnswerCheck() {
         const [n, k] = [4, 256];
         const w = Float32Array.from({ length: n * k }, (_, i) => (((i * 7919) % 201) - 100) / 100);
         const x = Float32Array.from({ length: k }, (_, i) => (((i * 104729) % 255) - 127) / 127);
-        // The build's own kernel by name, whatever TERN_KERNEL in `env` says.
-        const best = this.dispatcher({ kernel: VARIANTS[this.variant].kernel });
+        // The build's own kernels by name, whatever TERN_KERNEL in `env` says.
+        const { kernel, gemm } = VARIANTS[this.variant];
+        const own = [kernel, gemm].map((name) => [name, this.dispatcher({ kernel: name })]);
         const reference = this.dispatcher({ kernel: 'bitnet_gemv/reference' });
         const act = this.encode(Format.F32, x, 1, k);
         try {
             for (const format of [Format.TQ1_0, Format.TQ2_0, Format.BITNET_B1_58]) {
                 const weight = this.encode(format, w, n, k);
-                const [got, want] = [best.matmul(act, weight), reference.matmul(act, weight)];
+                const want = reference.matmul(act, weight);
+                const results = own.map(([name, d]) => [name, d.matmul(act, weight)]);
                 weight.close();
-                for (let i = 0; i < n; i++) {
-                    if (!(Math.abs(got[i] - want[i]) <= 1e-5 * Math.max(1, Math.abs(want[i])))) {
-                        return `its kernel gives ${got[i]} where the reference kernel gives ${want[i]} (${FORMAT_NAMES[format]}, row ${i}): the engine computes an instruction otherwise than specified`;
+                for (const [name, got] of results) {
+                    for (let i = 0; i < n; i++) {
+                        if (!(Math.abs(got[i] - want[i]) <= 1e-5 * Math.max(1, Math.abs(want[i])))) {
+                            return `its kernel ${name} gives ${got[i]} where the reference kernel gives ${want[i]} (${FORMAT_NAMES[format]}, row ${i}): the engine computes an instruction otherwise than specified`;
+                        }
                     }
                 }
             }
             return null;
         } finally {
-            for (const h of [act, best, reference]) h.close();
+            for (const h of [act, reference, ...own.map(([, d]) => d)]) h.close();
         }
     }
 

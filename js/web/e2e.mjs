@@ -60,7 +60,8 @@ try {
     assert.equal(meta['tokenizer.ggml.tokens'], '["<s>", "</s>", "hello", "world"]');
     assert.equal(meta['tern.u64'], String(2n ** 63n + 5n));
 
-    // Every ternary weight: one token and a batch of 16, the relaxed kernel, parity ok.
+    // Every ternary weight: one token (the relaxed GEMV) and a batch of 16 (the relaxed GEMM,
+    // which serves every format from 8 tokens at most), parity ok.
     const weights = await text('#weight option');
     assert.deepEqual(weights, ['blk.0.attn_q.weight', 'blk.0.ffn_down.weight', 'blk.0.ffn_up.weight']);
     for (const weight of [...weights.slice(1), weights[0]]) {
@@ -70,7 +71,7 @@ try {
         const rows = await page.$$eval('#results tbody tr', (rs) => rs.map((r) => [...r.cells].map((c) => c.textContent)));
         assert.deepEqual(rows.map((r) => [r[0], r[1].split(' ')[0], r[2], r[7]]), [
             ['1', weight, 'bitnet_gemv/wasm-relaxed-simd128', 'ok'],
-            ['16', weight, 'bitnet_gemv/wasm-relaxed-simd128', 'ok'],
+            ['16', weight, 'bitnet_gemm/wasm-relaxed-simd128', 'ok'],
         ]);
         assert.ok(rows.every((r) => Number(r[6]) <= 1e-5), JSON.stringify(rows));
         assert.equal(await page.textContent('#error'), '');

@@ -11,7 +11,8 @@
 //! - `weights`: one marker type per ternary weight format.
 //! - `tile`: the GEMV skeleton (activation preparation, row x token tiles, the block loop);
 //!   `arch/<arch>/<isa>.rs` supplies vector operations through `tile::Simd`.
-//! - `gemm`: the panel GEMM skeleton (x86_64 and aarch64), over `gemm::GemmSimd`.
+//! - `gemm`: the panel GEMM skeleton (x86_64, aarch64 and wasm32 with SIMD128), over
+//!   `gemm::GemmSimd`.
 //! - `arch/x86_64/amx.rs`, `arch/aarch64/i8mm.rs`: GEMMs with loop nests of their own.
 //! - `prep`: where activations go in a kernel's unpack order, and their lane sums.
 //!
@@ -21,7 +22,7 @@
 //! bounds.
 
 pub(crate) mod arch;
-#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
 pub(crate) mod gemm;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
 pub(crate) mod isa;
@@ -197,7 +198,14 @@ impl<'a> OutTile<'a> {
     /// Writes `values` to the outputs of `token` at rows `row..row + values.len()`, which are
     /// contiguous in the output: one bounds check for a run of rows. (Used by the GEMMs.)
     #[inline(always)]
-    #[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
+    #[cfg_attr(
+        not(any(
+            target_arch = "x86_64",
+            target_arch = "aarch64",
+            all(target_arch = "wasm32", target_feature = "simd128")
+        )),
+        allow(dead_code)
+    )]
     pub(crate) fn set_run(&mut self, token: usize, row: usize, values: &[f32]) {
         let inside = self.rows.start <= row && row + values.len() <= self.rows.end;
         assert!(self.tokens.contains(&token) && inside, "outputs ({token}, {row}..+{}) outside the view", values.len());

@@ -209,6 +209,29 @@ fn x86_kernels_come_widest_first() {
     }
 }
 
+/// wasm32: relaxed SIMD (when the build has it), then plain SIMD128, each with its GEMM
+/// before its GEMV, then the reference: the whole list, since the build decides it.
+#[test]
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+fn wasm_kernels_come_relaxed_first() {
+    let mut want = Vec::new();
+    if cfg!(target_feature = "relaxed-simd") {
+        want.extend(["bitnet_gemm/wasm-relaxed-simd128", "bitnet_gemv/wasm-relaxed-simd128"]);
+    }
+    want.extend(["bitnet_gemm/wasm-simd128", "bitnet_gemv/wasm-simd128", REFERENCE]);
+    for format in TERNARY {
+        // The newer formats have the GEMVs only so far.
+        let want: Vec<&str> =
+            want.iter().copied().filter(|n| EVERY_ISA.contains(&format) || !n.starts_with("bitnet_gemm/")).collect();
+        let names: Vec<&str> = registry()
+            .iter()
+            .filter(|k| k.weight() == format && k.act() == Format::I8Absmax)
+            .map(|k| k.name())
+            .collect();
+        assert_eq!(names, want, "{}", format.name());
+    }
+}
+
 #[test]
 fn parity_over_shapes_and_token_counts() {
     let mut rng = Rng(0x5EED_1234_ABCD_0001);
@@ -553,15 +576,17 @@ fn requantizer_is_bit_identical_to_the_definition() {
 
 /// The kernels the dispatcher must pick for each of [`TERNARY`] at m = 1, 8 and 128 tokens
 /// on a CPU with `features`: I2_S and Q2_0 have the kernels of AVX2, NEON, dotprod and wasm
-/// only, so they get BITNET_B1_58's choice on a CPU whose best features are among those
-/// (their GEMMs start at 8 tokens or fewer too), and the choice of the best of them
-/// otherwise.
+/// only (on wasm the GEMVs only), so they get BITNET_B1_58's choice on a CPU whose best
+/// features are among those (their GEMMs start at 8 tokens or fewer too), the wasm build's
+/// GEMV there, and the choice of the best of them otherwise.
 fn expected_kernels(features: &[&str]) -> [[&'static str; 6]; 3] {
     let has = |f: &str| features.contains(&f);
     let newer = if has("avx512vnni") || has("avxvnni") || has("amx") {
         every_isa_kernels(&["avx2"])
     } else if has("i8mm") {
         every_isa_kernels(&["neon", "dotprod"])
+    } else if has("simd128") {
+        [[every_isa_kernels(features)[0][2]; 3]; 3]
     } else {
         every_isa_kernels(features)
     };
@@ -597,9 +622,16 @@ fn every_isa_kernels(features: &[&str]) -> [[&'static str; 3]; 3] {
     } else if has("neon") {
         [["bitnet_gemv/neon"; 3], ["bitnet_gemm/neon"; 3], ["bitnet_gemm/neon"; 3]]
     } else if has("relaxed-simd") {
-        [["bitnet_gemv/wasm-relaxed-simd128"; 3]; 3]
+        // The GEMM from 6 / 4 / 8 tokens.
+        [
+            ["bitnet_gemv/wasm-relaxed-simd128"; 3],
+            ["bitnet_gemm/wasm-relaxed-simd128"; 3],
+            ["bitnet_gemm/wasm-relaxed-simd128"; 3],
+        ]
     } else if has("simd128") {
-        [["bitnet_gemv/wasm-simd128"; 3]; 3]
+        // The GEMM from 4 / 12 / 2 tokens.
+        let (gemv, gemm) = ("bitnet_gemv/wasm-simd128", "bitnet_gemm/wasm-simd128");
+        [[gemv; 3], [gemm, gemv, gemm], [gemm; 3]]
     } else {
         [[REFERENCE; 3]; 3]
     }
@@ -653,6 +685,7 @@ fn expected_kernels_follow_the_best_feature() {
     assert_eq!(expected_kernels(&["avx2", "avxvnni"])[1], ["bitnet_gemm/avxvnni", vnni, vnni, avx2, avx2, avx2]);
     assert_eq!(expected_kernels(&["neon"])[0], ["bitnet_gemv/neon"; 6]);
     assert_eq!(expected_kernels(&["neon", "dotprod", "i8mm"])[2][3], "bitnet_gemm/neon-dotprod");
+    assert_eq!(expected_kernels(&["simd128"])[2][5], "bitnet_gemv/wasm-simd128");
     assert_eq!(expected_kernels(&[])[2], [REFERENCE; 6]);
 }
 

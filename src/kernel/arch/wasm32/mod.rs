@@ -1,12 +1,15 @@
 //! wasm32 kernels. WebAssembly has no run-time feature detection: the build decides. With
-//! `-C target-feature=+simd128` this registers `bitnet_gemv/wasm-simd128`; with
-//! `+simd128,+relaxed-simd` also `bitnet_gemv/wasm-relaxed-simd128`, first. Without simd128
-//! only the reference kernels exist. An engine without a feature refuses to compile a
+//! `-C target-feature=+simd128` this registers `bitnet_gemm/wasm-simd128` and
+//! `bitnet_gemv/wasm-simd128`; with `+simd128,+relaxed-simd` also
+//! `bitnet_gemm/wasm-relaxed-simd128` and `bitnet_gemv/wasm-relaxed-simd128`, first. Without
+//! simd128 only the reference kernels exist. An engine without a feature refuses to compile a
 //! module that uses it, so a running module has what its kernels need (`available` is
 //! always true), and a JS loader picks the best build the engine validates (js/src).
 //!
-//! Both kernels are the shared skeleton ([`crate::kernel::tile`]) over [`simd128::Wasm`];
-//! they differ only in the multiply-accumulate ([`crate::kernel::mac::Mac`]).
+//! The GEMVs are the shared tile skeleton ([`crate::kernel::tile`]), the GEMMs the shared
+//! panel GEMM ([`crate::kernel::gemm`]), both over [`simd128::Wasm`]; the two builds differ
+//! only in the multiply-accumulate ([`crate::kernel::mac::Mac`] for the GEMV,
+//! [`simd128::GemmMac`] for the GEMM).
 
 #[cfg(target_feature = "simd128")]
 mod requant;
@@ -25,16 +28,29 @@ pub(crate) fn kernels() -> Vec<Kernel> {
     all
 }
 
-// Tiles: 2 rows for one token, 2 x 2 for batches, as AVX2 (engines map v128 onto the 16 xmm
-// registers, and the plain build keeps two partial sums per (row, token)); 4 rows for one
+// GEMV tiles: 2 rows for one token, 2 x 2 for batches, as AVX2 (engines map v128 onto the 16
+// xmm registers, and the plain build keeps two partial sums per (row, token)); 4 rows for one
 // token measured no better (TQ2_0 2560x2560 under node 22, within the noise).
+//
+// GEMM register blocks (`gemm::kernels::<_, RV, T>`: RV vectors of 4 rows x T tokens): plain
+// 2 x 2 (two int32 partial sums per (vector, token), 8 of the 16 xmm registers, as the GEMV's
+// batch tiles), relaxed 2 x 4 (one int16 partial sum each, 8 registers). Each GEMM serves
+// from the token count at which it beat the same build's GEMV, both forced, under node 22
+// (scripts/bench-wasm-gemm.sh, 2560x2560, 3 interleaved rounds, docs/wasm.md):
+// - simd128: TQ1_0 from 4 (1.12x at 4, 0.77x at 2), TQ2_0 from 12 (1.38x at 12; within
+//   0.95-1.03x from 4 to 8), BITNET_B1_58 from 2 (1.61x at 2: the plain GEMV's batch tiles
+//   run BitNet at 3-4x their one-token time per token);
+// - relaxed: TQ1_0 from 6 (1.77x at 6, 0.83x at 4, measured before the GEMM took the int16
+//   dot, which made it faster still), TQ2_0 from 4 (1.29x at 4), BITNET_B1_58 from 8 (0.99x
+//   at 4, 1.06x at 8, 1.15x at 12).
+// Q2_0 and I2_S have the GEMVs only so far (their GEMM thresholds are unmeasured here).
 
 #[cfg(target_feature = "simd128")]
 mod plain {
     use super::simd128::{Wasm, Widening};
     use crate::format::Format;
     use crate::kernel::isa::{self, Isa};
-    use crate::kernel::{tile, Kernel};
+    use crate::kernel::{gemm, tile, Kernel};
 
     impl Isa for Wasm<Widening> {
         const FEATURES: &'static str = "simd128";
@@ -47,11 +63,13 @@ mod plain {
         isa::enter!("simd128");
     }
 
-    pub(super) fn kernels() -> Vec<Kernel> {
+    /// `bitnet_gemm/wasm-simd128`, then `bitnet_gemv/wasm-simd128`.
+    pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
+        let every = [(Format::Tq1_0, 4), (Format::Tq2_0, 12), (Format::BitnetB158, 2)];
+        let gemm = gemm::kernels::<Wasm<Widening>, 2, 2>(c"bitnet_gemm/wasm-simd128", &every);
         let formats = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64];
-        let mut gemv = tile::kernels::<Wasm<Widening>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-simd128", &formats);
-        gemv.push(tile::q2_0_kernel::<Wasm<Widening>, 2, 2, 2>(c"bitnet_gemv/wasm-simd128"));
-        gemv
+        let gemv = tile::kernels::<Wasm<Widening>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-simd128", &formats);
+        gemm.into_iter().chain(gemv).chain([tile::q2_0_kernel::<Wasm<Widening>, 2, 2, 2>(c"bitnet_gemv/wasm-simd128")])
     }
 }
 
@@ -60,7 +78,7 @@ mod relaxed {
     use super::simd128::{RelaxedDot, Wasm};
     use crate::format::Format;
     use crate::kernel::isa::{self, Isa};
-    use crate::kernel::{tile, Kernel};
+    use crate::kernel::{gemm, tile, Kernel};
 
     impl Isa for Wasm<RelaxedDot> {
         const FEATURES: &'static str = "simd128, relaxed-simd";
@@ -73,11 +91,15 @@ mod relaxed {
         isa::enter!("simd128,relaxed-simd");
     }
 
-    pub(super) fn kernels() -> Vec<Kernel> {
+    /// `bitnet_gemm/wasm-relaxed-simd128`, then `bitnet_gemv/wasm-relaxed-simd128`.
+    pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
+        let every = [(Format::Tq1_0, 6), (Format::Tq2_0, 4), (Format::BitnetB158, 8)];
+        let gemm = gemm::kernels::<Wasm<RelaxedDot>, 2, 4>(c"bitnet_gemm/wasm-relaxed-simd128", &every);
         let formats = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64];
-        let mut gemv = tile::kernels::<Wasm<RelaxedDot>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128", &formats);
-        gemv.push(tile::q2_0_kernel::<Wasm<RelaxedDot>, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128"));
-        gemv
+        let gemv = tile::kernels::<Wasm<RelaxedDot>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128", &formats);
+        gemm.into_iter()
+            .chain(gemv)
+            .chain([tile::q2_0_kernel::<Wasm<RelaxedDot>, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128")])
     }
 }
 

@@ -1,12 +1,15 @@
-//! WebAssembly SIMD128: 16-byte vectors, for both wasm kernels. They differ only in how the
-//! u8 x i8 products of one weight load reach the int32 lanes ([`Mac`]):
+//! WebAssembly SIMD128: 16-byte vectors, for the wasm GEMVs ([`Simd`]) and GEMMs
+//! ([`GemmSimd`]) of both builds. They differ only in how the u8 x i8 products of one weight
+//! load reach the int32 lanes ([`Mac`] for the GEMV, [`GemmMac`] for the GEMM):
 //! - [`Widening`] (plain SIMD128, `bitnet_gemv/wasm-simd128`): SIMD128 has no u8 x i8
 //!   multiply-add, so codes and activations are widened to int16 and multiplied pairwise
 //!   into int32 (`i32x4.dot_i16x8_s`), in two partial sums regrouped once per weight load;
 //! - [`RelaxedDot`] (`bitnet_gemv/wasm-relaxed-simd128`): `i32x4.relaxed_dot_i8x16_i7x16_add`,
 //!   four products straight into each int32 lane, like `vpdpbusd`. Its 7-bit operand is the
 //!   weight code (at most 12: BitNet's unshifted odd planes), whose result every engine must
-//!   give exactly (relaxed SIMD leaves only operands >= 128 implementation-defined).
+//!   give exactly (relaxed SIMD leaves only operands >= 128 implementation-defined). Its
+//!   GEMM takes `i16x8.relaxed_dot_i8x16_i7x16_s` into int16 pair sums instead (see its
+//!   [`GemmMac`]).
 //!
 //! Either way int32 lane `j` receives the products of bytes `4j..4j + 4` of each vector,
 //! the grouping the skeleton's per-lane seeds assume (`prep::lane_sums`).
@@ -18,10 +21,33 @@
 //! `q * 3 >> 8` with `q = b * 3^n mod 256`, i.e. `(q >= 86) + (q >= 171)`, and `q` for the
 //! next digit is `3 q mod 256`, two byte adds.
 
+use crate::kernel::gemm::GemmSimd;
 use crate::kernel::mac::Mac;
 use crate::kernel::tile::{Pieces, Simd};
 use core::arch::wasm32::*;
 use std::marker::PhantomData;
+
+/// The top base-3 digit `q * 3 >> 8` of every byte, `(q >= 86) + (q >= 171)`, with native
+/// byte operations (x64 has no unsigned byte compare): `min(q -sat 85, 1) + min(q -sat 170,
+/// 1)`. TQ1_0's digits, in both skeletons.
+#[inline(always)]
+fn top_trit(q: v128) -> v128 {
+    let one = u8x16_splat(1);
+    i8x16_add(u8x16_min(u8x16_sub_sat(q, u8x16_splat(85)), one), u8x16_min(u8x16_sub_sat(q, u8x16_splat(170)), one))
+}
+
+/// `3 q mod 256` in every byte: two byte additions (SIMD128 has no byte multiply).
+#[inline(always)]
+fn times3(q: v128) -> v128 {
+    i8x16_add(i8x16_add(q, q), q)
+}
+
+/// `f + float(acc) * s`, lane by lane: multiply, then add (no fused multiply-add in SIMD128;
+/// relaxed SIMD's may or may not fuse, which would make the two builds round differently).
+#[inline(always)]
+fn fmadd(acc: v128, s: v128, f: v128) -> v128 {
+    f32x4_add(f, f32x4_mul(f32x4_convert_i32x4(acc), s))
+}
 
 /// Plain SIMD128: codes and activations widened to int16, `i32x4.dot_i16x8_s` (pmaddwd)
 /// into two int32 partial sums, of bytes 0..8 and 8..16 (lane j: bytes 2j, 2j + 1).
@@ -54,6 +80,50 @@ impl Mac<v128> for Widening {
     }
 }
 
+/// How the GEMM ([`GemmSimd`]) multiplies the codes of four rows (one vector) by one
+/// activation quad broadcast to every int32 lane, into partial accumulators that are
+/// started on an int32 accumulator and folded back into it.
+pub(super) trait GemmMac {
+    type Q: Copy;
+    /// Groups of four quads a partial accumulator takes before it must be folded.
+    const Q_GROUPS: usize;
+    /// # Safety
+    /// The build must have the path's features (as for every method here).
+    unsafe fn q_start(acc: v128) -> Self::Q;
+    /// `q` plus, per int32 lane, the dot product of its four codes of `w` with the quad `a`.
+    ///
+    /// # Safety
+    /// As for [`GemmMac::q_start`].
+    unsafe fn q_dot(q: Self::Q, w: v128, a: v128) -> Self::Q;
+    /// # Safety
+    /// As for [`GemmMac::q_start`].
+    unsafe fn q_end(q: Self::Q, acc: v128) -> v128;
+}
+
+/// The GEMV's widening products, with the activations already in every lane.
+impl GemmMac for Widening {
+    type Q = (v128, v128);
+    const Q_GROUPS: usize = <Self as Mac<v128>>::GROUPS;
+
+    #[inline(always)]
+    unsafe fn q_start(acc: v128) -> (v128, v128) {
+        // SAFETY: register-only SIMD128, which the build has.
+        unsafe { <Self as Mac<v128>>::start(acc) }
+    }
+
+    #[inline(always)]
+    unsafe fn q_dot(q: (v128, v128), w: v128, a: v128) -> (v128, v128) {
+        // SAFETY: register-only SIMD128, which the build has.
+        unsafe { <Self as Mac<v128>>::dot(q, w, a) }
+    }
+
+    #[inline(always)]
+    unsafe fn q_end(q: (v128, v128), acc: v128) -> v128 {
+        // SAFETY: register-only SIMD128, which the build has.
+        unsafe { <Self as Mac<v128>>::end(q, acc) }
+    }
+}
+
 /// Relaxed SIMD's dot product, straight into the int32 lanes.
 #[cfg(target_feature = "relaxed-simd")]
 pub(super) struct RelaxedDot;
@@ -77,6 +147,38 @@ impl Mac<v128> for RelaxedDot {
     #[inline(always)]
     unsafe fn end(p: v128, _acc: v128) -> v128 {
         p
+    }
+}
+
+/// The GEMM's relaxed dot: `i16x8.relaxed_dot_i8x16_i7x16_s` into int16 pair sums, folded
+/// by `i32x4.extadd_pairwise_i16x8_s` once per 8 groups. On x64 without AVX-VNNI, V8 lowers
+/// `i32x4.relaxed_dot_i8x16_i7x16_add` to `pmaddubsw`, a `pmaddwd` by a ones vector it
+/// rebuilds each time and `paddd` (from V8's source; not disassembled), the int16 form to
+/// `pmaddubsw` alone, then `paddw`. Measured
+/// (node 22, AMD EPYC, 2560x2560, m = 64, fastest of two interleaved processes): TQ1_0
+/// 19.1 to 13.1 ms, TQ2_0 17.3 to 11.1 ms, BITNET_B1_58 16.2 to 10.6 ms.
+#[cfg(target_feature = "relaxed-simd")]
+impl GemmMac for RelaxedDot {
+    type Q = v128;
+    /// A pair sum is at most `2 * 3 * 128 = 768` in magnitude (codes <= 3, activations
+    /// >= -128), four per group: 8 groups are 24,576 < 2^15.
+    const Q_GROUPS: usize = 8;
+
+    #[inline(always)]
+    unsafe fn q_start(_acc: v128) -> v128 {
+        i16x8_splat(0)
+    }
+
+    /// The codes (at most 3) are the 7-bit operand, for which relaxed SIMD specifies one
+    /// exact result; the pair sums cannot overflow int16.
+    #[inline(always)]
+    unsafe fn q_dot(q: v128, w: v128, a: v128) -> v128 {
+        i16x8_add(q, i16x8_relaxed_dot_i8x16_i7x16(a, w))
+    }
+
+    #[inline(always)]
+    unsafe fn q_end(q: v128, acc: v128) -> v128 {
+        i32x4_add(acc, i32x4_extadd_pairwise_i16x8(q))
     }
 }
 
@@ -141,7 +243,6 @@ impl<D: Mac<v128>> Simd for Wasm<D> {
         a: [*const i8; T],
         acc: &mut [[v128; T]; R],
     ) {
-        let (one, d85, d170) = (u8x16_splat(1), u8x16_splat(85), u8x16_splat(170));
         for chunk in 0..4 {
             let mut q = [i8x16_splat(0); R];
             for r in 0..R {
@@ -166,12 +267,9 @@ impl<D: Mac<v128>> Simd for Wasm<D> {
                 let mut codes = [i8x16_splat(0); R];
                 for r in 0..R {
                     if digit > 0 {
-                        q[r] = i8x16_add(i8x16_add(q[r], q[r]), q[r]);
+                        q[r] = times3(q[r]);
                     }
-                    // (q >= 86) + (q >= 171) with native byte operations (x64 has no
-                    // unsigned byte compare): min(q -sat 85, 1) + min(q -sat 170, 1).
-                    let ge86 = u8x16_min(u8x16_sub_sat(q[r], d85), one);
-                    codes[r] = i8x16_add(ge86, u8x16_min(u8x16_sub_sat(q[r], d170), one));
+                    codes[r] = top_trit(q[r]);
                 }
                 for t in 0..T {
                     // SAFETY: the trait's contract: 320 prepared bytes at `a[t]`.
@@ -196,16 +294,14 @@ impl<D: Mac<v128>> Simd for Wasm<D> {
         f32x4_splat(0.0)
     }
 
-    /// Multiply, then add (no fused multiply-add in SIMD128; relaxed SIMD's may or may not
-    /// fuse, which would make the two builds round differently).
     #[inline(always)]
     unsafe fn fmadd(acc: v128, d: f32, f: v128) -> v128 {
-        f32x4_add(f, f32x4_mul(f32x4_convert_i32x4(acc), f32x4_splat(d)))
+        fmadd(acc, f32x4_splat(d), f)
     }
 
     #[inline(always)]
     unsafe fn fmadd_lanes(acc: v128, s: v128, f: v128) -> v128 {
-        f32x4_add(f, f32x4_mul(f32x4_convert_i32x4(acc), s))
+        fmadd(acc, s, f)
     }
 
     #[inline(always)]
@@ -246,5 +342,104 @@ impl<D: Mac<v128>> Pieces for Wasm<D> {
         debug_assert_eq!(n, 1);
         // SAFETY: the trait's contract: the one f16 is readable.
         f32x4_splat(unsafe { Self::f16(p) })
+    }
+}
+
+/// The GEMM's operations ([`crate::kernel::gemm`]): four rows per vector, and `D`'s
+/// [`GemmMac`] with the activation quad broadcast from memory (`v128.load32_splat`), as
+/// x86 does.
+impl<D: Mac<v128> + GemmMac> GemmSimd for Wasm<D> {
+    const LANES: usize = 4;
+
+    #[inline(always)]
+    unsafe fn splat32(x: i32) -> v128 {
+        i32x4_splat(x)
+    }
+
+    #[inline(always)]
+    unsafe fn store(p: *mut u8, v: v128) {
+        // SAFETY: writes 16 bytes at `p`, writable by the trait's contract (any alignment
+        // in wasm).
+        unsafe { v128_store(p as *mut v128, v) }
+    }
+
+    /// 32-bit interleaves make 2 x 2 blocks, 64-bit ones move them.
+    #[inline(always)]
+    unsafe fn transpose(v: &mut [v128]) {
+        assert_eq!(v.len(), 4);
+        let (ab0, ab1) = (i32x4_shuffle::<0, 4, 1, 5>(v[0], v[1]), i32x4_shuffle::<2, 6, 3, 7>(v[0], v[1]));
+        let (cd0, cd1) = (i32x4_shuffle::<0, 4, 1, 5>(v[2], v[3]), i32x4_shuffle::<2, 6, 3, 7>(v[2], v[3]));
+        v[0] = i64x2_shuffle::<0, 2>(ab0, cd0);
+        v[1] = i64x2_shuffle::<1, 3>(ab0, cd0);
+        v[2] = i64x2_shuffle::<0, 2>(ab1, cd1);
+        v[3] = i64x2_shuffle::<1, 3>(ab1, cd1);
+    }
+
+    #[inline(always)]
+    unsafe fn srli32<const N: u32>(x: v128) -> v128 {
+        u32x4_shr(x, N)
+    }
+
+    #[inline(always)]
+    unsafe fn slli32<const N: u32>(x: v128) -> v128 {
+        i32x4_shl(x, N)
+    }
+
+    #[inline(always)]
+    unsafe fn or(a: v128, b: v128) -> v128 {
+        v128_or(a, b)
+    }
+
+    #[inline(always)]
+    unsafe fn top_trit(q: v128) -> v128 {
+        top_trit(q)
+    }
+
+    #[inline(always)]
+    unsafe fn times3(q: v128) -> v128 {
+        times3(q)
+    }
+
+    type Q = D::Q;
+    const Q_GROUPS: usize = D::Q_GROUPS;
+
+    #[inline(always)]
+    unsafe fn q_start(acc: v128) -> D::Q {
+        // SAFETY: register-only SIMD128, which the build has (the trait's contract).
+        unsafe { D::q_start(acc) }
+    }
+
+    /// The address: `q_dot` broadcasts from memory.
+    type A = *const u8;
+
+    #[inline(always)]
+    unsafe fn a_load(p: *const u8) -> *const u8 {
+        p
+    }
+
+    /// The four activation bytes of quad `L` in every int32 lane, then `D`'s dot product.
+    #[inline(always)]
+    unsafe fn q_dot<const L: i32>(q: D::Q, w: v128, a: *const u8) -> D::Q {
+        // SAFETY: reads the 4 bytes at `a + 4 L`, inside the 16 readable bytes at `a` (the
+        // trait's contract; any alignment in wasm); the rest is register-only SIMD128.
+        unsafe { D::q_dot(q, w, v128_load32_splat(a.add(4 * L as usize) as *const u32)) }
+    }
+
+    #[inline(always)]
+    unsafe fn q_end(q: D::Q, acc: v128) -> v128 {
+        // SAFETY: register-only SIMD128, which the build has (the trait's contract).
+        unsafe { D::q_end(q, acc) }
+    }
+
+    #[inline(always)]
+    unsafe fn fload(p: *const f32) -> v128 {
+        // SAFETY: reads 4 floats at `p`, readable by the trait's contract.
+        unsafe { v128_load(p as *const v128) }
+    }
+
+    #[inline(always)]
+    unsafe fn fstore(p: *mut f32, f: v128) {
+        // SAFETY: writes 4 floats at `p`, writable by the trait's contract.
+        unsafe { v128_store(p as *mut v128, f) }
     }
 }
