@@ -2,7 +2,8 @@
 //! unpacked once per row panel. An ISA supplies its vector operations through
 //! [`GemmSimd`]; the panel packing, the activation packing and the loops are shared by
 //! every ISA that has a 4-byte dot product with one operand broadcast (x86 `vpdpbusd` and
-//! `vpmaddubsw`; aarch64 `sdot` by element, and plain NEON's `smlal` of a broadcast quad).
+//! `vpmaddubsw`; aarch64 `sdot` by element, and plain NEON's `smlal` of a broadcast quad;
+//! wasm's relaxed int16 dot or widening `dot_i16x8` of a `load32_splat` quad).
 //! AMX packs its panels here too ([`pack_panel`], [`Packed`], [`Scratch`]) with its own loop
 //! nest.
 //!
