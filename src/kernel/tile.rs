@@ -10,7 +10,10 @@
 //! (the activations that meet that lane), so every lane holds the exact trit dot product
 //! of its own elements and the float scaling below rounds nothing but real terms. Per TQ
 //! block, the int32 accumulator is converted and multiplied by the block scale into a
-//! float accumulator; one horizontal reduction per (row, token) ends the tile. BitNet has
+//! float accumulator; one horizontal reduction per (row, token) ends the tile, times the
+//! token's scale (I8_ABSMAX). I8_BLOCK256 activations have a scale per TQ block: the
+//! block's weight scale is multiplied by it first (`d * a_scale[block]`, the reference's
+//! order) and the tile ends with the reduction alone. BitNet has
 //! one scale per tensor, so its accumulator stays int32 over the whole row, which also
 //! lets its odd 2-bit planes skip their shift (see [`dot_2bit_x4`]).
 //!
@@ -89,7 +92,7 @@ pub(crate) trait Simd: 'static {
 
 /// Activations of every token, permuted into a kernel's unpack order (`stride` bytes per
 /// token, zero in padding lanes), with the negated lane sums of every block (the
-/// accumulators' starting values) and the row scales.
+/// accumulators' starting values) and the scales.
 pub(crate) struct Prepared {
     codes: Vec<i8>,
     stride: usize,
@@ -97,7 +100,9 @@ pub(crate) struct Prepared {
     seeds: Vec<i32>,
     blocks: usize,
     lanes: usize,
+    /// One per token (I8_ABSMAX), or one per (token, block) (I8_BLOCK256, `per_block`).
     scales: Vec<f32>,
+    per_block: bool,
 }
 
 impl Prepared {
@@ -124,7 +129,9 @@ impl Prepared {
             }
         }
         seeds.iter_mut().for_each(|s| *s = -*s);
-        Prepared { codes, stride, seeds, blocks, lanes, scales: act.scales }
+        let per_block = a.format != Format::I8Absmax;
+        assert!(!per_block || act.block == block, "activation scale blocks are the layout's blocks");
+        Prepared { codes, stride, seeds, blocks, lanes, scales: act.scales, per_block }
     }
 
     /// The codes of `tokens` in the unpack order (`stride` bytes per token, zero in padding
@@ -138,9 +145,15 @@ impl Prepared {
         self.stride
     }
 
-    /// The activation rows' scales, one per token.
+    /// The activation rows' scales: one per token, or with [`Prepared::per_block`] one per
+    /// (token, block), token-major.
     pub(crate) fn scales(&self) -> &[f32] {
         &self.scales
+    }
+
+    /// Whether the activations have one scale per (token, block) (I8_BLOCK256).
+    pub(crate) fn per_block(&self) -> bool {
+        self.per_block
     }
 
     /// The accumulator seeds of `tokens`, `blocks` vectors of `S::W` bytes per token: bounds
@@ -523,7 +536,8 @@ pub(crate) fn prepare_bitnet<S: Simd>(a: &MatRef, lane: Option<fn(usize) -> usiz
     Prepared::new(a, S::W, lane, &bitnet_layout(S::W, a.cols))
 }
 
-struct TqCtx<'a, S: Simd, L: Tq> {
+/// The TQ tiles; `PB`: the activations have one scale per block ([`Prepared::per_block`]).
+struct TqCtx<'a, S: Simd, L: Tq, const PB: bool> {
     w: &'a [u8],
     blocks: usize,
     act_block: usize,
@@ -531,7 +545,7 @@ struct TqCtx<'a, S: Simd, L: Tq> {
     _isa: std::marker::PhantomData<(S, L)>,
 }
 
-impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
+impl<S: Simd, L: Tq, const PB: bool> Tiles for TqCtx<'_, S, L, PB> {
     #[inline(always)]
     unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutTile, r0: usize, t0: usize) {
         let row_bytes = self.blocks * L::BLOCK_BYTES;
@@ -541,6 +555,9 @@ impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
         assert_eq!(self.act.stride(), self.blocks * self.act_block);
         assert_eq!(self.act.blocks, self.blocks);
         let seeds = self.act.token_seeds::<S>(t0..t0 + T);
+        // The tile's tokens' scales: one per token, or `blocks` per token with `PB`.
+        let per_token = if PB { self.blocks } else { 1 };
+        let scales = &self.act.scales()[t0 * per_token..(t0 + T) * per_token];
         // A later tile's rows, a line past the block's start (one prefetch per block and
         // row); the block loop fetches the rest of them.
         let ahead = prefetch_ahead(R * row_bytes);
@@ -549,9 +566,9 @@ impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
             ahead_rows[r] = bytes.as_ptr().wrapping_add(r * row_bytes + ahead + 64);
         }
         // SAFETY: every pointer below stays in `bytes` (R rows of whole blocks), `act` (T
-        // tokens of `blocks` prepared blocks) and `seeds` (T tokens of `blocks` vectors),
-        // sliced with checks above; prefetches never fault; the caller vouches for the
-        // features.
+        // tokens of `blocks` prepared blocks), `seeds` (T tokens of `blocks` vectors) and
+        // `scales` (T tokens of `per_token`), sliced with checks above; prefetches never
+        // fault; the caller vouches for the features.
         unsafe {
             let mut f = [[S::fzero(); T]; R];
             for r in 0..R {
@@ -578,13 +595,15 @@ impl<S: Simd, L: Tq> Tiles for TqCtx<'_, S, L> {
                 for r in 0..R {
                     let d = S::f16(w[r].add(L::SCALE_AT));
                     for t in 0..T {
+                        let d = if PB { d * *scales.get_unchecked(t * per_token + b) } else { d };
                         f[r][t] = S::fmadd(acc[r][t], d, f[r][t]);
                     }
                 }
             }
             for r in 0..R {
                 for t in 0..T {
-                    out.set(t0 + t, r0 + r, self.act.scales()[t0 + t] * S::fsum(f[r][t]));
+                    let dot = S::fsum(f[r][t]);
+                    out.set(t0 + t, r0 + r, if PB { dot } else { scales[t] * dot });
                 }
             }
         }
@@ -603,10 +622,17 @@ pub(crate) unsafe fn tq<S: Simd, L: Tq, const R1: usize, const RB: usize, const 
     act: &Prepared,
     out: &mut OutTile,
 ) {
-    let blocks = w.cols / 256;
-    let c = TqCtx::<S, L> { w: w.bytes, blocks, act_block: L::act_block::<S>(), act, _isa: std::marker::PhantomData };
+    let (w, blocks, act_block) = (w.bytes, w.cols / 256, L::act_block::<S>());
     // SAFETY: the caller vouches for the features; tiles stay in `out`'s block.
-    unsafe { run::<_, R1, RB, TB>(&c, out) }
+    unsafe {
+        if act.per_block() {
+            let c = TqCtx::<S, L, true> { w, blocks, act_block, act, _isa: PhantomData };
+            run::<_, R1, RB, TB>(&c, out)
+        } else {
+            let c = TqCtx::<S, L, false> { w, blocks, act_block, act, _isa: PhantomData };
+            run::<_, R1, RB, TB>(&c, out)
+        }
+    }
 }
 
 struct BitnetCtx<'a, S: Simd> {
@@ -863,9 +889,10 @@ impl<S: Simd + Isa, L: GemvFormat, const R1: usize, const RB: usize, const TB: u
     }
 }
 
-/// The GEMV entries `name` of ISA `S` for TQ1_0, TQ2_0 and BITNET_B1_58: `R1` rows per
-/// single-token tile, `RB x TB` per batch tile (`BRB x BTB` for BITNET_B1_58, whose split
-/// planes need twice the accumulators on some ISAs).
+/// The GEMV entries `name` of ISA `S` for TQ1_0, TQ2_0 and BITNET_B1_58 by I8_ABSMAX, and
+/// TQ1_0 and TQ2_0 by I8_BLOCK256: `R1` rows per single-token tile, `RB x TB` per batch tile
+/// (`BRB x BTB` for BITNET_B1_58, whose split planes need twice the accumulators on some
+/// ISAs).
 pub(crate) fn kernels<
     S: Simd + Isa,
     const R1: usize,
@@ -875,12 +902,14 @@ pub(crate) fn kernels<
     const BTB: usize,
 >(
     name: &'static std::ffi::CStr,
-) -> [crate::kernel::Kernel; 3] {
+) -> [crate::kernel::Kernel; 5] {
     use crate::kernel::Kernel;
-    let i8 = Format::I8Absmax;
+    let (i8, block) = (Format::I8Absmax, Format::I8Block256);
     [
         Kernel::new(name, Format::Tq1_0, i8, 1, &Gemv::<S, Tq1, R1, RB, TB>::NEW),
         Kernel::new(name, Format::Tq2_0, i8, 1, &Gemv::<S, Tq2, R1, RB, TB>::NEW),
         Kernel::new(name, Format::BitnetB158, i8, 1, &Gemv::<S, Bitnet, R1, BRB, BTB>::NEW),
+        Kernel::new(name, Format::Tq1_0, block, 1, &Gemv::<S, Tq1, R1, RB, TB>::NEW),
+        Kernel::new(name, Format::Tq2_0, block, 1, &Gemv::<S, Tq2, R1, RB, TB>::NEW),
     ]
 }
