@@ -36,7 +36,12 @@ pub fn requantize_i8_absmax(act: &Tensor, scope: &mut Scope, sink: Option<&dyn E
 /// naming `to` and its bytes. Refused before anything is allocated or reported: another
 /// `to` (`Unsupported`), non-finite input, a shape `to` cannot hold (I8_BLOCK256 needs cols
 /// a multiple of 256).
-pub fn requantize_i8(act: &Tensor, to: Format, scope: &mut Scope, sink: Option<&dyn EventSink>) -> Result<Tensor<'static>> {
+pub fn requantize_i8(
+    act: &Tensor,
+    to: Format,
+    scope: &mut Scope,
+    sink: Option<&dyn EventSink>,
+) -> Result<Tensor<'static>> {
     let start = Instant::now();
     let (rows, cols) = (act.rows(), act.cols());
     let block = to.i8_scale_block(cols).ok_or(Error::Unsupported { weight: to, act: act.format() })?;

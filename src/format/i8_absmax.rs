@@ -55,7 +55,13 @@ fn scale_overflows(scale: f32) -> bool {
 
 /// Encodes `src` block by block with `requant` (a requantizer bit-identical to
 /// [`encode_row`]) into `codes` and `scales` (one per block).
-pub fn encode_with(src: &[f32], block: usize, codes: &mut [i8], scales: &mut [u8], requant: fn(&[f32], &mut [i8]) -> f32) {
+pub fn encode_with(
+    src: &[f32],
+    block: usize,
+    codes: &mut [i8],
+    scales: &mut [u8],
+    requant: fn(&[f32], &mut [i8]) -> f32,
+) {
     for ((x, c), s) in src.chunks_exact(block).zip(codes.chunks_exact_mut(block)).zip(scales.chunks_exact_mut(4)) {
         s.copy_from_slice(&requant(x, c).to_le_bytes());
     }

@@ -314,7 +314,9 @@ impl Format {
             Blocking::WholeTensor { elems_per_byte, scale_bytes, pad_bytes } => {
                 n.div_ceil(elems_per_byte).checked_add(scale_bytes + pad_bytes)
             }
-            Blocking::CodesThenBlockScales { elems, scale_bytes } => (n / elems).checked_mul(scale_bytes).and_then(|s| n.checked_add(s)),
+            Blocking::CodesThenBlockScales { elems, scale_bytes } => {
+                (n / elems).checked_mul(scale_bytes).and_then(|s| n.checked_add(s))
+            }
         };
         bytes.ok_or(overflow)
     }

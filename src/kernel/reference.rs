@@ -48,9 +48,8 @@ pub(crate) fn kernels() -> Vec<Kernel> {
     let name = c"bitnet_gemv/reference";
     let ternary = Format::ALL.into_iter().filter(|f| f.is_ternary());
     let absmax = ternary.clone().map(|weight| Kernel::new(name, weight, Format::I8Absmax, 1, &BitnetGemv));
-    let accurate = ternary.filter_map(|weight| {
-        weight.accurate_activation().map(|act| Kernel::new(name, weight, act, 1, &BitnetGemv))
-    });
+    let accurate = ternary
+        .filter_map(|weight| weight.accurate_activation().map(|act| Kernel::new(name, weight, act, 1, &BitnetGemv)));
     let dense = Kernel::new(c"dense_gemv/reference", Format::F32, Format::F32, 1, &DenseGemv);
     absmax.chain(accurate).chain([dense]).collect()
 }
