@@ -52,9 +52,9 @@ fn definition(w: &[u8], a: &[u8], m: usize, n: usize, k: usize, format: Format) 
     for r in 0..n {
         format.ternary_row(w, k, r, &mut trits, &mut scales);
         for t in 0..m {
-            for b in 0..blocks {
+            for (b, &d) in scales.iter().enumerate() {
                 let dot: i64 = (b * QK..(b + 1) * QK).map(|i| trits[i] as i64 * codes[t * k + i] as i8 as i64).sum();
-                let term = (scales[b] * a_scale(t, b)) as f64 * dot as f64;
+                let term = (d * a_scale(t, b)) as f64 * dot as f64;
                 want[t * n + r] += term;
                 mag[t * n + r] += term.abs();
             }
