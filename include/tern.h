@@ -86,7 +86,7 @@
 #define TERN_FORMAT_I2_S_R4 9u
 
 /**
- * Format id of I8_BLOCK256 (since 0.4): int8 codes row-major, then one f32 absmax scale per
+ * Format id of I8_BLOCK256 (since 0.3): int8 codes row-major, then one f32 absmax scale per
  * 256-element block of each row, in (row, block) order; the accurate activations of
  * TQ1_0/TQ2_0 (`TERN_DISPATCH_ACCURATE_ACTIVATIONS`).
  */
@@ -108,7 +108,7 @@
 #define TERN_BLOCKING_WHOLE_TENSOR 3u
 
 /**
- * `tern_block_spec.blocking` (since 0.4): one-byte codes for the whole tensor, then one
+ * `tern_block_spec.blocking` (since 0.3): one-byte codes for the whole tensor, then one
  * scale per `block_elems` elements of each row (I8_BLOCK256).
  */
 #define TERN_BLOCKING_CODES_THEN_BLOCK_SCALES 4u
@@ -139,7 +139,7 @@
 #define TERN_SCALE_BLOCK_START 4u
 
 /**
- * `tern_block_spec.scale_placement` (since 0.4): one f32 per (row, block), after all the
+ * `tern_block_spec.scale_placement` (since 0.3): one f32 per (row, block), after all the
  * codes (I8_BLOCK256).
  */
 #define TERN_SCALE_BLOCKS_END 5u
@@ -236,7 +236,7 @@
 #define TERN_DISPATCH_SERIALIZE_EXECUTOR 4u
 
 /**
- * `tern_dispatcher_options.flags` (since 0.4): F32 activations that meet TQ1_0/TQ2_0
+ * `tern_dispatcher_options.flags` (since 0.3): F32 activations that meet TQ1_0/TQ2_0
  * weights are requantized to TERN_FORMAT_I8_BLOCK256 (one scale per 256-element block, as
  * accurate as ggml's Q8_K) instead of TERN_FORMAT_I8_ABSMAX (one scale per token); the
  * ADAPTER_INSERTED event names the format and its bytes. BITNET_B1_58 and I2_S weights keep

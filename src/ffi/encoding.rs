@@ -29,7 +29,7 @@ pub const TERN_FORMAT_I2_S_64: u32 = 8u32;
 /// Format id of I2_S as bitnet.cpp's x86 build packs it without ACT_PARALLEL: four rows
 /// interleaved in each byte (rows a multiple of 4).
 pub const TERN_FORMAT_I2_S_R4: u32 = 9u32;
-/// Format id of I8_BLOCK256 (since 0.4): int8 codes row-major, then one f32 absmax scale per
+/// Format id of I8_BLOCK256 (since 0.3): int8 codes row-major, then one f32 absmax scale per
 /// 256-element block of each row, in (row, block) order; the accurate activations of
 /// TQ1_0/TQ2_0 (`TERN_DISPATCH_ACCURATE_ACTIVATIONS`).
 pub const TERN_FORMAT_I8_BLOCK256: u32 = 10u32;
@@ -52,7 +52,7 @@ pub const TERN_BLOCKING_FIXED: u32 = 1u32;
 pub const TERN_BLOCKING_PER_ROW: u32 = 2u32;
 /// `tern_block_spec.blocking`: the whole tensor is one block with one scale at the end.
 pub const TERN_BLOCKING_WHOLE_TENSOR: u32 = 3u32;
-/// `tern_block_spec.blocking` (since 0.4): one-byte codes for the whole tensor, then one
+/// `tern_block_spec.blocking` (since 0.3): one-byte codes for the whole tensor, then one
 /// scale per `block_elems` elements of each row (I8_BLOCK256).
 pub const TERN_BLOCKING_CODES_THEN_BLOCK_SCALES: u32 = 4u32;
 
@@ -66,7 +66,7 @@ pub const TERN_SCALE_ROWS_END: u32 = 2u32;
 pub const TERN_SCALE_TENSOR_END: u32 = 3u32;
 /// `tern_block_spec.scale_placement`: an f16 at the start of every block (Q2_0).
 pub const TERN_SCALE_BLOCK_START: u32 = 4u32;
-/// `tern_block_spec.scale_placement` (since 0.4): one f32 per (row, block), after all the
+/// `tern_block_spec.scale_placement` (since 0.3): one f32 per (row, block), after all the
 /// codes (I8_BLOCK256).
 pub const TERN_SCALE_BLOCKS_END: u32 = 5u32;
 

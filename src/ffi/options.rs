@@ -25,7 +25,7 @@ pub const TERN_DISPATCH_IGNORE_ENV: u32 = 2u32;
 /// for the one running). Without `parallel_for` it changes nothing: tern's own pool already
 /// runs a second caller's matmul inline on that caller's thread.
 pub const TERN_DISPATCH_SERIALIZE_EXECUTOR: u32 = 4u32;
-/// `tern_dispatcher_options.flags` (since 0.4): F32 activations that meet TQ1_0/TQ2_0
+/// `tern_dispatcher_options.flags` (since 0.3): F32 activations that meet TQ1_0/TQ2_0
 /// weights are requantized to TERN_FORMAT_I8_BLOCK256 (one scale per 256-element block, as
 /// accurate as ggml's Q8_K) instead of TERN_FORMAT_I8_ABSMAX (one scale per token); the
 /// ADAPTER_INSERTED event names the format and its bytes. BITNET_B1_58 and I2_S weights keep
