@@ -46,7 +46,7 @@ mod plain {
         isa::enter!("simd128");
     }
 
-    pub(super) fn kernels() -> [Kernel; 3] {
+    pub(super) fn kernels() -> [Kernel; 5] {
         tile::kernels::<Wasm<Widening>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-simd128")
     }
 }
@@ -68,7 +68,7 @@ mod relaxed {
         isa::enter!("simd128,relaxed-simd");
     }
 
-    pub(super) fn kernels() -> [Kernel; 3] {
+    pub(super) fn kernels() -> [Kernel; 5] {
         tile::kernels::<Wasm<RelaxedDot>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128")
     }
 }
