@@ -200,11 +200,11 @@ impl Dispatcher {
 
     /// [`Dispatcher::matmul`] for several weights against one activation (Q/K/V, gate/up):
     /// `outs[i]` receives `act x weights[i]`. Every operand is checked before anything
-    /// runs; the activation is requantized once (one `AdapterInserted` event) and prepared
-    /// once per kernel (once per adapter target: I8_BLOCK256 for TQ weights and I8_ABSMAX for
-    /// the others, under `accurate_activations`), and all the weights run in one dispatch,
-    /// then one `KernelSelected`
-    /// event per weight, in order. Results are bit-identical to separate `matmul` calls.
+    /// runs; the activation is requantized once per adapter target (one `AdapterInserted`
+    /// event each: under `accurate_activations`, I8_BLOCK256 for TQ weights and I8_ABSMAX for
+    /// the others) and prepared once per kernel, and all the weights run in one dispatch,
+    /// then one `KernelSelected` event per weight, in order. Results are bit-identical to
+    /// separate `matmul` calls.
     pub fn matmul_many(
         &self,
         act: &Tensor,
