@@ -7,9 +7,16 @@
 //! - `kernel_probe timing`: milliseconds per call (best of 3) of every kernel this CPU runs
 //!   for m = 1, 512 x 4096 weights, one `TIMING <format> <kernel> <ms>` line each.
 //!   Indicative only: under qemu it translates instructions, it does not model a core.
+//! - `kernel_probe act-cost <rounds>`: the cost of per-block activation scales. For TQ1_0
+//!   and TQ2_0 at 4096x4096 and 2560x6912 (n x k), m = 1 and 128, one thread: a dispatcher
+//!   matmul by I8_ABSMAX and by I8_BLOCK256 activations (the kernel, its activation
+//!   preparation included), and from F32 activations without and with
+//!   `accurate_activations` (the adapter included). Medians of `rounds` interleaved rounds
+//!   (every variant once per round), one `ACT_COST` line per case with the ratios.
 
+use std::time::Instant;
 use tern::kernel::{registry, Kernel, MatRef, OutTile};
-use tern::{Format, Tensor};
+use tern::{Dispatcher, DispatcherOptions, Format, Scope, Tensor};
 
 const TERNARY: [Format; 3] = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
 
@@ -87,13 +94,66 @@ fn timing() {
     }
 }
 
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn act_cost(rounds: usize) {
+    let dispatcher = |accurate| {
+        Dispatcher::new(DispatcherOptions { ignore_env: true, accurate_activations: accurate, ..Default::default() })
+            .unwrap()
+    };
+    let (plain, accurate) = (dispatcher(false), dispatcher(true));
+    let mut rng = Rng(7);
+    for (n, k) in [(4096, 4096), (2560, 6912)] {
+        for format in [Format::Tq1_0, Format::Tq2_0] {
+            let w = Tensor::encode(format, &(0..n * k).map(|_| rng.unit()).collect::<Vec<_>>(), n, k).unwrap();
+            for m in [1, 128] {
+                let x: Vec<f32> = (0..m * k).map(|_| rng.unit() * 3.0).collect();
+                let f32_act = Tensor::encode(Format::F32, &x, m, k).unwrap();
+                let absmax = Tensor::encode(Format::I8Absmax, &x, m, k).unwrap();
+                let block = Tensor::encode(Format::I8Block256, &x, m, k).unwrap();
+                let variants: [(&Dispatcher, &Tensor); 4] =
+                    [(&plain, &absmax), (&plain, &block), (&plain, &f32_act), (&accurate, &f32_act)];
+                let mut out = vec![0f32; m * n];
+                let mut scope = Scope::new(0).unwrap();
+                // Calls per round: about 20 ms of work each.
+                let reps = (20_000_000 / (m * n * k / 1000).max(1)).clamp(1, 200);
+                let mut times = vec![Vec::new(); variants.len()];
+                for _ in 0..rounds {
+                    for ((d, a), t) in variants.iter().zip(&mut times) {
+                        let start = Instant::now();
+                        for _ in 0..reps {
+                            scope.reset();
+                            d.matmul(a, &w, Some(&mut scope), &mut out).unwrap();
+                        }
+                        t.push(start.elapsed().as_secs_f64() * 1e3 / reps as f64);
+                    }
+                }
+                let [ab, bl, f_ab, f_bl] = [0, 1, 2, 3].map(|i| median(times[i].clone()));
+                println!(
+                    "ACT_COST {} {n}x{k} m={m}: kernel I8_ABSMAX {ab:.3} ms, I8_BLOCK256 {bl:.3} ms ({:.3}x); \
+                     from F32 per-token {f_ab:.3} ms, accurate {f_bl:.3} ms ({:.3}x)",
+                    format.name(),
+                    bl / ab,
+                    f_bl / f_ab
+                );
+            }
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.len() {
         1 if args[0] == "timing" => timing(),
+        2 if args[0] == "act-cost" => act_cost(args[1].parse().expect("a number of rounds")),
         6 => probe(&args),
         _ => {
-            eprintln!("usage: kernel_probe <format> <kernel> <m> <n> <k> <reps> | kernel_probe timing");
+            eprintln!(
+                "usage: kernel_probe <format> <kernel> <m> <n> <k> <reps> | kernel_probe timing | kernel_probe act-cost <rounds>"
+            );
             std::process::exit(2);
         }
     }

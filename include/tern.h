@@ -86,6 +86,13 @@
 #define TERN_FORMAT_I2_S_R4 9u
 
 /**
+ * Format id of I8_BLOCK256 (since 0.3): int8 codes row-major, then one f32 absmax scale per
+ * 256-element block of each row, in (row, block) order; the accurate activations of
+ * TQ1_0/TQ2_0 (`TERN_DISPATCH_ACCURATE_ACTIVATIONS`).
+ */
+#define TERN_FORMAT_I8_BLOCK256 10u
+
+/**
  * `tern_block_spec.blocking`: fixed-size blocks laid end to end along each row.
  */
 #define TERN_BLOCKING_FIXED 1u
@@ -99,6 +106,12 @@
  * `tern_block_spec.blocking`: the whole tensor is one block with one scale at the end.
  */
 #define TERN_BLOCKING_WHOLE_TENSOR 3u
+
+/**
+ * `tern_block_spec.blocking` (since 0.3): one-byte codes for the whole tensor, then one
+ * scale per `block_elems` elements of each row (I8_BLOCK256).
+ */
+#define TERN_BLOCKING_CODES_THEN_BLOCK_SCALES 4u
 
 /**
  * `tern_block_spec.scale_placement`: the format has no scale.
@@ -124,6 +137,12 @@
  * `tern_block_spec.scale_placement`: an f16 at the start of every block (Q2_0).
  */
 #define TERN_SCALE_BLOCK_START 4u
+
+/**
+ * `tern_block_spec.scale_placement` (since 0.3): one f32 per (row, block), after all the
+ * codes (I8_BLOCK256).
+ */
+#define TERN_SCALE_BLOCKS_END 5u
 
 /**
  * GGUF metadata value types (`tern_gguf_kv_type`, `tern_gguf_kv_array_len`): GGUF's own
@@ -215,6 +234,15 @@
  * runs a second caller's matmul inline on that caller's thread.
  */
 #define TERN_DISPATCH_SERIALIZE_EXECUTOR 4u
+
+/**
+ * `tern_dispatcher_options.flags` (since 0.3): F32 activations that meet TQ1_0/TQ2_0
+ * weights are requantized to TERN_FORMAT_I8_BLOCK256 (one scale per 256-element block, as
+ * accurate as ggml's Q8_K) instead of TERN_FORMAT_I8_ABSMAX (one scale per token); the
+ * ADAPTER_INSERTED event names the format and its bytes. BITNET_B1_58 and I2_S weights keep
+ * I8_ABSMAX (one weight scale per tensor; those models are trained with per-token absmax).
+ */
+#define TERN_DISPATCH_ACCURATE_ACTIVATIONS 8u
 
 /**
  * Major version of the header (and of the library it was generated from).
@@ -378,8 +406,8 @@ typedef struct tern_dispatcher_options {
      */
     const char *kernel;
     /**
-     * `TERN_DISPATCH_STRICT`, `TERN_DISPATCH_IGNORE_ENV` and/or
-     * `TERN_DISPATCH_SERIALIZE_EXECUTOR`; other bits are refused.
+     * `TERN_DISPATCH_STRICT`, `TERN_DISPATCH_IGNORE_ENV`, `TERN_DISPATCH_SERIALIZE_EXECUTOR`
+     * and/or `TERN_DISPATCH_ACCURATE_ACTIVATIONS`; other bits are refused.
      */
     uint32_t flags;
     /**
@@ -421,16 +449,18 @@ typedef struct tern_kernel_info {
  */
 typedef struct tern_block_spec {
     /**
-     * `TERN_BLOCKING_FIXED`, `_PER_ROW` or `_WHOLE_TENSOR`.
+     * `TERN_BLOCKING_FIXED`, `_PER_ROW`, `_WHOLE_TENSOR` or `_CODES_THEN_BLOCK_SCALES`.
      */
     uint32_t blocking;
     /**
-     * `TERN_SCALE_NONE`, `_BLOCK_END`, `_ROWS_END` or `_TENSOR_END`.
+     * `TERN_SCALE_NONE`, `_BLOCK_END`, `_ROWS_END`, `_TENSOR_END`, `_BLOCK_START` or
+     * `_BLOCKS_END`.
      */
     uint32_t scale_placement;
     /**
-     * Elements per block for `TERN_BLOCKING_FIXED`; 0 when a block is a row or the
-     * whole tensor (its size then depends on the shape).
+     * Elements per block for `TERN_BLOCKING_FIXED` and `_CODES_THEN_BLOCK_SCALES` (elements
+     * per scale); 0 when a block is a row or the whole tensor (its size then depends on the
+     * shape).
      */
     size_t block_elems;
     /**
@@ -438,9 +468,9 @@ typedef struct tern_block_spec {
      */
     size_t block_bytes;
     /**
-     * Bits of each element's code for the row and tensor blockings (8 for I8_ABSMAX, 2
-     * for BITNET_B1_58, packed little-end first, and for the I2_S formats, packed as
-     * docs/design.md §1 says); 0 for `TERN_BLOCKING_FIXED`, whose codes are laid out per
+     * Bits of each element's code for the row, tensor and block-scale blockings (8 for
+     * I8_ABSMAX and I8_BLOCK256, 2 for BITNET_B1_58, packed little-end first, and for the
+     * I2_S formats, packed as docs/design.md §1 says); 0 for `TERN_BLOCKING_FIXED`, whose codes are laid out per
      * format. I2_S has 28 bytes of padding after its scale: `tern_encoding_bytes_for`
      * gives every format's exact size.
      */

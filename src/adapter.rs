@@ -1,7 +1,8 @@
-//! The activation adapter `requantize-i8-absmax`: F32 activations -> I8_ABSMAX, the format
-//! the ternary kernels consume. It runs on every token, so it uses the fastest row
-//! requantizer of this CPU (`kernel::requant_row`), bit-identical to the format's
-//! definition.
+//! The activation adapters: F32 activations -> I8_ABSMAX (`requantize-i8-absmax`, one scale
+//! per token, what the ternary kernels consume by default) or I8_BLOCK256
+//! (`requantize-i8-block256`, one scale per 256-element block, the accurate choice for
+//! TQ1_0/TQ2_0). They run on every token, so they use the fastest block requantizer of this
+//! CPU (`kernel::requant_row`), bit-identical to the formats' definition.
 
 use crate::error::{Error, Result};
 use crate::event::{emit, Event, EventKind, EventSink};
@@ -13,8 +14,10 @@ use std::borrow::Cow;
 use std::ffi::CStr;
 use std::time::Instant;
 
-/// The adapter's name in `AdapterInserted` events.
+/// The I8_ABSMAX adapter's name in `AdapterInserted` events.
 pub const REQUANTIZE_I8_ABSMAX: &CStr = c"requantize-i8-absmax";
+/// The I8_BLOCK256 adapter's name in `AdapterInserted` events.
+pub const REQUANTIZE_I8_BLOCK256: &CStr = c"requantize-i8-block256";
 
 /// The price of the adapter's output: `rows * cols` codes and `rows` f32 scales.
 pub fn i8_absmax_price(rows: usize, cols: usize) -> Result<usize> {
@@ -25,21 +28,34 @@ pub fn i8_absmax_price(rows: usize, cols: usize) -> Result<usize> {
 /// reports one `AdapterInserted` event. Non-finite input is refused before anything is
 /// allocated or reported.
 pub fn requantize_i8_absmax(act: &Tensor, scope: &mut Scope, sink: Option<&dyn EventSink>) -> Result<Tensor<'static>> {
+    requantize_i8(act, Format::I8Absmax, scope, sink)
+}
+
+/// Requantizes an F32 tensor into a new tensor of the int8 activation format `to`
+/// (I8_ABSMAX or I8_BLOCK256) allocated in `scope`, and reports one `AdapterInserted` event
+/// naming `to` and its bytes. Refused before anything is allocated or reported: another
+/// `to` (`Unsupported`), non-finite input, a shape `to` cannot hold (I8_BLOCK256 needs cols
+/// a multiple of 256).
+pub fn requantize_i8(
+    act: &Tensor,
+    to: Format,
+    scope: &mut Scope,
+    sink: Option<&dyn EventSink>,
+) -> Result<Tensor<'static>> {
     let start = Instant::now();
     let (rows, cols) = (act.rows(), act.cols());
-    let src = f32_values(act)?;
+    let block = to.i8_scale_block(cols).ok_or(Error::Unsupported { weight: to, act: act.format() })?;
+    to.check_shape(rows, cols)?;
+    let src = f32_values(act, to)?;
     check_finite(&src)?;
-    i8_absmax::check_row_scales(&src, cols)?;
+    i8_absmax::check_scales(&src, block)?;
     let requant = requant_row();
-    let out = Tensor::in_scope(scope, Format::I8Absmax, rows, cols, |bytes| {
+    let out = Tensor::in_scope(scope, to, rows, cols, |bytes| {
         let (codes, scales) = bytes.split_at_mut(rows * cols);
-        let codes: &mut [i8] = bytemuck::cast_slice_mut(codes);
-        for ((x, c), s) in src.chunks_exact(cols).zip(codes.chunks_exact_mut(cols)).zip(scales.chunks_exact_mut(4)) {
-            s.copy_from_slice(&requant(x, c).to_le_bytes());
-        }
+        i8_absmax::encode_with(&src, block, bytemuck::cast_slice_mut(codes), scales, requant);
         Ok(())
     })?;
-    report(sink, rows, cols, start);
+    report(sink, to, rows, cols, start);
     Ok(out)
 }
 
@@ -67,32 +83,32 @@ pub fn requantize_i8_absmax_into(
         return Err(Error::LengthMismatch { what: "scales", want: rows, got: scales.len() });
     }
     check_finite(src)?;
-    i8_absmax::check_row_scales(src, cols)?;
+    i8_absmax::check_scales(src, cols)?;
     let requant = requant_row();
     for ((x, c), s) in src.chunks_exact(cols).zip(codes.chunks_exact_mut(cols)).zip(scales.iter_mut()) {
         *s = requant(x, c);
     }
-    report(sink, rows, cols, start);
+    report(sink, Format::I8Absmax, rows, cols, start);
     Ok(())
 }
 
-fn report(sink: Option<&dyn EventSink>, rows: usize, cols: usize, start: Instant) {
+fn report(sink: Option<&dyn EventSink>, to: Format, rows: usize, cols: usize, start: Instant) {
     emit(sink, || Event {
         kind: EventKind::AdapterInserted,
-        name: REQUANTIZE_I8_ABSMAX,
+        name: if to == Format::I8Block256 { REQUANTIZE_I8_BLOCK256 } else { REQUANTIZE_I8_ABSMAX },
         from: Format::F32,
-        to: Format::I8Absmax,
+        to,
         rows,
         cols,
-        bytes: i8_absmax_price(rows, cols).expect("shape was checked"),
+        bytes: to.bytes_for(rows, cols).expect("shape was checked"),
         nanos: start.elapsed().as_nanos() as u64,
     });
 }
 
 /// The values of an F32 tensor, borrowed when its bytes are 4-byte aligned.
-fn f32_values<'t>(act: &'t Tensor) -> Result<Cow<'t, [f32]>> {
+fn f32_values<'t>(act: &'t Tensor, to: Format) -> Result<Cow<'t, [f32]>> {
     if act.format() != Format::F32 {
-        return Err(Error::Unsupported { weight: Format::I8Absmax, act: act.format() });
+        return Err(Error::Unsupported { weight: to, act: act.format() });
     }
     let bytes = act.bytes()?;
     Ok(match bytemuck::try_cast_slice(bytes) {

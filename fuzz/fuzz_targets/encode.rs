@@ -70,16 +70,17 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(&bytes[..codes], &again[..codes], "BITNET_B1_58 codes changed on re-encode");
             }
         }
-        Format::I8Absmax => {
-            // A row whose scale is subnormal loses code precision when decoded; the others
-            // must keep their codes.
+        Format::I8Absmax | Format::I8Block256 => {
+            // A scale block (a row of I8_ABSMAX) whose scale is subnormal loses code
+            // precision when decoded; the others must keep their codes.
+            let block = format.i8_scale_block(cols).expect("an int8 activation format");
             let scales = |b: &[u8]| -> Vec<f32> {
                 b[rows * cols..].chunks_exact(4).map(|s| f32::from_le_bytes(s.try_into().unwrap())).collect()
             };
-            for (r, scale) in scales(&bytes).into_iter().enumerate() {
-                let row = r * cols..(r + 1) * cols;
+            for (i, scale) in scales(&bytes).into_iter().enumerate() {
+                let codes = i * block..(i + 1) * block;
                 if scale.is_normal() {
-                    assert_eq!(&bytes[row.clone()], &again[row], "I8_ABSMAX row {r} (scale {scale}) changed its codes");
+                    assert_eq!(&bytes[codes.clone()], &again[codes], "{format:?} block {i} (scale {scale}) changed its codes");
                 }
             }
         }

@@ -11,6 +11,7 @@ export declare const Format: Readonly<{
     I2_S: 7;
     I2_S_64: 8;
     I2_S_R4: 9;
+    I8_BLOCK256: 10;
 }>;
 export type FormatId = (typeof Format)[keyof typeof Format];
 export type FormatName = keyof typeof Format;

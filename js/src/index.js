@@ -15,6 +15,7 @@ export const Format = Object.freeze({
     I2_S: 7,
     I2_S_64: 8,
     I2_S_R4: 9,
+    I8_BLOCK256: 10,
 });
 const FORMAT_NAMES = Object.fromEntries(Object.entries(Format).map(([k, v]) => [v, k]));
 const EVENT_KINDS = { 1: 'ADAPTER_INSERTED', 2: 'KERNEL_SELECTED' };

@@ -7,12 +7,15 @@
 //!   tern's dispatcher (F32 activations on both sides), m up to 512, 1 and 2 threads.
 //!
 //! - `formats`: Q2_0 byte parity of ggml's quantizer and dequantizer with tern's (no timing).
+//! - `accuracy`: tern's activation quantization error next to ggml's, against an exact
+//!   product (no timing).
 //!
-//! Usage: `cargo run --release [-- --quick] [--gemv | --batched | --formats]` (see
+//! Usage: `cargo run --release [-- --quick] [--gemv | --batched | --formats | --accuracy]` (see
 //! scripts/bench-peer.sh).
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod accuracy;
 mod batched;
 mod check;
 mod data;
@@ -25,20 +28,22 @@ use tern::kernel::registry;
 use tern::Format;
 use timing::Budget;
 
-const USAGE: &str = "usage: tern-peer [--quick] [--gemv | --batched | --formats]
+const USAGE: &str = "usage: tern-peer [--quick] [--gemv | --batched | --formats | --accuracy]
   --quick    shorter budget (and the DRAM-resident GEMV shape in TQ2_0 only)
   --gemv     only the m = 1 part (ggml vec_dot vs every tern kernel, one thread)
   --batched  only the batched part (ggml_mul_mat graph vs tern's dispatcher, m = 1..512, 1-2 threads)
-  --formats  only the Q2_0 byte parity (ggml's quantizer and dequantizer vs tern's, every fixture)";
+  --formats  only the Q2_0 byte parity (ggml's quantizer and dequantizer vs tern's, every fixture)
+  --accuracy only the activation accuracy (tern per-token and per-block vs ggml, exact f64 reference)";
 
 fn main() {
-    let (mut quick, mut gemv, mut batched, mut formats) = (false, false, false, false);
+    let (mut quick, mut gemv, mut batched, mut formats, mut accuracy) = (false, false, false, false, false);
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
             "--quick" => quick = true,
             "--gemv" => gemv = true,
             "--batched" => batched = true,
             "--formats" => formats = true,
+            "--accuracy" => accuracy = true,
             "-h" | "--help" => return println!("{USAGE}"),
             other => {
                 eprintln!("tern-peer: unknown argument {other:?}\n{USAGE}");
@@ -46,8 +51,8 @@ fn main() {
             }
         }
     }
-    if !gemv && !batched && !formats {
-        (gemv, batched, formats) = (true, true, true);
+    if !gemv && !batched && !formats && !accuracy {
+        (gemv, batched, formats, accuracy) = (true, true, true, true);
     }
 
     ggml::init();
@@ -56,6 +61,10 @@ fn main() {
     let mut failures = 0;
     if formats {
         failures += formats::run();
+        println!();
+    }
+    if accuracy {
+        failures += accuracy::run();
         println!();
     }
     if gemv {

@@ -2,10 +2,16 @@
 //!
 //! The key is (weight format, activation format). When the weight's activation hint
 //! differs from the activation's format and a kernel exists for (weight, hint), the
-//! activation is requantized into the caller's scope first (one `AdapterInserted` event);
+//! activation is requantized into the caller's scope first (one `AdapterInserted` event
+//! per target format);
 //! the kernel's existence is checked before the adapter is paid for. Pairs no kernel
 //! serves fall back to `matmul/reference`, which decodes both operands (a strict
 //! dispatcher refuses them instead). Every run reports `KernelSelected`.
+//!
+//! The hint is I8_ABSMAX (one scale per token); with
+//! [`DispatcherOptions::accurate_activations`], TQ1_0/TQ2_0 weights hint I8_BLOCK256 (one
+//! scale per 256-element weight block, ggml's Q8_K granularity) instead
+//! ([`Format::accurate_activation`]). BITNET_B1_58 and I2_S keep I8_ABSMAX.
 //!
 //! Work is split into (row block x token block) tasks run by an [`Executor`]: tern's own
 //! pool, or an engine's (`DispatcherOptions::executor`), in which case tern starts no
@@ -15,7 +21,7 @@
 mod executor;
 mod pool;
 
-use crate::adapter::requantize_i8_absmax;
+use crate::adapter::requantize_i8;
 use crate::error::{Error, Result};
 use crate::event::{emit, Event, EventKind, EventSink};
 use crate::format::Format;
@@ -68,6 +74,10 @@ pub struct DispatcherOptions {
     /// Run split matmuls on this executor (an engine's thread pool) instead of a pool of
     /// tern's own; no thread is started then.
     pub executor: Option<Arc<dyn Executor>>,
+    /// Requantize F32 activations that meet TQ1_0/TQ2_0 weights to I8_BLOCK256 (one scale
+    /// per 256-element block) instead of I8_ABSMAX (one per token): as accurate as ggml's
+    /// Q8_K activations. Other weights keep I8_ABSMAX.
+    pub accurate_activations: bool,
 }
 
 impl std::fmt::Debug for DispatcherOptions {
@@ -78,6 +88,7 @@ impl std::fmt::Debug for DispatcherOptions {
             .field("strict", &self.strict)
             .field("ignore_env", &self.ignore_env)
             .field("executor", &self.executor.is_some())
+            .field("accurate_activations", &self.accurate_activations)
             .finish()
     }
 }
@@ -109,6 +120,7 @@ pub struct Plan {
 pub struct Dispatcher {
     forced: Option<String>,
     strict: bool,
+    accurate: bool,
     sink: Option<Arc<dyn EventSink>>,
     executor: Option<Arc<dyn Executor>>,
 }
@@ -141,7 +153,7 @@ impl Dispatcher {
                 PoolError::Spawn { index, error } => Error::ThreadSpawn { index, reason: error.to_string() },
             })?) as Arc<dyn Executor>),
         };
-        Ok(Dispatcher { forced, strict: options.strict, sink: None, executor })
+        Ok(Dispatcher { forced, strict: options.strict, accurate: options.accurate_activations, sink: None, executor })
     }
 
     /// Where events go (`None`: nowhere).
@@ -163,7 +175,11 @@ impl Dispatcher {
         if forced == Some(DECODING_MATMUL.name()) {
             return Ok(Plan { adapter: None, kernel: &DECODING_MATMUL });
         }
-        if let Some(hint) = weight.activation_hint().filter(|&h| h != act && adapter_exists(act, h)) {
+        let hint = match weight.accurate_activation() {
+            Some(accurate) if self.accurate => Some(accurate),
+            _ => weight.activation_hint(),
+        };
+        if let Some(hint) = hint.filter(|&h| h != act && adapter_exists(act, h)) {
             if let Some(kernel) = kernel::select(weight, hint, m, forced)? {
                 return Ok(Plan { adapter: Some((act, hint)), kernel });
             }
@@ -184,9 +200,11 @@ impl Dispatcher {
 
     /// [`Dispatcher::matmul`] for several weights against one activation (Q/K/V, gate/up):
     /// `outs[i]` receives `act x weights[i]`. Every operand is checked before anything
-    /// runs; the activation is requantized once (one `AdapterInserted` event) and prepared
-    /// once per kernel, and all the weights run in one dispatch, then one `KernelSelected`
-    /// event per weight, in order. Results are bit-identical to separate `matmul` calls.
+    /// runs; the activation is requantized once per adapter target (one `AdapterInserted`
+    /// event each: under `accurate_activations`, I8_BLOCK256 for TQ weights and I8_ABSMAX for
+    /// the others) and prepared once per kernel, and all the weights run in one dispatch,
+    /// then one `KernelSelected` event per weight, in order. Results are bit-identical to
+    /// separate `matmul` calls.
     pub fn matmul_many(
         &self,
         act: &Tensor,
@@ -208,16 +226,27 @@ impl Dispatcher {
         }
         let tiles =
             outs.iter_mut().zip(weights).map(|(out, w)| OutTile::new(out, m, w.rows())).collect::<Result<Vec<_>>>()?;
-        let requantized = match plans.iter().any(|(_, plan)| plan.adapter.is_some()) {
-            true => Some(requantize_i8_absmax(act, scope.ok_or(Error::ScopeRequired)?, self.sink.as_deref())?),
-            false => None,
-        };
-        let (raw, adapted) = (MatRef::of(act)?, requantized.as_ref().map(MatRef::of).transpose()?);
+        // One requantization per adapter target, in the order the weights need them.
+        let mut targets: Vec<Format> = Vec::new();
+        for (_, plan) in &plans {
+            if let Some((_, to)) = plan.adapter.filter(|(_, to)| !targets.contains(to)) {
+                targets.push(to);
+            }
+        }
+        let mut requantized = Vec::with_capacity(targets.len());
+        if !targets.is_empty() {
+            let scope = scope.ok_or(Error::ScopeRequired)?;
+            for &to in &targets {
+                requantized.push(requantize_i8(act, to, scope, self.sink.as_deref())?);
+            }
+        }
+        let raw = MatRef::of(act)?;
+        let adapted = requantized.iter().map(MatRef::of).collect::<Result<Vec<_>>>()?;
         // One preparation per (kernel, operand): usually one for the whole call.
         let mut preps: Vec<(&'static Kernel, Format, PreparedAct)> = Vec::new();
         for (_, plan) in &plans {
             let operand = match plan.adapter {
-                Some(_) => adapted.as_ref().expect("requantized above"),
+                Some((_, to)) => adapted.iter().find(|a| a.format() == to).expect("requantized above"),
                 None => &raw,
             };
             if !preps.iter().any(|(k, f, _)| std::ptr::eq(*k, plan.kernel) && *f == operand.format()) {
@@ -323,7 +352,7 @@ fn task_blocks(kernel: &Kernel, m: usize, n: usize, threads: usize) -> (usize, u
 }
 
 fn adapter_exists(from: Format, to: Format) -> bool {
-    from == Format::F32 && to == Format::I8Absmax
+    from == Format::F32 && to.is_i8_activation()
 }
 
 /// Runs a ternary GEMV on output rows `rows` with the named kernel (`None`: the best this

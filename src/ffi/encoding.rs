@@ -29,6 +29,10 @@ pub const TERN_FORMAT_I2_S_64: u32 = 8u32;
 /// Format id of I2_S as bitnet.cpp's x86 build packs it without ACT_PARALLEL: four rows
 /// interleaved in each byte (rows a multiple of 4).
 pub const TERN_FORMAT_I2_S_R4: u32 = 9u32;
+/// Format id of I8_BLOCK256 (since 0.3): int8 codes row-major, then one f32 absmax scale per
+/// 256-element block of each row, in (row, block) order; the accurate activations of
+/// TQ1_0/TQ2_0 (`TERN_DISPATCH_ACCURATE_ACTIVATIONS`).
+pub const TERN_FORMAT_I8_BLOCK256: u32 = 10u32;
 
 // The ids above are the core's stable ids (cbindgen needs literals to copy them).
 const _: () = assert!(TERN_FORMAT_F32 == Format::F32 as u32);
@@ -40,6 +44,7 @@ const _: () = assert!(TERN_FORMAT_Q2_0 == Format::Q2_0 as u32);
 const _: () = assert!(TERN_FORMAT_I2_S == Format::I2S as u32);
 const _: () = assert!(TERN_FORMAT_I2_S_64 == Format::I2S64 as u32);
 const _: () = assert!(TERN_FORMAT_I2_S_R4 == Format::I2SR4 as u32);
+const _: () = assert!(TERN_FORMAT_I8_BLOCK256 == Format::I8Block256 as u32);
 
 /// `tern_block_spec.blocking`: fixed-size blocks laid end to end along each row.
 pub const TERN_BLOCKING_FIXED: u32 = 1u32;
@@ -47,6 +52,9 @@ pub const TERN_BLOCKING_FIXED: u32 = 1u32;
 pub const TERN_BLOCKING_PER_ROW: u32 = 2u32;
 /// `tern_block_spec.blocking`: the whole tensor is one block with one scale at the end.
 pub const TERN_BLOCKING_WHOLE_TENSOR: u32 = 3u32;
+/// `tern_block_spec.blocking` (since 0.3): one-byte codes for the whole tensor, then one
+/// scale per `block_elems` elements of each row (I8_BLOCK256).
+pub const TERN_BLOCKING_CODES_THEN_BLOCK_SCALES: u32 = 4u32;
 
 /// `tern_block_spec.scale_placement`: the format has no scale.
 pub const TERN_SCALE_NONE: u32 = 0u32;
@@ -58,12 +66,16 @@ pub const TERN_SCALE_ROWS_END: u32 = 2u32;
 pub const TERN_SCALE_TENSOR_END: u32 = 3u32;
 /// `tern_block_spec.scale_placement`: an f16 at the start of every block (Q2_0).
 pub const TERN_SCALE_BLOCK_START: u32 = 4u32;
+/// `tern_block_spec.scale_placement` (since 0.3): one f32 per (row, block), after all the
+/// codes (I8_BLOCK256).
+pub const TERN_SCALE_BLOCKS_END: u32 = 5u32;
 
 const _: () = assert!(TERN_SCALE_NONE == ScalePlacement::None as u32);
 const _: () = assert!(TERN_SCALE_BLOCK_END == ScalePlacement::BlockEnd as u32);
 const _: () = assert!(TERN_SCALE_ROWS_END == ScalePlacement::RowsEnd as u32);
 const _: () = assert!(TERN_SCALE_TENSOR_END == ScalePlacement::TensorEnd as u32);
 const _: () = assert!(TERN_SCALE_BLOCK_START == ScalePlacement::BlockStart as u32);
+const _: () = assert!(TERN_SCALE_BLOCKS_END == ScalePlacement::BlocksEnd as u32);
 
 /// An encoding: the behaviour of one storage format.
 ///
@@ -74,7 +86,7 @@ pub struct tern_encoding {
     name: &'static CStr,
 }
 
-static ENCODINGS: [tern_encoding; 9] = [
+static ENCODINGS: [tern_encoding; 10] = [
     tern_encoding { format: Format::F32, name: c"F32" },
     tern_encoding { format: Format::Tq1_0, name: c"TQ1_0" },
     tern_encoding { format: Format::Tq2_0, name: c"TQ2_0" },
@@ -84,6 +96,7 @@ static ENCODINGS: [tern_encoding; 9] = [
     tern_encoding { format: Format::I2S, name: c"I2_S" },
     tern_encoding { format: Format::I2S64, name: c"I2_S_64" },
     tern_encoding { format: Format::I2SR4, name: c"I2_S_R4" },
+    tern_encoding { format: Format::I8Block256, name: c"I8_BLOCK256" },
 ];
 
 impl tern_encoding {
@@ -103,18 +116,20 @@ impl tern_encoding {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct tern_block_spec {
-    /// `TERN_BLOCKING_FIXED`, `_PER_ROW` or `_WHOLE_TENSOR`.
+    /// `TERN_BLOCKING_FIXED`, `_PER_ROW`, `_WHOLE_TENSOR` or `_CODES_THEN_BLOCK_SCALES`.
     pub blocking: u32,
-    /// `TERN_SCALE_NONE`, `_BLOCK_END`, `_ROWS_END` or `_TENSOR_END`.
+    /// `TERN_SCALE_NONE`, `_BLOCK_END`, `_ROWS_END`, `_TENSOR_END`, `_BLOCK_START` or
+    /// `_BLOCKS_END`.
     pub scale_placement: u32,
-    /// Elements per block for `TERN_BLOCKING_FIXED`; 0 when a block is a row or the
-    /// whole tensor (its size then depends on the shape).
+    /// Elements per block for `TERN_BLOCKING_FIXED` and `_CODES_THEN_BLOCK_SCALES` (elements
+    /// per scale); 0 when a block is a row or the whole tensor (its size then depends on the
+    /// shape).
     pub block_elems: usize,
     /// Bytes per block (codes and scale) for `TERN_BLOCKING_FIXED`; 0 otherwise.
     pub block_bytes: usize,
-    /// Bits of each element's code for the row and tensor blockings (8 for I8_ABSMAX, 2
-    /// for BITNET_B1_58, packed little-end first, and for the I2_S formats, packed as
-    /// docs/design.md §1 says); 0 for `TERN_BLOCKING_FIXED`, whose codes are laid out per
+    /// Bits of each element's code for the row, tensor and block-scale blockings (8 for
+    /// I8_ABSMAX and I8_BLOCK256, 2 for BITNET_B1_58, packed little-end first, and for the
+    /// I2_S formats, packed as docs/design.md §1 says); 0 for `TERN_BLOCKING_FIXED`, whose codes are laid out per
     /// format. I2_S has 28 bytes of padding after its scale: `tern_encoding_bytes_for`
     /// gives every format's exact size.
     pub code_bits: usize,
@@ -141,6 +156,9 @@ impl tern_block_spec {
             }
             Blocking::WholeTensor { elems_per_byte, scale_bytes, .. } => {
                 (TERN_BLOCKING_WHOLE_TENSOR, 0, 0, 8 / elems_per_byte, scale_bytes)
+            }
+            Blocking::CodesThenBlockScales { elems, scale_bytes } => {
+                (TERN_BLOCKING_CODES_THEN_BLOCK_SCALES, elems, 0, 8, scale_bytes)
             }
         };
         tern_block_spec {

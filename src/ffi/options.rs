@@ -25,7 +25,16 @@ pub const TERN_DISPATCH_IGNORE_ENV: u32 = 2u32;
 /// for the one running). Without `parallel_for` it changes nothing: tern's own pool already
 /// runs a second caller's matmul inline on that caller's thread.
 pub const TERN_DISPATCH_SERIALIZE_EXECUTOR: u32 = 4u32;
-const KNOWN_FLAGS: u32 = TERN_DISPATCH_STRICT | TERN_DISPATCH_IGNORE_ENV | TERN_DISPATCH_SERIALIZE_EXECUTOR;
+/// `tern_dispatcher_options.flags` (since 0.3): F32 activations that meet TQ1_0/TQ2_0
+/// weights are requantized to TERN_FORMAT_I8_BLOCK256 (one scale per 256-element block, as
+/// accurate as ggml's Q8_K) instead of TERN_FORMAT_I8_ABSMAX (one scale per token); the
+/// ADAPTER_INSERTED event names the format and its bytes. BITNET_B1_58 and I2_S weights keep
+/// I8_ABSMAX (one weight scale per tensor; those models are trained with per-token absmax).
+pub const TERN_DISPATCH_ACCURATE_ACTIVATIONS: u32 = 8u32;
+const KNOWN_FLAGS: u32 = TERN_DISPATCH_STRICT
+    | TERN_DISPATCH_IGNORE_ENV
+    | TERN_DISPATCH_SERIALIZE_EXECUTOR
+    | TERN_DISPATCH_ACCURATE_ACTIVATIONS;
 
 /// A task of a split matmul: `task(task_ctx, i)` computes task `i`. Thread-safe: any
 /// thread may run any task, several at once.
@@ -71,8 +80,8 @@ pub struct tern_dispatcher_options {
     /// strict dispatcher (asked for, it is no silent fallback). NULL reads the `TERN_KERNEL` environment variable, unless `flags` has
     /// `TERN_DISPATCH_IGNORE_ENV`.
     pub kernel: *const c_char,
-    /// `TERN_DISPATCH_STRICT`, `TERN_DISPATCH_IGNORE_ENV` and/or
-    /// `TERN_DISPATCH_SERIALIZE_EXECUTOR`; other bits are refused.
+    /// `TERN_DISPATCH_STRICT`, `TERN_DISPATCH_IGNORE_ENV`, `TERN_DISPATCH_SERIALIZE_EXECUTOR`
+    /// and/or `TERN_DISPATCH_ACCURATE_ACTIVATIONS`; other bits are refused.
     pub flags: u32,
     /// NULL, or the engine's thread pool (see `tern_parallel_for_fn`): large matmuls run
     /// their tasks through it instead of tern's own threads.
@@ -191,6 +200,7 @@ pub(super) unsafe fn dispatcher_options(options: *const tern_dispatcher_options)
         strict: o.flags & TERN_DISPATCH_STRICT != 0,
         ignore_env: o.flags & TERN_DISPATCH_IGNORE_ENV != 0,
         executor,
+        accurate_activations: o.flags & TERN_DISPATCH_ACCURATE_ACTIVATIONS != 0,
     })
 }
 

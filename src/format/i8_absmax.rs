@@ -1,11 +1,17 @@
-//! I8_ABSMAX, the activation format: `rows * cols` int8 codes row-major, then `rows` f32
-//! scales. Per row: scale = max |x| / 127, code = round_half_away(x / scale) clamped to
-//! [-127, 127]; a row of zeros keeps scale 0 and codes 0.
+//! The int8 activation formats: `rows * cols` int8 codes row-major, then one f32 scale per
+//! scale block, in (row, block) order. I8_ABSMAX has one block per row; I8_BLOCK256 one per
+//! 256 elements of a row (ggml's Q8_K granularity). Per block: scale = max |x| / 127,
+//! code = round_half_away(x / scale) clamped to [-127, 127]; a block of zeros keeps scale 0
+//! and codes 0. Every function takes `block`, the elements per scale (`cols` for
+//! I8_ABSMAX), which divides `cols`.
 
 use super::ternary::absmax;
 use crate::error::{Error, Result};
 
 pub const MAX_CODE: f32 = 127.0;
+
+/// Elements per scale of I8_BLOCK256.
+pub const BLOCK256: usize = 256;
 
 /// Rounds half away from zero for |v| < 2^23 without a libm call: truncation is exact, and
 /// so is the fraction `v - trunc(v)`.
@@ -16,8 +22,8 @@ pub fn round_half_away(v: f32) -> i32 {
     t + (frac >= 0.5) as i32 - (frac <= -0.5) as i32
 }
 
-/// Quantizes one row into `codes`, returning its scale. This is the semantics every SIMD
-/// requantizer must reproduce bit for bit.
+/// Quantizes one scale block (a row of I8_ABSMAX) into `codes`, returning its scale. This is
+/// the semantics every SIMD requantizer must reproduce bit for bit.
 pub fn encode_row(x: &[f32], codes: &mut [i8]) -> f32 {
     let scale = absmax(x) / MAX_CODE;
     if scale == 0.0 {
@@ -30,14 +36,14 @@ pub fn encode_row(x: &[f32], codes: &mut [i8]) -> f32 {
     scale
 }
 
-/// Refuses a row whose max |x| is so close to `f32::MAX` that code 127 times its scale
-/// would decode to infinity; runs before anything is written. `src` must be finite
-/// ([`super::check_finite`]).
-pub fn check_row_scales(src: &[f32], cols: usize) -> Result<()> {
-    for (row, x) in src.chunks_exact(cols).enumerate() {
+/// Refuses a block whose max |x| is so close to `f32::MAX` that code 127 times its scale
+/// would decode to infinity (`ScaleOverflow` names the block: the row for I8_ABSMAX); runs
+/// before anything is written. `src` must be finite ([`super::check_finite`]).
+pub fn check_scales(src: &[f32], block: usize) -> Result<()> {
+    for (index, x) in src.chunks_exact(block).enumerate() {
         let amax = f32::from_bits(super::abs_max_bits(x));
         if scale_overflows(amax / MAX_CODE) {
-            return Err(Error::ScaleOverflow { block: row, amax });
+            return Err(Error::ScaleOverflow { block: index, amax });
         }
     }
     Ok(())
@@ -47,42 +53,54 @@ fn scale_overflows(scale: f32) -> bool {
     (scale * MAX_CODE).is_infinite()
 }
 
-pub fn encode(src: &[f32], cols: usize, dst: &mut [u8]) {
-    let rows = src.len() / cols;
-    let (codes, scales) = dst.split_at_mut(rows * cols);
-    let codes: &mut [i8] = bytemuck::cast_slice_mut(codes);
-    for ((x, c), s) in src.chunks_exact(cols).zip(codes.chunks_exact_mut(cols)).zip(scales.chunks_exact_mut(4)) {
-        s.copy_from_slice(&encode_row(x, c).to_le_bytes());
+/// Encodes `src` block by block with `requant` (a requantizer bit-identical to
+/// [`encode_row`]) into `codes` and `scales` (one per block).
+pub fn encode_with(
+    src: &[f32],
+    block: usize,
+    codes: &mut [i8],
+    scales: &mut [u8],
+    requant: fn(&[f32], &mut [i8]) -> f32,
+) {
+    for ((x, c), s) in src.chunks_exact(block).zip(codes.chunks_exact_mut(block)).zip(scales.chunks_exact_mut(4)) {
+        s.copy_from_slice(&requant(x, c).to_le_bytes());
     }
 }
 
-pub fn scale(src: &[u8], rows: usize, cols: usize, row: usize) -> f32 {
-    let s = &src[rows * cols + 4 * row..];
+pub fn encode(src: &[f32], block: usize, dst: &mut [u8]) {
+    let (codes, scales) = dst.split_at_mut(src.len());
+    encode_with(src, block, bytemuck::cast_slice_mut(codes), scales, encode_row);
+}
+
+/// The scale of block `index` (counted over the whole tensor) of an `n`-element tensor.
+pub fn scale(src: &[u8], n: usize, index: usize) -> f32 {
+    let s = &src[n + 4 * index..];
     f32::from_le_bytes([s[0], s[1], s[2], s[3]])
 }
 
-pub fn decode(src: &[u8], cols: usize, dst: &mut [f32]) {
-    let rows = dst.len() / cols;
-    for (row, y) in dst.chunks_exact_mut(cols).enumerate() {
-        let s = scale(src, rows, cols, row);
-        for (y, &c) in y.iter_mut().zip(&src[row * cols..]) {
+pub fn decode(src: &[u8], block: usize, dst: &mut [f32]) {
+    let n = dst.len();
+    for (index, y) in dst.chunks_exact_mut(block).enumerate() {
+        let s = scale(src, n, index);
+        for (y, &c) in y.iter_mut().zip(&src[index * block..]) {
             *y = c as i8 as f32 * s;
         }
     }
 }
 
-pub fn get(src: &[u8], rows: usize, cols: usize, row: usize, col: usize) -> f32 {
-    src[row * cols + col] as i8 as f32 * scale(src, rows, cols, row)
+/// Element `index` of an `n`-element tensor.
+pub fn get(src: &[u8], n: usize, block: usize, index: usize) -> f32 {
+    src[index] as i8 as f32 * scale(src, n, index / block)
 }
 
 /// Code -128 is outside [-127, 127]; a scale must be finite, non-negative, and small enough
-/// that code 127 decodes to a finite value.
-pub fn first_corrupt(src: &[u8], rows: usize, cols: usize) -> Option<usize> {
-    (0..rows)
-        .find(|&r| {
-            let s = scale(src, rows, cols, r);
+/// that code 127 decodes to a finite value (reported at its block's first element).
+pub fn first_corrupt(src: &[u8], n: usize, block: usize) -> Option<usize> {
+    (0..n / block)
+        .find(|&b| {
+            let s = scale(src, n, b);
             !super::ternary::scale_is_valid(s) || scale_overflows(s)
         })
-        .map(|r| r * cols)
-        .or_else(|| src[..rows * cols].iter().position(|&c| c as i8 == -128))
+        .map(|b| b * block)
+        .or_else(|| src[..n].iter().position(|&c| c as i8 == -128))
 }

@@ -42,6 +42,9 @@ pub enum Format {
     /// I2_S as bitnet.cpp's x86 build writes it without ACT_PARALLEL: four rows
     /// interleaved in every byte (type 36 too).
     I2SR4 = 9,
+    /// Activations: int8 codes row-major, then one f32 absmax scale per 256-element block of
+    /// each row (ggml's Q8_K granularity), for TQ1_0/TQ2_0 weights.
+    I8Block256 = 10,
 }
 
 /// How a format groups elements and where its scales live.
@@ -57,6 +60,10 @@ pub enum Blocking {
     /// (BITNET_B1_58 has none, I2_S 28).
     #[allow(missing_docs)]
     WholeTensor { elems_per_byte: usize, scale_bytes: usize, pad_bytes: usize },
+    /// One-byte codes for the whole tensor, then one scale per `elems`-element block of each
+    /// row, in (row, block) order (I8_BLOCK256).
+    #[allow(missing_docs)]
+    CodesThenBlockScales { elems: usize, scale_bytes: usize },
 }
 
 /// Where a format keeps its scale(s).
@@ -73,6 +80,8 @@ pub enum ScalePlacement {
     TensorEnd = 3,
     /// An f16 at the start of every block (Q2_0).
     BlockStart = 4,
+    /// One f32 per (row, block), after all the codes (I8_BLOCK256).
+    BlocksEnd = 5,
 }
 
 /// Static facts about a format.
@@ -107,7 +116,7 @@ impl std::fmt::Display for Format {
 
 impl Format {
     /// Every format, in id order.
-    pub const ALL: [Format; 9] = [
+    pub const ALL: [Format; 10] = [
         Format::F32,
         Format::Tq1_0,
         Format::Tq2_0,
@@ -117,6 +126,7 @@ impl Format {
         Format::I2S,
         Format::I2S64,
         Format::I2SR4,
+        Format::I8Block256,
     ];
 
     /// The format with this stable id.
@@ -156,13 +166,39 @@ impl Format {
             Format::I2S => "I2_S",
             Format::I2S64 => "I2_S_64",
             Format::I2SR4 => "I2_S_R4",
+            Format::I8Block256 => "I8_BLOCK256",
         }
     }
 
-    /// A weight format of 2-bit trits and scales (every format but F32 and I8_ABSMAX; Q2_0's
-    /// code 3, +2, is computed like the others).
+    /// A weight format of 2-bit trits and scales (every format but F32 and the int8
+    /// activation formats; Q2_0's code 3, +2, is computed like the others).
     pub fn is_ternary(self) -> bool {
-        !matches!(self, Format::F32 | Format::I8Absmax)
+        self != Format::F32 && !self.is_i8_activation()
+    }
+
+    /// An int8 activation format: I8_ABSMAX or I8_BLOCK256.
+    pub fn is_i8_activation(self) -> bool {
+        matches!(self, Format::I8Absmax | Format::I8Block256)
+    }
+
+    /// For the int8 activation formats, the elements per scale when rows have `cols`
+    /// elements: `cols` for I8_ABSMAX, 256 for I8_BLOCK256; `None` for the others.
+    pub fn i8_scale_block(self, cols: usize) -> Option<usize> {
+        match self {
+            Format::I8Absmax => Some(cols),
+            Format::I8Block256 => Some(i8_absmax::BLOCK256),
+            _ => None,
+        }
+    }
+
+    /// The accurate activation format for this weight format: one scale per weight block
+    /// (I8_BLOCK256 for TQ1_0/TQ2_0); `None` where per-token I8_ABSMAX is the only choice
+    /// (the single-scale BITNET_B1_58 and I2_S formats, trained with per-token absmax).
+    pub fn accurate_activation(self) -> Option<Format> {
+        match self {
+            Format::Tq1_0 | Format::Tq2_0 => Some(Format::I8Block256),
+            _ => None,
+        }
     }
 
     /// The packing of an I2_S format (called only in the I2_S arms of a match).
@@ -215,6 +251,14 @@ impl Format {
                 rows_multiple: 1,
             },
             Format::Q2_0 => blocks(q2_0::QK, q2_0::BLOCK_BYTES, ScalePlacement::BlockStart),
+            Format::I8Block256 => BlockSpec {
+                blocking: Blocking::CodesThenBlockScales { elems: i8_absmax::BLOCK256, scale_bytes: 4 },
+                bits_per_element: 8.0 + 32.0 / i8_absmax::BLOCK256 as f64,
+                scale: ScalePlacement::BlocksEnd,
+                activation_hint: None,
+                cols_multiple: i8_absmax::BLOCK256,
+                rows_multiple: 1,
+            },
             Format::I2S | Format::I2S64 | Format::I2SR4 => BlockSpec {
                 blocking: Blocking::WholeTensor {
                     elems_per_byte: 4,
@@ -270,6 +314,9 @@ impl Format {
             Blocking::WholeTensor { elems_per_byte, scale_bytes, pad_bytes } => {
                 n.div_ceil(elems_per_byte).checked_add(scale_bytes + pad_bytes)
             }
+            Blocking::CodesThenBlockScales { elems, scale_bytes } => {
+                (n / elems).checked_mul(scale_bytes).and_then(|s| n.checked_add(s))
+            }
         };
         bytes.ok_or(overflow)
     }
@@ -294,9 +341,10 @@ impl Format {
                 tq2_0::encode(src, dst)
             }
             Format::BitnetB158 => bitnet::encode(src, dst),
-            Format::I8Absmax => {
-                i8_absmax::check_row_scales(src, cols)?;
-                i8_absmax::encode(src, cols, dst)
+            Format::I8Absmax | Format::I8Block256 => {
+                let block = self.i8_scale_block(cols).expect("an int8 activation format");
+                i8_absmax::check_scales(src, block)?;
+                i8_absmax::encode(src, block, dst)
             }
             Format::Q2_0 => {
                 ternary::check_block_scales(src, q2_0::QK)?;
@@ -318,7 +366,9 @@ impl Format {
             Format::Tq1_0 => tq1_0::decode(src, dst),
             Format::Tq2_0 => tq2_0::decode(src, dst),
             Format::BitnetB158 => bitnet::decode(src, dst),
-            Format::I8Absmax => i8_absmax::decode(src, cols, dst),
+            Format::I8Absmax | Format::I8Block256 => {
+                i8_absmax::decode(src, self.i8_scale_block(cols).expect("an int8 activation format"), dst)
+            }
             Format::Q2_0 => q2_0::decode(src, dst),
             Format::I2S | Format::I2S64 | Format::I2SR4 => i2_s::decode(self.i2s_packing_of(), src, cols, dst),
         }
@@ -337,7 +387,9 @@ impl Format {
             Format::Tq1_0 => tq1_0::get(src, index),
             Format::Tq2_0 => tq2_0::get(src, index),
             Format::BitnetB158 => bitnet::get(src, index),
-            Format::I8Absmax => i8_absmax::get(src, rows, cols, row, col),
+            Format::I8Absmax | Format::I8Block256 => {
+                i8_absmax::get(src, rows * cols, self.i8_scale_block(cols).expect("an int8 activation format"), index)
+            }
             Format::Q2_0 => q2_0::get(src, index),
             Format::I2S | Format::I2S64 | Format::I2SR4 => i2_s::get(self.i2s_packing_of(), src, cols, index),
         })
@@ -360,7 +412,11 @@ impl Format {
             Format::Tq1_0 => tq1_0::first_corrupt(src),
             Format::Tq2_0 => tq2_0::first_corrupt(src),
             Format::BitnetB158 => bitnet::first_corrupt(src),
-            Format::I8Absmax => i8_absmax::first_corrupt(src, rows, cols),
+            Format::I8Absmax | Format::I8Block256 => i8_absmax::first_corrupt(
+                src,
+                rows * cols,
+                self.i8_scale_block(cols).expect("an int8 activation format"),
+            ),
             Format::Q2_0 => q2_0::first_corrupt(src),
             Format::I2S | Format::I2S64 | Format::I2SR4 => i2_s::first_corrupt(self.i2s_packing_of(), src, cols),
         };

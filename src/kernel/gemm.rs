@@ -369,7 +369,8 @@ pub(crate) fn sized<T: Copy + Default>(v: &mut Vec<T>, len: usize) -> &mut [T] {
 /// Bytes of activations one `a_load` reads: four quads of one token.
 const GROUP: usize = 16;
 
-/// I8_ABSMAX activations packed for a GEMM, once per call: token blocks of `t` (the last
+/// Int8 activations (I8_ABSMAX, or I8_BLOCK256 for the TQ formats) packed for a GEMM, once
+/// per call: token blocks of `t` (the last
 /// one shorter, or zero-padded to `t` tokens), the block of token `t0` at `t0 * kg` laid
 /// out `[kg/G][t][G]` (`G`-byte groups, `kg`: k rounded up to `G`, zeros past `k`), and
 /// the accumulator seeds.
@@ -391,13 +392,16 @@ pub(crate) struct Packed {
     pub(in crate::kernel) block_seeds: Vec<i32>,
     /// `-sum a` per token over the whole row: the seeds of one scale per row.
     pub(in crate::kernel) row_seeds: Vec<i32>,
-    /// Activation scale per token.
+    /// Activation scale per token, or with `per_block` per (token, 256-element block).
     pub(in crate::kernel) scales: Vec<f32>,
+    /// Whether the activations are I8_BLOCK256 (one scale per token and block).
+    pub(in crate::kernel) per_block: bool,
 }
 
 impl Packed {
-    /// Packs `a` (I8_ABSMAX, checked by `Kernel::prepare`) in token blocks of `t` and
-    /// groups of four quads, with seeds per `block` elements: the layout of [`gemm`].
+    /// Packs `a` (I8_ABSMAX, or I8_BLOCK256 for blocks of 256, checked by `Kernel::prepare`)
+    /// in token blocks of `t` and groups of four quads, with seeds per `block` elements: the
+    /// layout of [`gemm`].
     pub(crate) fn new(a: &MatRef, t: usize, block: usize) -> Packed {
         Packed::with::<GROUP>(a, t, block, false)
     }
@@ -415,6 +419,8 @@ impl Packed {
         assert!((1..=16).contains(&t), "token blocks of 1 to 16");
         let act = crate::kernel::ActI8::parse(a);
         let (m, k) = (act.m, act.k);
+        let per_block = a.format != Format::I8Absmax;
+        assert!(!per_block || act.block == block, "per-block activation scales are per weight block");
         let kg = k.next_multiple_of(G);
         let blocks = k.div_ceil(block);
         let tokens = if padded { m.next_multiple_of(t) } else { m };
@@ -461,7 +467,20 @@ impl Packed {
                 row_seeds[token] = seeds.iter().sum();
             }
         }
-        Packed { codes: lines, k, kg, group: G, m, t, padded, block, block_seeds, row_seeds, scales: act.scales }
+        Packed {
+            codes: lines,
+            k,
+            kg,
+            group: G,
+            m,
+            t,
+            padded,
+            block,
+            block_seeds,
+            row_seeds,
+            scales: act.scales,
+            per_block,
+        }
     }
 
     /// The packed codes (whole blocks of `t` tokens when padded), from a cache-line boundary.
@@ -719,6 +738,12 @@ impl Ctx<'_> {
                 assert!(k.is_multiple_of(block) && kg == k, "rows are whole blocks");
                 let seeds = &self.act.block_seeds[t0 * blocks..(t0 + T) * blocks];
                 let block_groups = block / GROUP;
+                // Per-block activation scales: each block's weight scales times the token's
+                // block scale (`d * a_scale[block]`, the reference's order), built per
+                // vector in `combined`; otherwise the token's scale multiplies at the end.
+                let per_block = self.act.per_block;
+                let a_scales = &self.act.scales[if per_block { t0 * blocks..(t0 + T) * blocks } else { 0..0 }];
+                let mut combined = [0f32; 16];
                 // SAFETY: as above; block `b < blocks` spans groups `b * block_groups..(b + 1)
                 // * block_groups` of the panel and of `act`, and `p` scales at `b * p`
                 // (asserted).
@@ -738,8 +763,18 @@ impl Ctx<'_> {
                         let groups = b * block_groups..(b + 1) * block_groups;
                         micro::<S, RV, T>(w, act.as_ptr(), groups, &mut acc);
                         for v in 0..RV {
-                            let s = S::fload(self.scales.as_ptr().add(b * self.p + v * S::LANES));
+                            let at = self.scales.as_ptr().add(b * self.p + v * S::LANES);
+                            let s = S::fload(at);
                             for t in 0..T {
+                                let s = if per_block {
+                                    let a = a_scales[t * blocks + b];
+                                    for (l, c) in combined[..S::LANES].iter_mut().enumerate() {
+                                        *c = *at.add(l) * a;
+                                    }
+                                    S::fload(combined.as_ptr())
+                                } else {
+                                    s
+                                };
                                 f[v][t] = S::fmadd_lanes(acc[v][t], s, f[v][t]);
                             }
                         }
@@ -750,9 +785,11 @@ impl Ctx<'_> {
                     for t in 0..T {
                         // SAFETY: `lanes` has room for 16 >= LANES floats; `S`'s features.
                         unsafe { S::fstore(lanes.as_mut_ptr(), f[v][t]) };
-                        let a_scale = self.act.scales[t0 + t];
-                        for x in &mut lanes[..S::LANES] {
-                            *x *= a_scale;
+                        if !per_block {
+                            let a_scale = self.act.scales[t0 + t];
+                            for x in &mut lanes[..S::LANES] {
+                                *x *= a_scale;
+                            }
                         }
                         self.write::<S>(out, v, t0 + t, &lanes);
                     }
@@ -798,7 +835,9 @@ pub(crate) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usiz
     // One scale for the tensor: int32 along the whole row (exact for BitNet and I2_S; for
     // a tensor of equal block scales the per-block path's result up to float rounding, see
     // `Tensor::uniform_block_scale`).
-    let scale = L::tensor_scale(w.bytes).or(w.uniform_scale);
+    // Not with per-block activation scales: every block is then scaled on its own.
+    let uniform = if a.per_block { None } else { w.uniform_scale };
+    let scale = L::tensor_scale(w.bytes).or(uniform);
     let tokens = out.tokens();
     let mut s = Scratch::take();
     let panel = aligned(&mut s.panel, a.kg * p);
@@ -873,24 +912,28 @@ impl<S: GemmSimd + Isa, L: Layout, const RV: usize, const T: usize> Compute for 
     }
 }
 
-/// The registry entry `name` (`bitnet_gemm/<isa>`) of ISA `S` for each (weight format,
-/// `min_tokens`) of `formats`: panels of `RV` vectors, token blocks of `T`; preferred from
-/// `min_tokens` tokens on (measured against the same ISA's GEMV).
+/// The registry entries `name` (`bitnet_gemm/<isa>`) of ISA `S` for each (weight format,
+/// `min_tokens`) of `formats`, by I8_ABSMAX and by the format's accurate activation format
+/// (`Format::accurate_activation`: I8_BLOCK256 for TQ1_0 and TQ2_0, with the same
+/// threshold): panels of `RV` vectors, token blocks of `T`; preferred from `min_tokens`
+/// tokens on (measured against the same ISA's GEMV, by I8_ABSMAX).
 pub(crate) fn kernels<S: GemmSimd + Isa, const RV: usize, const T: usize>(
     name: &'static std::ffi::CStr,
     formats: &[(Format, usize)],
 ) -> Vec<Kernel> {
-    let entry = |&(format, min): &(Format, usize)| {
-        let i8 = Format::I8Absmax;
-        match format {
-            Format::Tq1_0 => Kernel::new(name, format, i8, min, &Gemm::<S, Tq1, RV, T>::NEW),
-            Format::Tq2_0 => Kernel::new(name, format, i8, min, &Gemm::<S, Tq2, RV, T>::NEW),
-            Format::BitnetB158 => Kernel::new(name, format, i8, min, &Gemm::<S, Bitnet, RV, T>::NEW),
-            Format::Q2_0 => Kernel::new(name, format, i8, min, &Gemm::<S, Q2, RV, T>::NEW),
-            Format::I2S => Kernel::new(name, format, i8, min, &Gemm::<S, I2s128, RV, T>::NEW),
-            Format::I2S64 => Kernel::new(name, format, i8, min, &Gemm::<S, I2s64, RV, T>::NEW),
-            _ => panic!("no panel GEMM for {format}"),
+    let mut all = Vec::new();
+    for &(format, min) in formats {
+        for act in [Some(Format::I8Absmax), format.accurate_activation()].into_iter().flatten() {
+            all.push(match format {
+                Format::Tq1_0 => Kernel::new(name, format, act, min, &Gemm::<S, Tq1, RV, T>::NEW),
+                Format::Tq2_0 => Kernel::new(name, format, act, min, &Gemm::<S, Tq2, RV, T>::NEW),
+                Format::BitnetB158 => Kernel::new(name, format, act, min, &Gemm::<S, Bitnet, RV, T>::NEW),
+                Format::Q2_0 => Kernel::new(name, format, act, min, &Gemm::<S, Q2, RV, T>::NEW),
+                Format::I2S => Kernel::new(name, format, act, min, &Gemm::<S, I2s128, RV, T>::NEW),
+                Format::I2S64 => Kernel::new(name, format, act, min, &Gemm::<S, I2s64, RV, T>::NEW),
+                _ => panic!("no panel GEMM for {format}"),
+            });
         }
-    };
-    formats.iter().map(entry).collect()
+    }
+    all
 }

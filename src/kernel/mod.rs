@@ -93,24 +93,33 @@ impl<'a> MatRef<'a> {
     }
 }
 
-/// I8_ABSMAX activations split into their codes and scales.
+/// Int8 activations (I8_ABSMAX or I8_BLOCK256) split into their codes and scales.
 pub(crate) struct ActI8<'a> {
     pub m: usize,
     pub k: usize,
     pub codes: &'a [i8],
+    /// One scale per (token, scale block), token-major: one per token for I8_ABSMAX.
     pub scales: Vec<f32>,
+    /// Elements per scale: `k` for I8_ABSMAX, 256 for I8_BLOCK256.
+    pub block: usize,
 }
 
 impl<'a> ActI8<'a> {
     pub fn parse(a: &MatRef<'a>) -> ActI8<'a> {
-        assert_eq!(a.format, Format::I8Absmax, "activations must be I8_ABSMAX");
+        let block = a.format.i8_scale_block(a.cols).expect("activations must be an int8 activation format");
         let (codes, scales) = a.bytes.split_at(a.rows * a.cols);
         let scales = scales.chunks_exact(4).map(|s| f32::from_le_bytes([s[0], s[1], s[2], s[3]])).collect();
-        ActI8 { m: a.rows, k: a.cols, codes: bytemuck::cast_slice(codes), scales }
+        ActI8 { m: a.rows, k: a.cols, codes: bytemuck::cast_slice(codes), scales, block }
     }
 
     pub fn row(&self, i: usize) -> &'a [i8] {
         &self.codes[i * self.k..(i + 1) * self.k]
+    }
+
+    /// The scales of token `i`, one per scale block.
+    pub fn row_scales(&self, i: usize) -> &[f32] {
+        let blocks = self.k / self.block;
+        &self.scales[i * blocks..(i + 1) * blocks]
     }
 }
 

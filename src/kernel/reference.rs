@@ -1,9 +1,12 @@
 //! The reference kernels: the definition every SIMD kernel must match.
 //!
-//! `bitnet_gemv/reference` computes
-//! `out[m][n] = a_scale[m] * sum_blocks w_scale[block] * sum_{i in block} a_code[m][i] * t[n][i]`
-//! with no multiply in the inner loop: a trit adds, subtracts or skips. Each weight row is
-//! decoded once per call and reused for every activation row.
+//! `bitnet_gemv/reference` computes, by I8_ABSMAX activations (one scale per token),
+//! `out[m][n] = a_scale[m] * sum_blocks (w_scale[block] * dot[block])`, and by I8_BLOCK256
+//! activations (one scale per weight block of TQ1_0/TQ2_0),
+//! `out[m][n] = sum_blocks ((w_scale[block] * a_scale[m][block]) * dot[block])`, where
+//! `dot[block] = sum_{i in block} a_code[m][i] * t[n][i]` is exact in int32 and the float
+//! sums run over blocks in order. No multiply in the inner loop: a trit adds, subtracts or
+//! skips. Each weight row is decoded once per call and reused for every activation row.
 
 use super::{ActI8, Compute, Geometry, Kernel, MatRef, OutTile};
 use crate::format::Format;
@@ -42,12 +45,13 @@ struct DecodingMatmul;
 portable!(DecodingMatmul, decoding_matmul);
 
 pub(crate) fn kernels() -> Vec<Kernel> {
-    let ternary = Format::ALL
-        .into_iter()
-        .filter(|f| f.is_ternary())
-        .map(|weight| Kernel::new(c"bitnet_gemv/reference", weight, Format::I8Absmax, 1, &BitnetGemv));
+    let name = c"bitnet_gemv/reference";
+    let ternary = Format::ALL.into_iter().filter(|f| f.is_ternary());
+    let absmax = ternary.clone().map(|weight| Kernel::new(name, weight, Format::I8Absmax, 1, &BitnetGemv));
+    let accurate = ternary
+        .filter_map(|weight| weight.accurate_activation().map(|act| Kernel::new(name, weight, act, 1, &BitnetGemv)));
     let dense = Kernel::new(c"dense_gemv/reference", Format::F32, Format::F32, 1, &DenseGemv);
-    ternary.chain([dense]).collect()
+    absmax.chain(accurate).chain([dense]).collect()
 }
 
 /// The fallback for pairs no kernel serves: decode both operands to f32, then multiply.
@@ -61,14 +65,19 @@ fn bitnet_gemv(w: &MatRef, a: &MatRef, out: &mut OutTile) {
     let block = w.format.kernel_block(k);
     let mut trits = vec![0i8; k];
     let mut scales = vec![0f32; k / block];
+    // Per-block activation scales come one per weight block (the registry pairs them so).
+    let per_block = a.format != Format::I8Absmax;
+    assert!(!per_block || act.block == block, "activation scale blocks are the weight's blocks");
     for r in out.rows() {
         w.format.ternary_row(w.bytes, k, r, &mut trits, &mut scales);
         for token in out.tokens() {
+            let (codes, a_scales) = (act.row(token), act.row_scales(token));
             let mut acc = 0f32;
-            for ((t, x), &d) in trits.chunks_exact(block).zip(act.row(token).chunks_exact(block)).zip(&scales) {
+            for (b, (t, x)) in trits.chunks_exact(block).zip(codes.chunks_exact(block)).enumerate() {
+                let d = if per_block { scales[b] * a_scales[b] } else { scales[b] };
                 acc += d * trit_dot(t, x) as f32;
             }
-            out.set(token, r, act.scales[token] * acc);
+            out.set(token, r, if per_block { acc } else { a_scales[0] * acc });
         }
     }
 }

@@ -10,7 +10,10 @@
 //! (the activations that meet that lane), so every lane holds the exact trit dot product
 //! of its own elements and the float scaling below rounds nothing but real terms. Per TQ
 //! block, the int32 accumulator is converted and multiplied by the block scale into a
-//! float accumulator; one horizontal reduction per (row, token) ends the tile. BitNet has
+//! float accumulator; one horizontal reduction per (row, token) ends the tile, times the
+//! token's scale (I8_ABSMAX). I8_BLOCK256 activations have a scale per TQ block: the
+//! block's weight scale is multiplied by it first (`d * a_scale[block]`, the reference's
+//! order) and the tile ends with the reduction alone. BitNet has
 //! one scale per tensor, so its accumulator stays int32 over the whole row, which also
 //! lets its odd 2-bit planes skip their shift (see [`dot_2bit_x4`]).
 //!
@@ -91,7 +94,7 @@ pub(crate) trait Simd: 'static {
 
 /// Activations of every token, permuted into a kernel's unpack order (`stride` bytes per
 /// token, zero in padding lanes), with the negated lane sums of every block (the
-/// accumulators' starting values) and the row scales.
+/// accumulators' starting values) and the scales.
 pub(crate) struct Prepared {
     codes: Vec<i8>,
     stride: usize,
@@ -99,7 +102,9 @@ pub(crate) struct Prepared {
     seeds: Vec<i32>,
     blocks: usize,
     lanes: usize,
+    /// One per token (I8_ABSMAX), or one per (token, block) (I8_BLOCK256, `per_block`).
     scales: Vec<f32>,
+    per_block: bool,
 }
 
 impl Prepared {
@@ -126,7 +131,9 @@ impl Prepared {
             }
         }
         seeds.iter_mut().for_each(|s| *s = -*s);
-        Prepared { codes, stride, seeds, blocks, lanes, scales: act.scales }
+        let per_block = a.format != Format::I8Absmax;
+        assert!(!per_block || act.block == block, "activation scale blocks are the layout's blocks");
+        Prepared { codes, stride, seeds, blocks, lanes, scales: act.scales, per_block }
     }
 
     /// The codes of `tokens` in the unpack order (`stride` bytes per token, zero in padding
@@ -140,9 +147,15 @@ impl Prepared {
         self.stride
     }
 
-    /// The activation rows' scales, one per token.
+    /// The activation rows' scales: one per token, or with [`Prepared::per_block`] one per
+    /// (token, block), token-major.
     pub(crate) fn scales(&self) -> &[f32] {
         &self.scales
+    }
+
+    /// Whether the activations have one scale per (token, block) (I8_BLOCK256).
+    pub(crate) fn per_block(&self) -> bool {
+        self.per_block
     }
 
     /// The accumulator seeds of `tokens`, `blocks` vectors of `S::W` bytes per token: bounds
@@ -397,17 +410,26 @@ pub(crate) trait Tq<S: Simd>: Codes {
         a: [*const i8; T],
         acc: &mut [[S::V; T]; R],
     );
-    /// `f[t] += float(acc[t]) * scale` for the scale(s) of the step at `w` (`n` blocks).
+    /// `f[t] += float(acc[t]) * scale` for the scale(s) of the step at `w` (`n` blocks),
+    /// times token `t`'s scale of the block `a[t]` when the activations have one per block
+    /// (`d * a[t]` first: the reference's order).
     ///
     /// # Safety
     /// The CPU must have `S`'s features; `w` points at `n` whole blocks.
     #[inline(always)]
-    unsafe fn scale_add<const T: usize>(w: *const u8, _n: usize, acc: &[S::V; T], f: &mut [S::F; T]) {
+    unsafe fn scale_add<const T: usize>(
+        w: *const u8,
+        _n: usize,
+        acc: &[S::V; T],
+        a: Option<&[f32; T]>,
+        f: &mut [S::F; T],
+    ) {
         // SAFETY: the block's f16 scale lies at `SCALE_AT`, as the caller guarantees; its
         // features.
         unsafe {
             let d = S::f16(w.add(Self::SCALE_AT));
             for t in 0..T {
+                let d = a.map_or(d, |a| d * a[t]);
                 f[t] = S::fmadd(acc[t], d, f[t]);
             }
         }
@@ -533,8 +555,16 @@ impl<S: Pieces> Tq<S> for Q2 {
         }
     }
 
+    /// Only with one activation scale per token: Q2_0 has no kernels for per-block ones.
     #[inline(always)]
-    unsafe fn scale_add<const T: usize>(w: *const u8, n: usize, acc: &[S::V; T], f: &mut [S::F; T]) {
+    unsafe fn scale_add<const T: usize>(
+        w: *const u8,
+        n: usize,
+        acc: &[S::V; T],
+        a: Option<&[f32; T]>,
+        f: &mut [S::F; T],
+    ) {
+        assert!(a.is_none(), "Q2_0 by per-block activation scales");
         // SAFETY: the `n` blocks' scales lie at `w + SCALE_AT`, `BLOCK_BYTES` apart, as the
         // caller guarantees; its features.
         unsafe {
@@ -708,7 +738,9 @@ pub(crate) fn prepare_tq<S: Simd, L: Tq<S>>(a: &MatRef) -> Prepared {
     Prepared::new(a, S::W, Some(S::M::lane), &tq_layout::<S, L>(a.cols))
 }
 
-struct TqCtx<'a, S: Simd, L: Tq<S>> {
+/// The block-scaled tiles; `PB`: the activations have one scale per block
+/// ([`Prepared::per_block`]).
+struct TqCtx<'a, S: Simd, L: Tq<S>, const PB: bool> {
     w: &'a [u8],
     /// Blocks per row.
     blocks: usize,
@@ -716,7 +748,7 @@ struct TqCtx<'a, S: Simd, L: Tq<S>> {
     _isa: std::marker::PhantomData<(S, L)>,
 }
 
-impl<S: Simd, L: Tq<S>> Tiles for TqCtx<'_, S, L> {
+impl<S: Simd, L: Tq<S>, const PB: bool> Tiles for TqCtx<'_, S, L, PB> {
     #[inline(always)]
     unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutTile, r0: usize, t0: usize) {
         let row_bytes = L::row_bytes(self.blocks * L::BLOCK);
@@ -729,6 +761,9 @@ impl<S: Simd, L: Tq<S>> Tiles for TqCtx<'_, S, L> {
         assert_eq!(self.act.stride(), steps * act_block);
         assert_eq!(self.act.blocks, steps);
         let seeds = self.act.token_seeds::<S>(t0..t0 + T);
+        // The tile's tokens' scales: one per token, or `blocks` per token with `PB`.
+        let per_token = if PB { self.blocks } else { 1 };
+        let scales = &self.act.scales()[t0 * per_token..(t0 + T) * per_token];
         // A later tile's rows, a line past the block's start (one prefetch per block and
         // row); the block loop fetches the rest of them.
         let ahead = prefetch_ahead(R * row_bytes);
@@ -737,9 +772,9 @@ impl<S: Simd, L: Tq<S>> Tiles for TqCtx<'_, S, L> {
             ahead_rows[r] = bytes.as_ptr().wrapping_add(r * row_bytes + ahead + 64);
         }
         // SAFETY: every pointer below stays in `bytes` (R rows of `blocks` whole blocks, step
-        // `b` holding `n` of them), `act` (T tokens of `steps` prepared steps) and `seeds` (T
-        // tokens of `steps` vectors), sliced with checks above; prefetches never fault; the
-        // caller vouches for the features.
+        // `b` holding `n` of them), `act` (T tokens of `steps` prepared steps), `seeds` (T
+        // tokens of `steps` vectors) and `scales` (T tokens of `per_token`), sliced with
+        // checks above; prefetches never fault; the caller vouches for the features.
         unsafe {
             let mut f = [[S::fzero(); T]; R];
             for r in 0..R {
@@ -764,13 +799,17 @@ impl<S: Simd, L: Tq<S>> Tiles for TqCtx<'_, S, L> {
                 }
                 let mut acc = [block_seeds; R];
                 L::block::<R, T>(w, n, a, &mut acc);
+                // With `PB`, each token's scale of this block (`PB` formats step one block).
+                let a_scales: Option<[f32; T]> =
+                    PB.then(|| std::array::from_fn(|t| *scales.get_unchecked(t * per_token + b)));
                 for r in 0..R {
-                    L::scale_add::<T>(w[r], n, &acc[r], &mut f[r]);
+                    L::scale_add::<T>(w[r], n, &acc[r], a_scales.as_ref(), &mut f[r]);
                 }
             }
             for r in 0..R {
                 for t in 0..T {
-                    out.set(t0 + t, r0 + r, self.act.scales()[t0 + t] * S::fsum(f[r][t]));
+                    let dot = S::fsum(f[r][t]);
+                    out.set(t0 + t, r0 + r, if PB { dot } else { scales[t] * dot });
                 }
             }
         }
@@ -789,9 +828,17 @@ pub(crate) unsafe fn tq<S: Simd, L: Tq<S>, const R1: usize, const RB: usize, con
     act: &Prepared,
     out: &mut OutTile,
 ) {
-    let c = TqCtx::<S, L> { w: w.bytes, blocks: w.cols / L::BLOCK, act, _isa: std::marker::PhantomData };
+    let (w, blocks) = (w.bytes, w.cols / L::BLOCK);
     // SAFETY: the caller vouches for the features; tiles stay in `out`'s block.
-    unsafe { run::<_, R1, RB, TB>(&c, out) }
+    unsafe {
+        if act.per_block() {
+            let c = TqCtx::<S, L, true> { w, blocks, act, _isa: PhantomData };
+            run::<_, R1, RB, TB>(&c, out)
+        } else {
+            let c = TqCtx::<S, L, false> { w, blocks, act, _isa: PhantomData };
+            run::<_, R1, RB, TB>(&c, out)
+        }
+    }
 }
 
 struct OneScaleCtx<'a, S: Simd> {
@@ -1036,9 +1083,10 @@ impl<S: Simd + Isa, L: GemvFormat<S>, const R1: usize, const RB: usize, const TB
     }
 }
 
-/// The GEMV entries `name` of ISA `S` for `formats`: `R1` rows per single-token tile,
-/// `RB x TB` per batch tile (`BRB x BTB` for the formats with one scale per tensor, whose
-/// split planes need twice the accumulators on some ISAs).
+/// The GEMV entries `name` of ISA `S` for `formats` by I8_ABSMAX, and by their accurate
+/// activation format (`Format::accurate_activation`: I8_BLOCK256 for TQ1_0 and TQ2_0): `R1`
+/// rows per single-token tile, `RB x TB` per batch tile (`BRB x BTB` for the formats with
+/// one scale per tensor, whose split planes need twice the accumulators on some ISAs).
 pub(crate) fn kernels<
     S: Simd + Isa,
     const R1: usize,
@@ -1051,18 +1099,21 @@ pub(crate) fn kernels<
     formats: &[Format],
 ) -> Vec<crate::kernel::Kernel> {
     use crate::kernel::Kernel;
-    let entry = |&format: &Format| {
-        let i8 = Format::I8Absmax;
-        match format {
-            Format::Tq1_0 => Kernel::new(name, format, i8, 1, &Gemv::<S, Tq1, R1, RB, TB>::NEW),
-            Format::Tq2_0 => Kernel::new(name, format, i8, 1, &Gemv::<S, Tq2, R1, RB, TB>::NEW),
-            Format::BitnetB158 => Kernel::new(name, format, i8, 1, &Gemv::<S, Bitnet, R1, BRB, BTB>::NEW),
-            Format::I2S => Kernel::new(name, format, i8, 1, &Gemv::<S, I2s128, R1, BRB, BTB>::NEW),
-            Format::I2S64 => Kernel::new(name, format, i8, 1, &Gemv::<S, I2s64, R1, BRB, BTB>::NEW),
-            _ => panic!("no GEMV for {format}"),
+    let mut all = Vec::new();
+    for &format in formats {
+        let acts = [Some(Format::I8Absmax), format.accurate_activation()];
+        for act in acts.into_iter().flatten() {
+            all.push(match format {
+                Format::Tq1_0 => Kernel::new(name, format, act, 1, &Gemv::<S, Tq1, R1, RB, TB>::NEW),
+                Format::Tq2_0 => Kernel::new(name, format, act, 1, &Gemv::<S, Tq2, R1, RB, TB>::NEW),
+                Format::BitnetB158 => Kernel::new(name, format, act, 1, &Gemv::<S, Bitnet, R1, BRB, BTB>::NEW),
+                Format::I2S => Kernel::new(name, format, act, 1, &Gemv::<S, I2s128, R1, BRB, BTB>::NEW),
+                Format::I2S64 => Kernel::new(name, format, act, 1, &Gemv::<S, I2s64, R1, BRB, BTB>::NEW),
+                _ => panic!("no GEMV for {format}"),
+            });
         }
-    };
-    formats.iter().map(entry).collect()
+    }
+    all
 }
 
 /// The Q2_0 GEMV entry `name` of ISA `S` (an ISA with [`Pieces`]), with the tiles of

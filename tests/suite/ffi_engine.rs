@@ -376,7 +376,12 @@ fn every_struct_size_is_read_whole_or_refused() {
 /// each unknown bit refused by name.
 #[test]
 fn every_flag_bit_is_known_or_refused() {
-    const KNOWN: [u32; 3] = [TERN_DISPATCH_STRICT, TERN_DISPATCH_IGNORE_ENV, TERN_DISPATCH_SERIALIZE_EXECUTOR];
+    const KNOWN: [u32; 4] = [
+        TERN_DISPATCH_STRICT,
+        TERN_DISPATCH_IGNORE_ENV,
+        TERN_DISPATCH_SERIALIZE_EXECUTOR,
+        TERN_DISPATCH_ACCURATE_ACTIVATIONS,
+    ];
     let try_flags = |flags: u32| {
         let options = tern_dispatcher_options { flags, ..Default::default() };
         let mut d: *mut tern_dispatcher = std::ptr::NonNull::dangling().as_ptr();
@@ -396,11 +401,11 @@ fn every_flag_bit_is_known_or_refused() {
             assert_eq!(try_flags(flag), TERN_OK, "{flag:#x}: {}", last_error());
         } else {
             assert_eq!(try_flags(flag), TERN_ERR_INVALID_ARGUMENT, "{flag:#x}");
-            let want = format!("argument `options->flags`: {flag:#x} has bits this library does not know (known: 0x7)");
+            let want = format!("argument `options->flags`: {flag:#x} has bits this library does not know (known: 0xf)");
             assert_eq!(last_error(), want);
         }
     }
-    for subset in 0..8u32 {
+    for subset in 0..16u32 {
         let flags = KNOWN.iter().enumerate().filter(|(i, _)| subset & (1 << i) != 0).fold(0, |acc, (_, f)| acc | f);
         assert_eq!(try_flags(flags), TERN_OK, "{flags:#x}: {}", last_error());
     }

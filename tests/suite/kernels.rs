@@ -203,9 +203,20 @@ fn x86_kernels_come_widest_first() {
     for format in TERNARY {
         // The newer formats have AVX2's kernels only so far.
         let want = if EVERY_ISA.contains(&format) { &all[..] } else { &all[4..] };
-        let names: Vec<&str> =
-            registry().iter().filter(|k| k.weight() == format).map(|k| k.name()).filter(|n| all.contains(n)).collect();
-        assert_eq!(names, want, "{}", format.name());
+        // Per (weight, activation) pair: TQ formats list the same order again for I8_BLOCK256.
+        for act in [Format::I8Absmax, Format::I8Block256] {
+            let names: Vec<&str> = registry()
+                .iter()
+                .filter(|k| k.weight() == format && k.act() == act)
+                .map(|k| k.name())
+                .filter(|n| all.contains(n))
+                .collect();
+            if act == Format::I8Absmax || format.accurate_activation() == Some(act) {
+                assert_eq!(names, want, "{} x {}", format.name(), act.name());
+            } else {
+                assert!(names.is_empty(), "{} x {}: {names:?}", format.name(), act.name());
+            }
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! counting global allocator, `panic_probe.rs` needs the `panic-probe` feature, and
 //! `concurrency.rs` runs alone under ThreadSanitizer.
 
+mod accurate;
 mod canary;
 mod common;
 mod dispatch;

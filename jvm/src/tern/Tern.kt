@@ -17,7 +17,10 @@ enum class Format(val id: Int) {
     I2_S_64(8),
 
     /** I2_S with four rows interleaved (x86 without ACT_PARALLEL): rows a multiple of 4, cols of 128. */
-    I2_S_R4(9);
+    I2_S_R4(9),
+
+    /** Activations: int8 codes, then one f32 absmax scale per 256-element block of each row (cols a multiple of 256). */
+    I8_BLOCK256(10);
 
     companion object {
         /** The format with tern.h id [id], or null (0 and unknown ids). */

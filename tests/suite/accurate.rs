@@ -1,0 +1,237 @@
+//! Accurate activations: I8_BLOCK256 (one absmax scale per 256-element block) with TQ1_0 and
+//! TQ2_0 weights. Every kernel that serves the pair against the reference; the reference
+//! against its definition; the dispatcher's flag, its adapter events and prices; and the
+//! accuracy gain over per-token absmax on activations with outlier channels.
+
+use crate::common::Rng;
+use std::ops::Range;
+use std::sync::Arc;
+
+use tern::dispatch::{Dispatcher, DispatcherOptions};
+use tern::kernel::{registry, Kernel, MatRef, OutTile};
+use tern::{EventKind, Format, RecordingSink, Scope, Tensor};
+
+const TQ: [Format; 2] = [Format::Tq1_0, Format::Tq2_0];
+const REFERENCE: &str = "bitnet_gemv/reference";
+const QK: usize = 256;
+
+/// `m x k` activations with a zero block (row 1, block 0) and a zero row (row 2) when there
+/// are that many rows, and an outlier channel 30x larger per 256 columns.
+fn activations(rng: &mut Rng, m: usize, k: usize) -> Vec<f32> {
+    let mut x = rng.vec(m * k, 2.0);
+    for (i, v) in x.iter_mut().enumerate() {
+        if i % k % QK == 100 {
+            *v *= 30.0;
+        }
+    }
+    if m > 1 {
+        x[k..k + QK].fill(0.0);
+    }
+    if m > 2 {
+        x[2 * k..3 * k].fill(0.0);
+    }
+    x
+}
+
+fn run(kern: &'static Kernel, w: &MatRef, a: &MatRef, rows: Range<usize>, tokens: Range<usize>) -> Vec<f32> {
+    let mut out = vec![f32::NAN; a.rows() * w.rows()];
+    let mut view = OutTile::new(&mut out, a.rows(), w.rows()).unwrap().restrict(rows, tokens).unwrap();
+    kern.run(w, a, &mut view).unwrap();
+    out
+}
+
+/// The definition in f64 (docs/design.md §2): `sum_blocks (w_scale * a_scale) * dot`, and
+/// the sum of the terms' magnitudes, which bounds what f32 summation in another order costs.
+fn definition(w: &[u8], a: &[u8], m: usize, n: usize, k: usize, format: Format) -> (Vec<f64>, Vec<f64>) {
+    let blocks = k / QK;
+    let (codes, a_scales) = a.split_at(m * k);
+    let a_scale = |t: usize, b: usize| f32::from_le_bytes(a_scales[4 * (t * blocks + b)..][..4].try_into().unwrap());
+    let (mut trits, mut scales) = (vec![0i8; k], vec![0f32; blocks]);
+    let (mut want, mut mag) = (vec![0f64; m * n], vec![0f64; m * n]);
+    for r in 0..n {
+        format.ternary_row(w, k, r, &mut trits, &mut scales);
+        for t in 0..m {
+            for (b, &d) in scales.iter().enumerate() {
+                let dot: i64 = (b * QK..(b + 1) * QK).map(|i| trits[i] as i64 * codes[t * k + i] as i8 as i64).sum();
+                let term = (d * a_scale(t, b)) as f64 * dot as f64;
+                want[t * n + r] += term;
+                mag[t * n + r] += term.abs();
+            }
+        }
+    }
+    (want, mag)
+}
+
+/// Every kernel of (TQ, I8_BLOCK256) this CPU runs equals the definition on whole outputs
+/// and on blocks of rows x tokens (writing nothing outside them), to 1e-5 of max(1, |want|)
+/// (tests/kernels.rs's bound for I8_ABSMAX: SIMD kernels scale and sum per-lane partial
+/// dots, whose f32 roundings are relative to the lanes, not to the block's total) plus
+/// `2 * blocks * eps * magnitude` (f32 sums of `blocks` terms in any order).
+#[test]
+fn every_block256_kernel_matches_the_definition() {
+    let mut rng = Rng(0xb10c);
+    for format in TQ {
+        let kernels: Vec<&'static Kernel> =
+            registry().iter().filter(|k| k.weight() == format && k.act() == Format::I8Block256).collect();
+        assert!(kernels.iter().any(|k| k.name() == REFERENCE), "the reference serves {format}");
+        assert!(kernels.len() > 1 || cfg!(not(any(target_arch = "x86_64", target_arch = "aarch64"))));
+        for (m, n, k) in [(1, 70, 512), (3, 67, 1024), (9, 130, 768), (20, 64, 256)] {
+            let w = Tensor::encode(format, &rng.weights(n * k, 1.0), n, k).unwrap();
+            let a = Tensor::encode(Format::I8Block256, &activations(&mut rng, m, k), m, k).unwrap();
+            let (wb, ab) = (w.bytes().unwrap(), a.bytes().unwrap());
+            let (wm, am) = (MatRef::new(format, n, k, wb).unwrap(), MatRef::new(Format::I8Block256, m, k, ab).unwrap());
+            let (want, mag) = definition(wb, ab, m, n, k, format);
+            let tol = |i: usize| 1e-5 * want[i].abs().max(1.0) + 2.0 * (k / QK) as f64 * f32::EPSILON as f64 * mag[i];
+            for kern in kernels.iter().filter(|k| k.is_available()) {
+                for (rows, tokens) in [(0..n, 0..m), (n / 3..n - 1, m / 2..m)] {
+                    let got = run(kern, &wm, &am, rows.clone(), tokens.clone());
+                    for t in 0..m {
+                        for r in 0..n {
+                            let (i, g) = (t * n + r, got[t * n + r]);
+                            if rows.contains(&r) && tokens.contains(&t) {
+                                let err = (g as f64 - want[i]).abs();
+                                assert!(err <= tol(i), "{kern:?} m={m} n={n} k={k} ({t}, {r}): {g} vs {}", want[i]);
+                            } else {
+                                assert!(g.is_nan(), "{kern:?} wrote ({t}, {r}) outside its block");
+                            }
+                        }
+                    }
+                    if m > 2 && tokens.contains(&2) {
+                        assert!(got[2 * n + rows.start..2 * n + rows.end].iter().all(|&v| v == 0.0), "zero row");
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn dispatcher(accurate: bool, sink: &Arc<RecordingSink>) -> Dispatcher {
+    let options = DispatcherOptions { ignore_env: true, accurate_activations: accurate, ..Default::default() };
+    let mut d = Dispatcher::new(options).unwrap();
+    d.set_sink(Some(sink.clone()));
+    d
+}
+
+/// With the flag, F32 activations meeting TQ weights are requantized to I8_BLOCK256 (the
+/// event names the adapter, the format and its price) and the result is the I8_BLOCK256
+/// tensor's, bit for bit; BITNET_B1_58 keeps I8_ABSMAX; without the flag nothing changes.
+#[test]
+fn the_flag_requantizes_tq_activations_per_block() {
+    let mut rng = Rng(0xf1a9);
+    let (m, n, k) = (3, 96, 1024);
+    let x = activations(&mut rng, m, k);
+    let act = Tensor::encode(Format::F32, &x, m, k).unwrap();
+    let block = Tensor::encode(Format::I8Block256, &x, m, k).unwrap();
+    let price = m * k + 4 * m * k / QK;
+    for format in [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158] {
+        let w = Tensor::encode(format, &rng.weights(n * k, 1.0), n, k).unwrap();
+        for accurate in [false, true] {
+            let sink = Arc::new(RecordingSink::default());
+            let d = dispatcher(accurate, &sink);
+            let mut scope = Scope::new(0).unwrap();
+            let mut out = vec![0f32; m * n];
+            d.matmul(&act, &w, Some(&mut scope), &mut out).unwrap();
+            let events = sink.events();
+            assert_eq!(events.len(), 2, "{events:?}");
+            let per_block = accurate && format != Format::BitnetB158;
+            let (name, to, bytes) = match per_block {
+                true => ("requantize-i8-block256", Format::I8Block256, price),
+                false => ("requantize-i8-absmax", Format::I8Absmax, m * k + 4 * m),
+            };
+            assert_eq!(events[0].kind, EventKind::AdapterInserted);
+            assert_eq!(
+                (events[0].name(), events[0].from, events[0].to, events[0].bytes),
+                (name, Format::F32, to, bytes)
+            );
+            assert_eq!((events[1].kind, events[1].from, events[1].to), (EventKind::KernelSelected, format, to));
+            assert_eq!(scope.stats().bytes_in_use, bytes);
+            if per_block {
+                // The same kernel on the I8_BLOCK256 tensor passed directly, on a dispatcher
+                // without the flag: no adapter, the same bits.
+                let sink = Arc::new(RecordingSink::default());
+                let mut direct = vec![0f32; m * n];
+                dispatcher(false, &sink).matmul(&block, &w, None, &mut direct).unwrap();
+                assert_eq!(
+                    direct.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                );
+                let events = sink.events();
+                assert_eq!(events.len(), 1);
+                assert_eq!((events[0].from, events[0].to), (format, Format::I8Block256));
+            }
+        }
+    }
+}
+
+/// `matmul_many` under the flag with TQ2_0 and BITNET_B1_58 weights: one adapter per target
+/// format, each weight's kernel on its own, results equal to separate calls.
+#[test]
+fn matmul_many_requantizes_once_per_target() {
+    let mut rng = Rng(0x3a7);
+    let (m, n, k) = (2, 64, 512);
+    let act = Tensor::encode(Format::F32, &activations(&mut rng, m, k), m, k).unwrap();
+    let tq = Tensor::encode(Format::Tq2_0, &rng.weights(n * k, 1.0), n, k).unwrap();
+    let tq1 = Tensor::encode(Format::Tq1_0, &rng.weights(n * k, 1.0), n, k).unwrap();
+    let bit = Tensor::encode(Format::BitnetB158, &rng.weights(n * k, 1.0), n, k).unwrap();
+    let sink = Arc::new(RecordingSink::default());
+    let d = dispatcher(true, &sink);
+    let mut scope = Scope::new(0).unwrap();
+    let (mut o1, mut o2, mut o3) = (vec![0f32; m * n], vec![0f32; m * n], vec![0f32; m * n]);
+    d.matmul_many(&act, &[&tq, &bit, &tq1], Some(&mut scope), &mut [&mut o1, &mut o2, &mut o3]).unwrap();
+    let events = sink.events();
+    let adapters: Vec<Format> = events.iter().filter(|e| e.kind == EventKind::AdapterInserted).map(|e| e.to).collect();
+    assert_eq!(adapters, [Format::I8Block256, Format::I8Absmax]);
+    let kernels: Vec<Format> = events.iter().filter(|e| e.kind == EventKind::KernelSelected).map(|e| e.to).collect();
+    assert_eq!(kernels, [Format::I8Block256, Format::I8Absmax, Format::I8Block256]);
+    for (w, o) in [(&tq, &o1), (&bit, &o2), (&tq1, &o3)] {
+        let mut single = vec![0f32; m * n];
+        d.matmul(&act, w, Some(&mut scope), &mut single).unwrap();
+        assert_eq!(&single, o, "{}", w.format());
+    }
+}
+
+/// One scale per 256-element block loses less than one scale per token, measured against
+/// the exact product of the decoded weights and the f32 activations: Gaussian activations,
+/// where the step shrinks with the block's smaller max (measured 1.17x less error), and 1 %
+/// outlier channels 30x larger (measured 1.5x). The bound, 1.1x, holds with margin on these
+/// fixed operands. (ggml's side of this comparison is the
+/// peer crate's `--accuracy`.)
+#[test]
+fn per_block_scales_beat_per_token() {
+    let mut rng = Rng(0xacc);
+    let (m, n, k) = (4, 256, 2048);
+    for outliers in [false, true] {
+        // Gaussian by Box-Muller, from uniforms in (0, 1].
+        let mut u = || (rng.unit() as f64 + 1.0) / 2.0 + 1e-12;
+        let mut x: Vec<f32> =
+            (0..m * k).map(|_| ((-2.0 * u().ln()).sqrt() * (std::f64::consts::TAU * u()).cos()) as f32).collect();
+        for (i, v) in x.iter_mut().enumerate() {
+            if outliers && i % k % 100 == 7 {
+                *v *= 30.0;
+            }
+        }
+        let act = Tensor::encode(Format::F32, &x, m, k).unwrap();
+        for format in TQ {
+            let w = Tensor::encode(format, &rng.weights(n * k, 1.0), n, k).unwrap();
+            let wf = w.decode().unwrap();
+            let exact: Vec<f64> = (0..m * n)
+                .map(|i| {
+                    let (t, r) = (i / n, i % n);
+                    (0..k).map(|j| wf[r * k + j] as f64 * x[t * k + j] as f64).sum()
+                })
+                .collect();
+            let err = |accurate: bool| {
+                let mut out = vec![0f32; m * n];
+                let sink = Arc::new(RecordingSink::default());
+                dispatcher(accurate, &sink).matmul(&act, &w, Some(&mut Scope::new(0).unwrap()), &mut out).unwrap();
+                let d: f64 = out.iter().zip(&exact).map(|(&o, &e)| (o as f64 - e).powi(2)).sum();
+                (d / exact.iter().map(|e| e * e).sum::<f64>()).sqrt()
+            };
+            let (token, block) = (err(false), err(true));
+            assert!(
+                block < token / 1.1,
+                "{format} outliers {outliers}: per-block {block:.3e} vs per-token {token:.3e}"
+            );
+        }
+    }
+}
