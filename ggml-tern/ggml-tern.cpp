@@ -37,6 +37,7 @@ struct ternary_type {
 constexpr ternary_type k_ternary_types[] = {
     {GGML_TYPE_TQ1_0, TERN_FORMAT_TQ1_0},
     {GGML_TYPE_TQ2_0, TERN_FORMAT_TQ2_0},
+    {GGML_TYPE_Q2_0, TERN_FORMAT_Q2_0},
 };
 constexpr size_t k_n_types = sizeof(k_ternary_types) / sizeof(k_ternary_types[0]);
 
@@ -181,15 +182,17 @@ int claimed_type_index(ggml_type type) {
     return -1;
 }
 
-// The shapes graph_compute handles: a contiguous ternary weight (per batch slice it is
-// one n x k matrix tern can wrap); F32 activations whose rows are contiguous within each
-// batch slice (the slices may be strided); a contiguous F32 output; batch dims of the
-// activation that are multiples of the weight's (ggml's broadcast).
+// The shapes graph_compute handles: a ternary weight whose rows are contiguous within each
+// batch slice (each slice is one n x k matrix tern can wrap; the slices may be strided, as
+// in a weight with its batch dims permuted); F32 activations whose rows are contiguous
+// within each batch slice (the slices may be strided); a contiguous F32 output; batch dims
+// of the activation that are multiples of the weight's (ggml's broadcast).
 bool supports_mul_mat(const ggml_tensor * op) {
     const ggml_tensor * w = op->src[0];
     const ggml_tensor * a = op->src[1];
     return claimed_type_index(w->type) >= 0 && a->type == GGML_TYPE_F32 && op->type == GGML_TYPE_F32 &&
-           ggml_nelements(op) > 0 && ggml_is_contiguous(w) && w->ne[0] == a->ne[0] &&
+           ggml_nelements(op) > 0 && w->nb[0] == ggml_type_size(w->type) &&
+           w->nb[1] == ggml_row_size(w->type, w->ne[0]) && w->ne[0] == a->ne[0] &&
            w->ne[0] % ggml_blck_size(w->type) == 0 && a->nb[0] == sizeof(float) &&
            a->nb[1] == a->ne[0] * sizeof(float) && ggml_is_contiguous(op) && a->ne[2] % w->ne[2] == 0 &&
            a->ne[3] % w->ne[3] == 0 && op->ne[0] == w->ne[1] && op->ne[1] == a->ne[1] &&

@@ -1,5 +1,5 @@
-// libggml-tern: a ggml backend that runs ternary MUL_MAT (TQ1_0, TQ2_0 weights with F32
-// activations) on tern's kernels, on the weights where ggml loaded them.
+// libggml-tern: a ggml backend that runs ternary MUL_MAT (TQ1_0, TQ2_0, Q2_0 weights with
+// F32 activations) on tern's kernels, on the weights where ggml loaded them.
 // docs/ggml-backend.md has the two ways in (GGML_BACKEND_PATH, ggml_backend_register).
 #pragma once
 

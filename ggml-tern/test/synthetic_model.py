@@ -4,9 +4,9 @@ The default shapes are BitNet b1.58 2B4T's published ones (hidden 2560, FFN 6912
 heads, 5 KV heads) with fewer layers than its 30 and a vocabulary of 256 dummy tokens
 (tokenizer "none"): big enough for the matmuls to be the real ones, small enough for CI.
 Every linear weight is s * t, t in {-1, 0, 1} and s = 1/sqrt(fan_in) rounded to f16, so
-llama-quantize to TQ1_0 or TQ2_0 is exact (each 256-block's scale is s, its codes are t):
-the F16 file and its ternary quantizations hold the same model, which is what lets the
-F16 run serve as the reference of the logits comparison.
+llama-quantize to TQ1_0, TQ2_0 or Q2_0 is exact (each block's scale, its max |w|, is s; its
+codes are t): the F16 file and its ternary quantizations hold the same model, which is
+what lets the F16 run serve as the reference of the logits comparison.
 
     python3 synthetic_model.py OUT.gguf [--layers N] [--hidden H --ffn F --heads A --kv-heads K]
 
