@@ -5,7 +5,7 @@
 #   2. the C harness under ctest: C11 and C++17 programs, valgrind memcheck, consumers of
 #      the installed package (find_package, pkg-config, add_subdirectory), packaging checks;
 #   2b. activation accuracy against ggml (scripts/bench-peer.sh --accuracy: the peer crate
-#      links ggml from llama-cpp-sys-2, built once into peer/target): tern's accurate
+#      links ggml from llama-cpp-sys-2, built once into ~/.cache/tern/peer-target): tern's accurate
 #      activations must lose no more than ggml's Q8_K on the same operands;
 #   3. the same C harness built with ASAN+UBSAN (the asan-ubsan CMake preset);
 #   4. the Rust suite under AddressSanitizer, and the concurrency tests under ThreadSanitizer;
@@ -53,7 +53,8 @@ ctest --preset release
 
 if ! skip peer; then
     leg "activation accuracy against ggml (peer)"
-    bash scripts/bench-peer.sh --accuracy
+    # Outside the clone, like llama.cpp's cache: ggml's build is the slow part (minutes).
+    CARGO_TARGET_DIR="${TERN_PEER_TARGET:-$HOME/.cache/tern/peer-target}" bash scripts/bench-peer.sh --accuracy
 fi
 
 if ! skip asan; then
