@@ -67,13 +67,16 @@ bool tern_ok(tern_status status, const char * call, const char * about = "") {
 }
 
 // A strict dispatcher (never the slow decoding fallback: a pair without a dedicated
-// kernel is an error, not a silent slowdown) on tern's own pool of n_threads.
+// kernel is an error, not a silent slowdown) on tern's own pool of n_threads, with the
+// accurate activations: TQ1_0/TQ2_0 meet activations with one scale per 256-element block
+// (I8_BLOCK256), as ggml's own Q8_K, so llama.cpp's outputs do not drift from its CPU
+// backend's; Q2_0 keeps one scale per token (tern has no per-32 format yet).
 dispatcher_ptr new_dispatcher(int n_threads) {
     tern_dispatcher_options options;
     std::memset(&options, 0, sizeof(options));
     options.struct_size = sizeof(options);
     options.n_threads   = (uint32_t) (n_threads > 0 ? n_threads : 1);
-    options.flags       = TERN_DISPATCH_STRICT;
+    options.flags       = TERN_DISPATCH_STRICT | TERN_DISPATCH_ACCURATE_ACTIVATIONS;
     tern_dispatcher * d = nullptr;
     if (!tern_ok(tern_dispatcher_new(&options, &d), "tern_dispatcher_new")) {
         return nullptr;

@@ -189,17 +189,19 @@ for t in types:
     print(f"{t}: worst-token relative L2 of the logits: CPU vs F16 {cpu_ref:.4f}, tern vs F16 "
           f"{tern_ref:.4f}, tern vs CPU {tern_cpu:.4f}; top-1 agreement tern/CPU {top1:.2f}; "
           f"tern vs tern on {types[0]} {same:.1e}")
-    # Both backends round the activations to 8 bits before each ternary matmul, tern per
-    # token, ggml per 256-block (Q8_K) for TQ1_0/TQ2_0 and per 32-block (Q8_0) for Q2_0.
-    # ggml-tern/test/ops.cpp measures tern's error per matmul at 1.2-2x ggml's per
-    # 256-block one and 1.6-4.2x its per 32-block one, hence the looser bounds for Q2_0.
-    # A wrong kernel, layout or slice would be off by ~100%.
-    drift, disagree = (3, 3.5) if t == "Q2_0" else (2, 3)
+    # Both backends round the activations to 8 bits before each ternary matmul: for
+    # TQ1_0/TQ2_0 both per 256-block (ggml's Q8_K, tern's I8_BLOCK256), so tern drifts no
+    # further from the F16 model than the CPU backend (bound 1.1x, for ties rounded
+    # otherwise); for Q2_0 tern per token and ggml per 32-block (Q8_0): ops.cpp measures
+    # tern's error per matmul at 1.6-4.2x ggml's, hence the looser bounds. A wrong kernel,
+    # layout or slice would be off by ~100%.
+    drift, disagree = (3, 3.5) if t == "Q2_0" else (1.1, 1.5)
     assert tern_ref <= drift * cpu_ref, f"{t}: tern drifts from the F16 model over {drift}x as far as the CPU backend"
     assert tern_cpu <= disagree * cpu_ref, f"{t}: tern and the CPU backend disagree beyond their rounding"
-    # Every type holds the same trits and scales and tern quantizes the activations the
-    # same way for all of them: its logits agree to float rounding (bit for bit, here).
-    assert same <= 1e-5, f"{t}: tern's logits differ from its {types[0]} logits"
+    # TQ1_0 and TQ2_0 hold the same trits and scales and tern quantizes their activations
+    # the same way (per block): its logits agree to float rounding (bit for bit, here).
+    # Q2_0's activations are per token, so its logits differ by that rounding.
+    assert t == "Q2_0" or same <= 1e-5, f"{t}: tern's logits differ from its {types[0]} logits"
 EOF
 
 if command -v valgrind >/dev/null; then

@@ -125,10 +125,11 @@ void run_case(ggml_backend_t tern, ggml_backend_t cpu, const mul_mat_case & c, s
         }
     }
     printf("%-44s relative L2 error against f64: tern %.5f, CPU %.5f\n", c.name, worst[0], worst[1]);
-    // A wrong slice, layout or kernel is off by ~100%; 8-bit activations by 1-6%. The
-    // ratios are what per-token scales measure against ggml's per-block ones: per 256
-    // elements (Q8_K, for TQ1_0/TQ2_0) about 1.2x on Gaussian rows and 2x with 30x outlier
-    // channels; per 32 (Q8_0, for Q2_0) about 1.6x and 4.2x. The bounds leave about 20%.
+    // A wrong slice, layout or kernel is off by ~100%; 8-bit activations by 1-6%. For
+    // TQ1_0/TQ2_0 tern quantizes activations per 256-element block as ggml's Q8_K does
+    // (I8_BLOCK256): the same error up to ties rounded otherwise, bounded at 1.1x. Q2_0 meets
+    // per-token scales against ggml's per 32 (Q8_0): about 1.6x on Gaussian rows and 4.2x
+    // with 30x outlier channels; those bounds leave about 20%.
     check(worst[0] < 0.25, c.name);
     check(worst[0] <= c.max_ratio * worst[1], c.name);
     ggml_backend_buffer_free(buffer);
@@ -176,18 +177,18 @@ int main() {
 
     check_refusals(tern);
     const mul_mat_case cases[] = {
-        {"TQ2_0 batched 2x3, broadcast to 4x3", GGML_TYPE_TQ2_0, 512, 16, 5, 2, 3, 4, 3, 1, false, false, 1.5},
-        {"TQ1_0 batched 1x2, broadcast to 3x2", GGML_TYPE_TQ1_0, 256, 8, 3, 1, 2, 3, 2, 1, false, false, 1.5},
+        {"TQ2_0 batched 2x3, broadcast to 4x3", GGML_TYPE_TQ2_0, 512, 16, 5, 2, 3, 4, 3, 1, false, false, 1.1},
+        {"TQ1_0 batched 1x2, broadcast to 3x2", GGML_TYPE_TQ1_0, 256, 8, 3, 1, 2, 3, 2, 1, false, false, 1.1},
         {"Q2_0 batched 2x3, broadcast to 4x3", GGML_TYPE_Q2_0, 512, 16, 5, 2, 3, 4, 3, 1, false, false, 2.0},
-        {"TQ2_0 three weights on one activation", GGML_TYPE_TQ2_0, 1024, 32, 7, 1, 1, 1, 1, 3, false, false, 1.5},
+        {"TQ2_0 three weights on one activation", GGML_TYPE_TQ2_0, 1024, 32, 7, 1, 1, 1, 1, 3, false, false, 1.1},
         {"Q2_0 three weights on one activation", GGML_TYPE_Q2_0, 1024, 32, 7, 1, 1, 1, 1, 3, false, false, 2.0},
         {"Q2_0 every code (+2 too), 64-element rows", GGML_TYPE_Q2_0, 64, 16, 3, 1, 1, 1, 1, 1, false, true, 2.0},
         {"Q2_0 every code (+2 too), 40 tokens", GGML_TYPE_Q2_0, 2560, 64, 40, 1, 1, 1, 1, 1, false, true, 2.0},
-        {"TQ2_0 2560 -> 512, 8 tokens, Gaussian", GGML_TYPE_TQ2_0, 2560, 512, 8, 1, 1, 1, 1, 1, false, false, 1.5},
-        {"TQ1_0 6912 -> 256, 8 tokens, Gaussian", GGML_TYPE_TQ1_0, 6912, 256, 8, 1, 1, 1, 1, 1, false, false, 1.5},
+        {"TQ2_0 2560 -> 512, 8 tokens, Gaussian", GGML_TYPE_TQ2_0, 2560, 512, 8, 1, 1, 1, 1, 1, false, false, 1.1},
+        {"TQ1_0 6912 -> 256, 8 tokens, Gaussian", GGML_TYPE_TQ1_0, 6912, 256, 8, 1, 1, 1, 1, 1, false, false, 1.1},
         {"Q2_0 2560 -> 512, 8 tokens, Gaussian", GGML_TYPE_Q2_0, 2560, 512, 8, 1, 1, 1, 1, 1, false, false, 2.0},
-        {"TQ2_0 2560 -> 512, 8 tokens, outliers", GGML_TYPE_TQ2_0, 2560, 512, 8, 1, 1, 1, 1, 1, true, false, 3.0},
-        {"TQ1_0 6912 -> 256, 8 tokens, outliers", GGML_TYPE_TQ1_0, 6912, 256, 8, 1, 1, 1, 1, 1, true, false, 3.0},
+        {"TQ2_0 2560 -> 512, 8 tokens, outliers", GGML_TYPE_TQ2_0, 2560, 512, 8, 1, 1, 1, 1, 1, true, false, 1.1},
+        {"TQ1_0 6912 -> 256, 8 tokens, outliers", GGML_TYPE_TQ1_0, 6912, 256, 8, 1, 1, 1, 1, 1, true, false, 1.1},
         {"Q2_0 2560 -> 512, 8 tokens, outliers", GGML_TYPE_Q2_0, 2560, 512, 8, 1, 1, 1, 1, 1, true, false, 5.0},
     };
     std::mt19937 rng(26);
