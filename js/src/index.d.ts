@@ -77,6 +77,9 @@ export interface DispatcherOptions {
     strict?: boolean;
     /** Do not read TERN_KERNEL from load()'s `env`. */
     ignoreEnv?: boolean;
+    /** Requantize F32 activations for TQ1_0/TQ2_0 with one scale per 256-element block
+     *  (I8_BLOCK256, as accurate as ggml's Q8_K) instead of one per token. */
+    accurateActivations?: boolean;
     /** Called once per event, after the matmul has returned. */
     onEvent?: ((event: TernEvent) => void) | null;
     /** Threads per matmul: wasm has none, so more than 1 is refused. */

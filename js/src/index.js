@@ -62,6 +62,7 @@ const STATUS = {
 // tern_dispatcher_options.flags of the C API (include/tern.h).
 const TERN_DISPATCH_STRICT = 1;
 const TERN_DISPATCH_IGNORE_ENV = 2;
+const TERN_DISPATCH_ACCURATE_ACTIVATIONS = 8;
 
 function refuse(code, message) {
     return new TernError(code, STATUS[code], message);
@@ -355,18 +356,28 @@ export class Tern {
      * A dispatcher. Options (others are refused): `kernel` forces a kernel by name for the
      * pairs it serves; `strict` refuses pairs no dedicated kernel serves (what would run
      * `matmul/reference`, e.g. swapped operands) with TERN_ERR_UNSUPPORTED; `ignoreEnv`
-     * does not read TERN_KERNEL from `load()`'s `env`; `onEvent` receives its events;
-     * `threads` is 0 or 1 (wasm has no threads).
+     * does not read TERN_KERNEL from `load()`'s `env`; `accurateActivations` requantizes
+     * F32 activations for TQ1_0/TQ2_0 with one scale per 256-element block (I8_BLOCK256)
+     * instead of one per token; `onEvent` receives its events; `threads` is 0 or 1 (wasm
+     * has no threads).
      */
     dispatcher(options = {}) {
-        checkOptions('dispatcher', options, ['kernel', 'strict', 'ignoreEnv', 'onEvent', 'threads']);
-        const { kernel = '', strict = false, ignoreEnv = false, onEvent = null, threads = 1 } = options;
+        checkOptions('dispatcher', options, ['kernel', 'strict', 'ignoreEnv', 'accurateActivations', 'onEvent', 'threads']);
+        const { kernel = '', strict = false, ignoreEnv = false, accurateActivations = false, onEvent = null, threads = 1 } =
+            options;
         expect(typeof kernel === 'string', `kernel must be a string, got ${kernel}`);
         expect(typeof strict === 'boolean', `strict must be a boolean, got ${strict}`);
         expect(typeof ignoreEnv === 'boolean', `ignoreEnv must be a boolean, got ${ignoreEnv}`);
+        expect(
+            typeof accurateActivations === 'boolean',
+            `accurateActivations must be a boolean, got ${accurateActivations}`,
+        );
         expect(onEvent === null || typeof onEvent === 'function', 'onEvent must be a function');
         expect(Number.isSafeInteger(threads) && threads >= 0, `threads must be a count, got ${threads}`);
-        const flags = (strict ? TERN_DISPATCH_STRICT : 0) | (ignoreEnv ? TERN_DISPATCH_IGNORE_ENV : 0);
+        const flags =
+            (strict ? TERN_DISPATCH_STRICT : 0) |
+            (ignoreEnv ? TERN_DISPATCH_IGNORE_ENV : 0) |
+            (accurateActivations ? TERN_DISPATCH_ACCURATE_ACTIVATIONS : 0);
         const name = new TextEncoder().encode(kernel);
         const h = this.#call((x) =>
             this.#withCopy(name, (ptr) => this.#handle((out) => x.tjs_dispatcher_new(ptr, name.length, threads, flags, out))),

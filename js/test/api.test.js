@@ -161,6 +161,14 @@ test('dispatcher options: strict refuses what would run matmul/reference, ignore
     refused(() => tern.dispatcher({ stric: true }), 'TERN_ERR_INVALID_ARGUMENT', /unknown dispatcher option stric: known are kernel, strict/);
     refused(() => tern.dispatcher({ strict: 'yes' }), 'TERN_ERR_INVALID_ARGUMENT', /strict must be a boolean/);
     refused(() => tern.dispatcher({ ignoreEnv: 1 }), 'TERN_ERR_INVALID_ARGUMENT', /ignoreEnv must be a boolean/);
+    refused(() => tern.dispatcher({ accurateActivations: 1 }), 'TERN_ERR_INVALID_ARGUMENT', /accurateActivations must be a boolean/);
+    // accurateActivations: TQ2_0 meets activations with one scale per 256-block.
+    const adapted = [];
+    const accurate = tern.dispatcher({ accurateActivations: true, onEvent: (e) => e.to && adapted.push(e.to) });
+    const blocked = accurate.matmul(a, w);
+    assert.deepEqual(adapted, ['I8_BLOCK256']);
+    assert.equal(blocked.length, 2 * 8);
+    accurate.close();
     refused(() => tern.dispatcher({ kernel: 3 }), 'TERN_ERR_INVALID_ARGUMENT', /kernel must be a string/);
     refused(() => tern.dispatcher({ onEvent: 3 }), 'TERN_ERR_INVALID_ARGUMENT', /onEvent must be a function/);
     refused(() => tern.dispatcher({ threads: -1 }), 'TERN_ERR_INVALID_ARGUMENT', /threads must be a count/);

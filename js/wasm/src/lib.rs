@@ -23,8 +23,9 @@ use std::cell::RefCell;
 use std::ffi::c_char;
 use std::rc::Rc;
 use tern::ffi::{
-    status_of, tern_status, tern_status_str, tern_version_string, TERN_DISPATCH_IGNORE_ENV, TERN_DISPATCH_STRICT,
-    TERN_ERR_INVALID_ARGUMENT, TERN_ERR_INVALID_SHAPE, TERN_ERR_UNSUPPORTED, TERN_OK,
+    status_of, tern_status, tern_status_str, tern_version_string, TERN_DISPATCH_ACCURATE_ACTIVATIONS,
+    TERN_DISPATCH_IGNORE_ENV, TERN_DISPATCH_STRICT, TERN_ERR_INVALID_ARGUMENT, TERN_ERR_INVALID_SHAPE,
+    TERN_ERR_UNSUPPORTED, TERN_OK,
 };
 use tern::gguf::{Gguf, Value};
 use tern::{Dispatcher, DispatcherOptions, Error, Event, EventSink, Format, Scope, Tensor};
@@ -361,8 +362,8 @@ pub unsafe extern "C" fn tjs_tensor_decode(handle: u32, dst: *mut f32, len: usiz
 }
 
 /// A dispatcher. `kernel` (UTF-8, `kernel_len` bytes; 0 for none) forces a kernel by name;
-/// `flags` are the C API's `TERN_DISPATCH_STRICT` and `TERN_DISPATCH_IGNORE_ENV` (others
-/// are refused); `n_threads` > 1 is refused, as on every wasm32 build.
+/// `flags` are the C API's `TERN_DISPATCH_STRICT`, `TERN_DISPATCH_IGNORE_ENV` and
+/// `TERN_DISPATCH_ACCURATE_ACTIVATIONS` (others are refused); `n_threads` > 1 is refused, as on every wasm32 build.
 ///
 /// # Safety
 /// `kernel` must hold `kernel_len` bytes; `out` must be writable.
@@ -378,7 +379,7 @@ pub unsafe extern "C" fn tjs_dispatcher_new(
         // SAFETY: the caller's promise.
         let name = std::str::from_utf8(unsafe { slice(kernel, kernel_len) })
             .map_err(|_| invalid("the kernel name is not UTF-8"))?;
-        if flags & !(TERN_DISPATCH_STRICT | TERN_DISPATCH_IGNORE_ENV) != 0 {
+        if flags & !(TERN_DISPATCH_STRICT | TERN_DISPATCH_IGNORE_ENV | TERN_DISPATCH_ACCURATE_ACTIVATIONS) != 0 {
             return Err(invalid(format!("unknown dispatcher flags {flags:#x}")));
         }
         let options = DispatcherOptions {
@@ -386,6 +387,7 @@ pub unsafe extern "C" fn tjs_dispatcher_new(
             kernel: (!name.is_empty()).then(|| name.to_owned()),
             strict: flags & TERN_DISPATCH_STRICT != 0,
             ignore_env: flags & TERN_DISPATCH_IGNORE_ENV != 0,
+            accurate_activations: flags & TERN_DISPATCH_ACCURATE_ACTIVATIONS != 0,
             executor: None,
         };
         let mut dispatcher = Dispatcher::new(options)?;
