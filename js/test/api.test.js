@@ -164,7 +164,7 @@ test('dispatcher options: strict refuses what would run matmul/reference, ignore
     refused(() => tern.dispatcher({ accurateActivations: 1 }), 'TERN_ERR_INVALID_ARGUMENT', /accurateActivations must be a boolean/);
     // accurateActivations: TQ2_0 meets activations with one scale per 256-block.
     const adapted = [];
-    const accurate = tern.dispatcher({ accurateActivations: true, onEvent: (e) => e.to && adapted.push(e.to) });
+    const accurate = tern.dispatcher({ accurateActivations: true, onEvent: (e) => e.kind === 'ADAPTER_INSERTED' && adapted.push(e.to) });
     const blocked = accurate.matmul(a, w);
     assert.deepEqual(adapted, ['I8_BLOCK256']);
     assert.equal(blocked.length, 2 * 8);
