@@ -121,7 +121,5 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::Q2_0, 5),
         ],
     );
-    let formats = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64];
-    let gemv = tile::kernels::<Neon<Sdot>, 4, 4, 4, 4, 2>(c"bitnet_gemv/neon-dotprod", &formats);
-    gemm.into_iter().chain(gemv).chain([tile::q2_0_kernel::<Neon<Sdot>, 4, 4, 4>(c"bitnet_gemv/neon-dotprod")])
+    gemm.into_iter().chain(tile::every_format::<Neon<Sdot>, 4, 4, 4, 4, 2>(c"bitnet_gemv/neon-dotprod"))
 }

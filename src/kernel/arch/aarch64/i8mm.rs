@@ -184,7 +184,7 @@ impl Unpack for Tq2 {
     }
 
     fn pairs(a: &MatRef) -> Pairs {
-        Pairs::tq(a, tile::tq_runs::<Layout, Tq2>())
+        Pairs::tq(a, tile::prepare::tq_runs::<Layout, Tq2>())
     }
 
     #[inline(always)]
@@ -220,7 +220,7 @@ impl Unpack for Tq1 {
     }
 
     fn pairs(a: &MatRef) -> Pairs {
-        Pairs::tq(a, tile::tq_runs::<Layout, Tq1>())
+        Pairs::tq(a, tile::prepare::tq_runs::<Layout, Tq1>())
     }
 
     #[inline(always)]
@@ -242,7 +242,7 @@ impl Unpack for Tq1 {
                     }
                 }
                 sink.put(16 * b + 15, [tq1_qh(block[0]), tq1_qh(block[1])]);
-                let at = tile::TQ1_CODE_BYTES;
+                let at = crate::kernel::weights::TQ1_CODE_BYTES;
                 sink.scale(b, [Layout::f16(block[0].add(at)), Layout::f16(block[1].add(at))]);
             }
         }
@@ -255,7 +255,7 @@ impl Unpack for Bitnet {
     }
 
     fn pairs(a: &MatRef) -> Pairs {
-        Pairs::placed(&tile::prepare_one_scale::<Layout, Bitnet>(a, None))
+        Pairs::placed(&tile::prepare::prepare_one_scale_with::<Layout, Bitnet>(a, None))
     }
 
     /// The block scale is 1: the dot stays exact, and the tensor's scale comes after it in

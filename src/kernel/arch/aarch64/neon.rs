@@ -111,7 +111,5 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::Q2_0, 5),
         ],
     );
-    let formats = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64];
-    let gemv = tile::kernels::<Neon<Smlal>, 4, 2, 2, 2, 2>(c"bitnet_gemv/neon", &formats);
-    gemm.into_iter().chain(gemv).chain([tile::q2_0_kernel::<Neon<Smlal>, 4, 2, 2>(c"bitnet_gemv/neon")])
+    gemm.into_iter().chain(tile::every_format::<Neon<Smlal>, 4, 2, 2, 2, 2>(c"bitnet_gemv/neon"))
 }

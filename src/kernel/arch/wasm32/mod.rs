@@ -67,9 +67,7 @@ mod plain {
     pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
         let every = [(Format::Tq1_0, 4), (Format::Tq2_0, 12), (Format::BitnetB158, 2)];
         let gemm = gemm::kernels::<Wasm<Widening>, 2, 2>(c"bitnet_gemm/wasm-simd128", &every);
-        let formats = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64];
-        let gemv = tile::kernels::<Wasm<Widening>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-simd128", &formats);
-        gemm.into_iter().chain(gemv).chain([tile::q2_0_kernel::<Wasm<Widening>, 2, 2, 2>(c"bitnet_gemv/wasm-simd128")])
+        gemm.into_iter().chain(tile::every_format::<Wasm<Widening>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-simd128"))
     }
 }
 
@@ -95,11 +93,8 @@ mod relaxed {
     pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
         let every = [(Format::Tq1_0, 6), (Format::Tq2_0, 4), (Format::BitnetB158, 8)];
         let gemm = gemm::kernels::<Wasm<RelaxedDot>, 2, 4>(c"bitnet_gemm/wasm-relaxed-simd128", &every);
-        let formats = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64];
-        let gemv = tile::kernels::<Wasm<RelaxedDot>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128", &formats);
         gemm.into_iter()
-            .chain(gemv)
-            .chain([tile::q2_0_kernel::<Wasm<RelaxedDot>, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128")])
+            .chain(tile::every_format::<Wasm<RelaxedDot>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128"))
     }
 }
 

@@ -29,7 +29,8 @@
 
 use super::avx512vnni::Avx512;
 use crate::format::Format;
-use crate::kernel::gemm::{aligned, pack_panel, sized, Layout, Line, Packed, Scratch, QK};
+use crate::kernel::gemm::layout::{Layout, QK};
+use crate::kernel::gemm::pack::{aligned, pack_panel, sized, Line, Packed, Scratch};
 use crate::kernel::weights::{Bitnet, Tq1, Tq2};
 use crate::kernel::{Compute, Geometry, Kernel, MatRef, OutTile};
 use std::arch::x86_64::*;

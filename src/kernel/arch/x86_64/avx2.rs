@@ -66,7 +66,5 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::Q2_0, 8),
         ],
     );
-    let formats = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64];
-    let gemv = tile::kernels::<Ymm<Maddubs>, 2, 2, 2, 2, 2>(c"bitnet_gemv/avx2", &formats);
-    gemm.into_iter().chain(gemv).chain([tile::q2_0_kernel::<Ymm<Maddubs>, 2, 2, 2>(c"bitnet_gemv/avx2")])
+    gemm.into_iter().chain(tile::every_format::<Ymm<Maddubs>, 2, 2, 2, 2, 2>(c"bitnet_gemv/avx2"))
 }

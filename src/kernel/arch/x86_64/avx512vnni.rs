@@ -6,7 +6,7 @@ use super::vector::{Tq1Block, Vector, X86};
 use crate::format::Format;
 use crate::kernel::isa::{self, Isa};
 use crate::kernel::mac::Mac;
-use crate::kernel::tile::TQ1_CODE_BYTES;
+use crate::kernel::weights::TQ1_CODE_BYTES;
 use crate::kernel::{gemm, tile, Kernel};
 use std::arch::x86_64::*;
 

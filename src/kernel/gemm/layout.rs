@@ -1,0 +1,82 @@
+//! What the GEMM needs of a weight format ([`Layout`]: its codes expanded to one biased code
+//! per byte, in quads), and the expansions the 2-bit formats share.
+
+use super::simd::{spread, GemmSimd};
+use crate::kernel::weights::Codes;
+
+/// Elements per packing step of the formats with one scale per tensor, and per block of
+/// TQ1_0 and TQ2_0 (AMX packs its activations in these).
+pub(crate) const QK: usize = 256;
+
+/// A ternary weight format as the panel packer sees it: its bytes ([`Codes`]), and which
+/// quads each raw dword of a block's codes expands to.
+pub(crate) trait Layout: Codes {
+    /// Expands the transposed raw dword `i` of a block (dword `i` of every row in the
+    /// group, one per lane) into the codes of the quads it holds, each given to `out`.
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features; `out` must be valid for the block's quads.
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads);
+}
+
+/// Where [`Layout::expand`] stores the codes of a block's quads for one group of `LANES`
+/// rows of a panel. (A struct, not a callback: closures are compiled without the caller's
+/// target features.)
+pub(crate) struct Quads {
+    /// Quad 0 of the block, rows of the group.
+    pub(super) dst: *mut u8,
+    /// Bytes from one quad to the next (`4 p`).
+    pub(super) step: usize,
+    /// Quads the block has: fewer than `BLOCK / 4` only in the last step of a format with
+    /// one scale per tensor.
+    pub(super) quads: usize,
+}
+
+impl Quads {
+    /// Stores the codes of quad `q` (dropped past the block's quads).
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features; `dst` must be valid for `quads` quads of `step`
+    /// bytes, `4 * S::LANES` of them written each.
+    #[inline(always)]
+    pub(crate) unsafe fn put<S: GemmSimd>(&mut self, q: usize, codes: S::V) {
+        if q < self.quads {
+            // SAFETY: quad `q < quads`, as the caller guarantees.
+            unsafe { S::store(self.dst.add(q * self.step), codes) }
+        }
+    }
+}
+
+/// Expands dword `v` of 2-bit codes whose bit shift `2 s` holds quad `quads[s]`.
+///
+/// # Safety
+/// As for [`Layout::expand`].
+#[inline(always)]
+pub(crate) unsafe fn expand_planes<S: GemmSimd>(v: S::V, quads: [usize; 4], out: &mut Quads) {
+    // SAFETY: register operations and `put`, under the caller's contract.
+    unsafe {
+        let m = S::splat8(3);
+        out.put::<S>(quads[0], S::and(v, m));
+        out.put::<S>(quads[1], S::and(S::srli32::<2>(v), m));
+        out.put::<S>(quads[2], S::and(S::srli32::<4>(v), m));
+        out.put::<S>(quads[3], S::and(S::srli32::<6>(v), m));
+    }
+}
+
+/// Expands dword `i` of 2-bit codes whose byte `j` holds elements `4 j .. 4 j + 4` at
+/// shifts 0, 2, 4, 6: byte `c` of the dword is quad `4 i + c`, spread to one code per byte
+/// by `x | x << 6`, then `| << 12`.
+///
+/// # Safety
+/// As for [`Layout::expand`].
+#[inline(always)]
+pub(crate) unsafe fn expand_bytes<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
+    // SAFETY: register operations and `put`, under the caller's contract.
+    unsafe {
+        let ff = S::splat32(0xFF);
+        out.put::<S>(4 * i, spread::<S>(S::and(v, ff)));
+        out.put::<S>(4 * i + 1, spread::<S>(S::and(S::srli32::<8>(v), ff)));
+        out.put::<S>(4 * i + 2, spread::<S>(S::and(S::srli32::<16>(v), ff)));
+        out.put::<S>(4 * i + 3, spread::<S>(S::srli32::<24>(v)));
+    }
+}

@@ -1,0 +1,307 @@
+//! Panels of weight rows unpacked once ([`pack_panel`]), activations packed once per call
+//! ([`Packed`]), and the per-thread buffers they live in ([`Scratch`]).
+
+use super::layout::{Layout, Quads, QK};
+use super::simd::{load_first, GemmSimd};
+use crate::format::Format;
+use crate::kernel::weights::Scale;
+use crate::kernel::MatRef;
+use std::cell::Cell;
+use std::ops::Range;
+
+/// One cache line: the unit of the GEMMs' buffers, so that every 64-byte vector or tile
+/// row they load starts a line (a load that splits two lines costs about twice as much,
+/// and AMX tile loads several times).
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub(crate) struct Line([u8; 64]);
+
+// SAFETY: 64 bytes, no padding (size = alignment = 64); every bit pattern is valid,
+// all-zero included.
+unsafe impl bytemuck::Zeroable for Line {}
+// SAFETY: as above; `Line` is `Copy` and `'static`.
+unsafe impl bytemuck::Pod for Line {}
+
+/// The first `len` elements of `v`'s lines, as `T`, growing `v` if needed (the contents are
+/// whatever the last call left, or zeros).
+pub(crate) fn aligned<T: bytemuck::Pod>(v: &mut Vec<Line>, len: usize) -> &mut [T] {
+    let lines = (len * size_of::<T>()).div_ceil(size_of::<Line>());
+    if v.len() < lines {
+        v.resize(lines, bytemuck::Zeroable::zeroed());
+    }
+    &mut bytemuck::cast_slice_mut(&mut v[..lines])[..len]
+}
+
+/// Per-thread buffers of the panel GEMMs, grown to the largest shape seen and reused.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    /// Unpacked panel `[kg/4][P][4]` (`kg`: k rounded up to the activations' group).
+    pub(crate) panel: Vec<Line>,
+    /// Block scales of the panel `[blocks][P]` (TQ only).
+    pub(crate) scales: Vec<f32>,
+}
+
+thread_local! {
+    pub(crate) static SCRATCH: Cell<Scratch> = Cell::new(Scratch::default());
+}
+
+impl Scratch {
+    /// This thread's buffers, taken out for a call and given back with [`Scratch::put`] (a
+    /// panic in between only loses them). Not a closure over the buffers: closures are
+    /// compiled without the caller's target features.
+    pub(crate) fn take() -> Scratch {
+        SCRATCH.with(Cell::take)
+    }
+
+    pub(crate) fn put(self) {
+        SCRATCH.with(|c| c.set(self))
+    }
+}
+
+/// Resizes `v` to `len` (growing only: the contents are rewritten by every call).
+pub(crate) fn sized<T: Copy + Default>(v: &mut Vec<T>, len: usize) -> &mut [T] {
+    if v.len() < len {
+        v.resize(len, T::default());
+    }
+    &mut v[..len]
+}
+
+/// Bytes of activations one `a_load` reads: four quads of one token.
+pub(crate) const GROUP: usize = 16;
+
+/// Int8 activations (I8_ABSMAX, or I8_BLOCK256 for the TQ formats) packed for a GEMM, once
+/// per call: token blocks of `t` (the last
+/// one shorter, or zero-padded to `t` tokens), the block of token `t0` at `t0 * kg` laid
+/// out `[kg/G][t][G]` (`G`-byte groups, `kg`: k rounded up to `G`, zeros past `k`), and
+/// the accumulator seeds.
+pub(crate) struct Packed {
+    pub(in crate::kernel) codes: Vec<Line>,
+    /// Columns, and columns rounded up to the group.
+    pub(in crate::kernel) k: usize,
+    pub(in crate::kernel) kg: usize,
+    /// Bytes of one token per group.
+    pub(in crate::kernel) group: usize,
+    /// Tokens, and tokens per block (the kernel's register block).
+    pub(in crate::kernel) m: usize,
+    pub(in crate::kernel) t: usize,
+    /// Whether the last block is padded to `t` tokens.
+    pub(in crate::kernel) padded: bool,
+    /// Elements per block of `block_seeds`: the weight format's block.
+    pub(in crate::kernel) block: usize,
+    /// `-sum a` per (token, block): the seeds of per-block scaling.
+    pub(in crate::kernel) block_seeds: Vec<i32>,
+    /// `-sum a` per token over the whole row: the seeds of one scale per row.
+    pub(in crate::kernel) row_seeds: Vec<i32>,
+    /// Activation scale per token, or with `per_block` per (token, 256-element block).
+    pub(in crate::kernel) scales: Vec<f32>,
+    /// Whether the activations are I8_BLOCK256 (one scale per token and block).
+    pub(in crate::kernel) per_block: bool,
+}
+
+impl Packed {
+    /// Packs `a` (I8_ABSMAX, or I8_BLOCK256 for blocks of 256, checked by `Kernel::prepare`)
+    /// in token blocks of `t` and groups of four quads, with seeds per `block` elements: the
+    /// layout of [`gemm`].
+    pub(crate) fn new(a: &MatRef, t: usize, block: usize) -> Packed {
+        Packed::with::<GROUP>(a, t, block, false)
+    }
+
+    /// Packs `a` in token blocks of exactly `t` (tokens past `m` repeat the last one; no
+    /// output reads them) and groups of `G` bytes: each group of a block is a `t x G`
+    /// row-major matrix (AMX's A tiles), with seeds per [`QK`] elements.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) fn padded<const G: usize>(a: &MatRef, t: usize) -> Packed {
+        Packed::with::<G>(a, t, QK, true)
+    }
+
+    fn with<const G: usize>(a: &MatRef, t: usize, block: usize, padded: bool) -> Packed {
+        assert!(block.is_multiple_of(G) && block <= QK, "blocks of whole groups, at most 256 elements");
+        assert!((1..=16).contains(&t), "token blocks of 1 to 16");
+        let act = crate::kernel::ActI8::parse(a);
+        let (m, k) = (act.m, act.k);
+        let per_block = a.format != Format::I8Absmax;
+        assert!(!per_block || act.block == block, "per-block activation scales are per weight block");
+        let kg = k.next_multiple_of(G);
+        let blocks = k.div_ceil(block);
+        let tokens = if padded { m.next_multiple_of(t) } else { m };
+        // Zeros past k: fresh lines are zeroed.
+        let mut lines = Vec::new();
+        let codes: &mut [u8] = aligned(&mut lines, tokens * kg);
+        let (mut block_seeds, mut row_seeds) = (vec![0i32; m * blocks], vec![0i32; m]);
+        for t0 in (0..m).step_by(t) {
+            let real = t.min(m - t0);
+            let tn = if padded { t } else { real };
+            let dst = &mut codes[t0 * kg..(t0 + tn) * kg];
+            for i in 0..tn {
+                let token = t0 + i.min(real - 1);
+                let row: &[u8] = bytemuck::cast_slice(act.row(token));
+                let seeds = &mut block_seeds[token * blocks..(token + 1) * blocks];
+                // Row by row, group `g` to group `g * tn + i` of the block: whole groups as
+                // fixed G-byte copies (a `memcpy` call each otherwise), one load and store,
+                // summed per block while in registers (int16 lanes: at most 256 / G terms).
+                let mut o = dst[i * G..].as_mut_ptr();
+                for (seed, block) in seeds.iter_mut().zip(row.chunks(block)) {
+                    let mut lanes = [0i16; G];
+                    let mut parts = block.chunks_exact(G);
+                    for part in parts.by_ref() {
+                        // One load: the store below could alias `part` for all LLVM knows.
+                        let Ok(part) = <[u8; G]>::try_from(part) else { unreachable!("chunks of G") };
+                        // SAFETY: whole group `g < k / G` of token `i < tn` ends at `(g tn + i +
+                        // 1) G <= (k / G) tn G <= tn kg = dst.len()`; `o` is that group's start.
+                        unsafe {
+                            (o as *mut [u8; G]).write_unaligned(part);
+                            o = o.wrapping_add(tn * G);
+                        }
+                        for (l, &c) in lanes.iter_mut().zip(&part) {
+                            *l += c as i8 as i16;
+                        }
+                    }
+                    // The last group of a row whose length is not a multiple of G.
+                    let tail = parts.remainder();
+                    if !tail.is_empty() {
+                        dst[(k / G * tn + i) * G..][..tail.len()].copy_from_slice(tail);
+                    }
+                    let tail_sum: i32 = tail.iter().map(|&c| c as i8 as i32).sum();
+                    *seed = -(lanes.iter().map(|&l| l as i32).sum::<i32>() + tail_sum);
+                }
+                row_seeds[token] = seeds.iter().sum();
+            }
+        }
+        Packed {
+            codes: lines,
+            k,
+            kg,
+            group: G,
+            m,
+            t,
+            padded,
+            block,
+            block_seeds,
+            row_seeds,
+            scales: act.scales,
+            per_block,
+        }
+    }
+
+    /// The packed codes (whole blocks of `t` tokens when padded), from a cache-line boundary.
+    pub(in crate::kernel) fn codes(&self) -> &[u8] {
+        let tokens = if self.padded { self.m.next_multiple_of(self.t) } else { self.m };
+        &bytemuck::cast_slice(&self.codes)[..tokens * self.kg]
+    }
+}
+
+/// Unpacks the `code_bytes` code bytes at offset `at` of the rows `src` (one per lane, each
+/// `row_bytes` long) into the block's quads `out`: [`pack_panel`]'s step.
+///
+/// # Safety
+/// The CPU must have `S`'s features; `at + code_bytes` bytes lie in each row at `src`, and
+/// `out` is valid for the block's quads.
+#[inline(always)]
+pub(crate) unsafe fn block<S: GemmSimd, L: Layout>(
+    src: &[*const u8; 16],
+    at: usize,
+    code_bytes: usize,
+    row_bytes: usize,
+    out: &mut Quads,
+) {
+    let chunk = 4 * S::LANES;
+    for c in (0..code_bytes).step_by(chunk) {
+        let len = chunk.min(code_bytes - c);
+        // SAFETY: `S`'s features, as the caller guarantees (so for every block below).
+        let mut v = [unsafe { S::zero() }; 16];
+        let v = &mut v[..S::LANES];
+        for (x, s) in v.iter_mut().zip(src) {
+            // SAFETY: bytes `at + c..at + c + len` lie in the row at `s` (`c + len <= code_bytes`).
+            *x = unsafe { load_first::<S>(s.add(at + c), len) };
+            // The same bytes of the row `LANES` below, for the next group: a group reads
+            // its rows as short streams that the hardware prefetcher barely follows
+            // from L3 (Intel Xeon, m = 128: 2-4% faster at 6912x2560 and 2560x2560).
+            // SAFETY: a prefetch never faults, whatever the address.
+            unsafe { S::prefetch_l2(s.wrapping_add(S::LANES * row_bytes + at + c)) };
+        }
+        // SAFETY: see above; `v` holds `LANES` vectors, `out` the block's quads.
+        unsafe {
+            S::transpose(v);
+            for (i, &x) in v.iter().enumerate().take(len.div_ceil(4)) {
+                L::expand::<S>(c / 4 + i, x, out);
+            }
+        }
+    }
+}
+
+/// Unpacks weight rows `rows` (at most `p` of them, at least one) into `panel`
+/// (`[k/4][p][4]`; lanes past the range repeat the last row, which no output reads) and, if
+/// asked (TQ), their block scales into `scales` (`[blocks][p]`, 0 past the range).
+///
+/// # Safety
+/// The CPU must have `S`'s features.
+#[inline(always)]
+pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
+    w: &MatRef,
+    rows: Range<usize>,
+    p: usize,
+    panel: &mut [u8],
+    scales: Option<&mut [f32]>,
+) {
+    let k = w.cols;
+    let quads = k / 4;
+    let row_bytes = L::row_bytes(k);
+    let block_quads = L::BLOCK / 4;
+    let blocks = quads.div_ceil(block_quads);
+    assert!(
+        !rows.is_empty() && rows.end <= w.rows && rows.len() <= p && p.is_multiple_of(S::LANES),
+        "panel rows out of range"
+    );
+    assert!(panel.len() >= quads * p * 4 && w.bytes.len() >= w.rows * row_bytes, "panel buffer too small");
+    // Rows of a format with block scales are whole blocks; only a format with one scale per
+    // tensor has a short last step.
+    let blocked = matches!(L::SCALE, Scale::Block(_));
+    assert!(!blocked || k.is_multiple_of(L::BLOCK), "rows are whole blocks");
+    let base = w.bytes.as_ptr();
+    for g in (0..p).step_by(S::LANES) {
+        // Padding lanes load the last row again: every load below is unconditional.
+        let mut src = [base; 16];
+        for (lane, s) in src[..S::LANES].iter_mut().enumerate() {
+            // SAFETY: the row is below `w.rows`, whose `row_bytes` each lie in `w.bytes`
+            // (asserted).
+            *s = unsafe { base.add((rows.start + g + lane).min(rows.end - 1) * row_bytes) };
+        }
+        for b in 0..blocks {
+            // Code bytes of this block (the last step of one scale per tensor may be short).
+            let code_bytes = L::CODE_BYTES.min(row_bytes - b * L::BLOCK_BYTES - L::CODE_AT);
+            // SAFETY: quad `b * block_quads < k / 4` of rows `g..g + LANES` (`g + LANES <= p`)
+            // lies in the panel (`k / 4 * p * 4` bytes, asserted), and so do the block's
+            // quads after it.
+            let dst = unsafe { panel.as_mut_ptr().add((b * block_quads * p + g) * 4) };
+            let quads = block_quads.min(quads - b * block_quads);
+            let at = b * L::BLOCK_BYTES + L::CODE_AT;
+            // SAFETY: the block's code bytes lie in every row at `src` (`at + code_bytes <=
+            // row_bytes`), its quads in the panel (above); `S`'s features.
+            unsafe {
+                if code_bytes == L::CODE_BYTES && quads == block_quads {
+                    // Every block but a short last step: constant sizes, so that the chunk
+                    // loop unrolls and the stores lose their checks.
+                    let mut out = Quads { dst, step: 4 * p, quads: L::BLOCK / 4 };
+                    block::<S, L>(&src, at, L::CODE_BYTES, row_bytes, &mut out);
+                } else {
+                    let mut out = Quads { dst, step: 4 * p, quads };
+                    block::<S, L>(&src, at, code_bytes, row_bytes, &mut out);
+                }
+            }
+        }
+    }
+    if let Some(scales) = scales {
+        let Scale::Block(scale_at) = L::SCALE else { panic!("{} has no block scales", L::FORMAT) };
+        let scales = &mut scales[..blocks * p];
+        scales.fill(0.0);
+        for (i, r) in rows.enumerate() {
+            let row = &w.bytes[r * row_bytes..(r + 1) * row_bytes];
+            for (b, block) in row.chunks_exact(L::BLOCK_BYTES).enumerate() {
+                assert!(scale_at + 2 <= L::BLOCK_BYTES);
+                // SAFETY: the scale's 2 bytes lie in the block (asserted); `S`'s features
+                // (F16C on x86).
+                scales[b * p + i] = unsafe { S::f16(block.as_ptr().add(scale_at)) };
+            }
+        }
+    }
+}

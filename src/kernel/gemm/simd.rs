@@ -1,0 +1,120 @@
+//! What an ISA supplies to the GEMM on top of its [`Simd`].
+
+// Default methods index several arrays in lockstep.
+#![allow(clippy::needless_range_loop)]
+
+use super::pack::GROUP;
+use crate::kernel::tile::Simd;
+
+/// Vector operations of one ISA for the GEMM, on top of its [`Simd`] (whose `V` holds
+/// `LANES` int32 lanes or `4 * LANES` bytes, and `F` as many f32 lanes).
+///
+/// # Safety
+/// Every method needs the CPU features of its ISA; pointer arguments must be valid for
+/// the bytes the method names.
+pub(crate) trait GemmSimd: Simd {
+    /// int32 lanes per vector: the weight rows one vector holds.
+    const LANES: usize;
+
+    unsafe fn splat32(x: i32) -> Self::V;
+    /// Writes `4 * LANES` bytes.
+    unsafe fn store(p: *mut u8, v: Self::V);
+    /// Transposes `v` (`LANES` vectors) as a `LANES x LANES` matrix of int32.
+    unsafe fn transpose(v: &mut [Self::V]);
+    unsafe fn srli32<const N: u32>(x: Self::V) -> Self::V;
+    unsafe fn slli32<const N: u32>(x: Self::V) -> Self::V;
+    unsafe fn or(a: Self::V, b: Self::V) -> Self::V;
+    /// The top base-3 digit `q * 3 >> 8` of every byte (TQ1_0's digits, see [`Tq1`]).
+    unsafe fn top_trit(q: Self::V) -> Self::V;
+    /// `3 q mod 256` in every byte.
+    unsafe fn times3(q: Self::V) -> Self::V;
+    /// A partial accumulator of broadcast products: what the dot-product instruction adds
+    /// into (int32 lanes for `vpdpbusd`; int16 pair sums for `vpmaddubsw`, widened every
+    /// [`Self::Q_GROUPS`] groups of four quads).
+    type Q: Copy;
+    /// Groups of four quads a partial accumulator takes before it must be folded into int32.
+    const Q_GROUPS: usize;
+    /// Starts a partial accumulator on top of `acc`.
+    unsafe fn q_start(acc: Self::V) -> Self::Q;
+    /// Four quads of one token's activations (16 bytes of [`Packed`]), as [`Self::q_dot`]
+    /// takes them: the address itself where the dot product broadcasts from memory, or a
+    /// register.
+    type A: Copy;
+    /// Reads 16 bytes.
+    unsafe fn a_load(p: *const u8) -> Self::A;
+    /// [`Simd::load_partial`] for the panel unpack's short chunks, where an ISA has a cheaper
+    /// load of some length (NEON: TQ1_0's 4-byte `qh`).
+    #[inline(always)]
+    unsafe fn load_short(p: *const u8, len: usize) -> Self::V {
+        // SAFETY: the caller's contract (`len < W` readable bytes at `p`, this ISA's features).
+        unsafe { Self::load_partial(p, len) }
+    }
+    /// [`Simd::load`] of the `N` consecutive vectors at `*p`, moving `*p` past them: the
+    /// inner loop's loads are such runs (an ISA with a post-incrementing load of several
+    /// registers, NEON's `ld1` of four, makes a run of four one instruction).
+    #[inline(always)]
+    unsafe fn load_next<const N: usize>(p: &mut *const u8) -> [Self::V; N] {
+        // SAFETY: the caller's contract (`N` vectors at `*p`, this ISA's features).
+        unsafe {
+            let mut v = [Self::zero(); N];
+            for i in 0..N {
+                v[i] = Self::load(p.add(i * 4 * Self::LANES));
+            }
+            *p = p.add(N * 4 * Self::LANES);
+            v
+        }
+    }
+    /// [`Self::a_load`] of the `N` consecutive groups at `*p` (`16 N` bytes), moving `*p`
+    /// past them, as [`Self::load_next`].
+    #[inline(always)]
+    unsafe fn a_load_next<const N: usize>(p: &mut *const u8) -> [Self::A; N] {
+        // SAFETY: the caller's contract (`16 N` bytes at `*p`, this ISA's features).
+        unsafe {
+            let mut a = [Self::a_load(*p); N];
+            for i in 1..N {
+                a[i] = Self::a_load(p.add(GROUP * i));
+            }
+            *p = p.add(GROUP * N);
+            a
+        }
+    }
+    /// `q` plus, per int32 lane, the dot product of the lane's four u8 of `w` with quad
+    /// `L` (0..4) of `a` (the same for every lane).
+    unsafe fn q_dot<const L: i32>(q: Self::Q, w: Self::V, a: Self::A) -> Self::Q;
+    /// Folds `q` into the `acc` it was started on.
+    unsafe fn q_end(q: Self::Q, acc: Self::V) -> Self::V;
+    /// Reads `LANES` floats.
+    unsafe fn fload(p: *const f32) -> Self::F;
+    /// Writes `LANES` floats.
+    unsafe fn fstore(p: *mut f32, f: Self::F);
+}
+
+/// Reads `len <= W` bytes and zeroes the other lanes, reading nothing past `p + len`.
+///
+/// # Safety
+/// The CPU must have `S`'s features; `p` must have `len` readable bytes.
+#[inline(always)]
+pub(crate) unsafe fn load_first<S: GemmSimd>(p: *const u8, len: usize) -> S::V {
+    assert!(len <= S::W);
+    // SAFETY: `len` readable bytes at `p`, as the caller guarantees, and its features.
+    unsafe {
+        if len == S::W {
+            S::load(p)
+        } else {
+            S::load_short(p, len)
+        }
+    }
+}
+
+/// The four 2-bit codes of the low byte of each int32 lane, one per byte.
+///
+/// # Safety
+/// The CPU must have `S`'s features.
+#[inline(always)]
+pub(crate) unsafe fn spread<S: GemmSimd>(x: S::V) -> S::V {
+    // SAFETY: register operations; the caller guarantees `S`'s features.
+    unsafe {
+        let y = S::or(x, S::slli32::<6>(x));
+        S::and(S::or(y, S::slli32::<12>(y)), S::splat8(3))
+    }
+}

@@ -1,0 +1,87 @@
+//! What the GEMV needs of a weight format: [`Tq`] for formats with block scales, [`OneScale`]
+//! for formats with one scale per tensor. The formats implement them in `kernel/weights/`.
+
+use super::prepare::{cached_runs, one_scale_period, tq_runs};
+use super::simd::Simd;
+use crate::kernel::prep;
+use crate::kernel::weights::{Codes, Scale};
+use std::borrow::Cow;
+
+/// A format with block scales (TQ1_0, TQ2_0, Q2_0) as the GEMV reads it on `S`: the block
+/// loop takes steps of `PER_STEP` blocks, and per step and row adds the int32 dot products
+/// to float sums scaled by the blocks' scales.
+pub(crate) trait Tq<S: Simd>: Codes {
+    /// Blocks per step: 1, or (Q2_0) the blocks one vector load holds.
+    const PER_STEP: usize = 1;
+    /// Offset of the f16 scale in a block.
+    const SCALE_AT: usize = match Self::SCALE {
+        Scale::Block(at) => at,
+        Scale::Tensor(_) => panic!("a format with block scales"),
+    };
+    /// Prepared activation bytes per step.
+    fn act_block() -> usize;
+    /// Slot of element `e` of a step in its prepared activations.
+    fn slot(e: usize) -> usize;
+    /// Where one step of activations goes: the runs of [`Tq::slot`], computed once.
+    fn placement() -> Cow<'static, prep::Placement> {
+        Cow::Borrowed(tq_runs::<S, Self>())
+    }
+    /// Adds the dot products of one step (`n` blocks, `n < PER_STEP` only in a row's last
+    /// step) per row `w[r]` with the prepared activations at `a[t]` to `acc[r][t]`.
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features; every `w[r]` points at `n` whole blocks and every
+    /// `a[t]` at `act_block()` prepared bytes.
+    unsafe fn block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        n: usize,
+        a: [*const i8; T],
+        acc: &mut [[S::V; T]; R],
+    );
+    /// `f[t] += float(acc[t]) * scale` for the scale(s) of the step at `w` (`n` blocks),
+    /// times token `t`'s scale of the block `a[t]` when the activations have one per block
+    /// (`d * a[t]` first: the reference's order).
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features; `w` points at `n` whole blocks.
+    #[inline(always)]
+    unsafe fn scale_add<const T: usize>(
+        w: *const u8,
+        _n: usize,
+        acc: &[S::V; T],
+        a: Option<&[f32; T]>,
+        f: &mut [S::F; T],
+    ) {
+        // SAFETY: the block's f16 scale lies at `SCALE_AT`, as the caller guarantees; its
+        // features.
+        unsafe {
+            let d = S::f16(w.add(Self::SCALE_AT));
+            for t in 0..T {
+                let d = a.map_or(d, |a| d * a[t]);
+                f[t] = S::fmadd(acc[t], d, f[t]);
+            }
+        }
+    }
+}
+
+/// A format with one scale per tensor as the GEMV reads it (BITNET_B1_58, I2_S): rows of
+/// `k / 4` bytes of 2-bit codes `t + 1`, loaded `W` bytes at a time, each load split into
+/// its four bit planes. Only the order of the codes differs between such formats, and the
+/// activation preparation absorbs it ([`OneScale::placement`]).
+pub(crate) trait OneScale: Codes {
+    /// Elements after which the positions repeat, `PERIOD / 4` bytes further on.
+    const PERIOD: usize;
+
+    /// (byte, plane) of element `e < PERIOD` of a row: plane = bit shift / 2.
+    fn position(e: usize) -> (usize, usize);
+
+    /// Where one period of activations (`lcm(PERIOD, 4 W)` elements) goes in `S`'s unpack
+    /// order: computed once per (ISA, format) from [`OneScale::position`].
+    fn placement<S: Simd>() -> Cow<'static, prep::Placement> {
+        let period = one_scale_period::<S, Self>();
+        Cow::Borrowed(cached_runs::<S, Self>(period, |e| {
+            let (byte, plane) = Self::position(e % Self::PERIOD);
+            prep::unpack_slot(byte + e / Self::PERIOD * Self::PERIOD / 4, plane, S::W, 4)
+        }))
+    }
+}

@@ -1,0 +1,345 @@
+//! The tiling: weight rows x tokens in register tiles, panel by panel, with the block loop
+//! of each kind of format (block scales: [`tq`]; one scale per tensor: [`one_scale`]).
+
+// Tiles index several per-row and per-token arrays in lockstep.
+#![allow(clippy::needless_range_loop)]
+
+use super::layout::{OneScale, Tq};
+use super::prepare::Prepared;
+use super::simd::{dot_2bit_x4, p_end, p_start, Simd, P};
+use crate::kernel::MatRef;
+use crate::kernel::OutTile;
+use std::marker::PhantomData;
+use std::ops::Range;
+
+/// A kernel's work for one tile of `R` weight rows x `T` tokens.
+pub(crate) trait Tiles {
+    /// # Safety
+    /// The CPU must have the ISA's features; rows `r0..r0 + R` and tokens `t0..t0 + T` lie
+    /// in `out`'s block.
+    unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutTile, r0: usize, t0: usize);
+}
+
+/// Weight rows per panel: a panel's rows (about 64 KiB at k = 4096) stay in L2 while every
+/// token tile passes over them, and a token tile's prepared activations stay in L1 while
+/// it walks the panel. Rows in the outer loop alone would stream all tokens' activations
+/// from L2 for every row tile; tokens outside, all weights from L3 for every token tile.
+pub(crate) const PANEL: usize = 64;
+
+/// Runs every (token, row) of `out`'s block in tiles of `R x T`, then the leftover rows and
+/// tokens one at a time, panel by panel.
+///
+/// # Safety
+/// The CPU must have the ISA's features.
+#[inline(always)]
+pub(crate) unsafe fn sweep<C: Tiles, const R: usize, const T: usize>(c: &C, out: &mut OutTile) {
+    let (rows, tokens) = (out.rows(), out.tokens());
+    let mut p = rows.start;
+    while p < rows.end {
+        let end = (p + PANEL).min(rows.end);
+        let mut t = tokens.start;
+        while t + T <= tokens.end {
+            // SAFETY: the tile lies in the block; the caller vouches for the features.
+            unsafe { panel::<C, R, T>(c, out, p..end, t) };
+            t += T;
+        }
+        while t < tokens.end {
+            // SAFETY: as above.
+            unsafe { panel::<C, R, 1>(c, out, p..end, t) };
+            t += 1;
+        }
+        p = end;
+    }
+}
+
+/// # Safety
+/// The CPU must have the ISA's features; `rows` and tokens `t..t + T` lie in `out`'s block.
+#[inline(always)]
+pub(crate) unsafe fn panel<C: Tiles, const R: usize, const T: usize>(
+    c: &C,
+    out: &mut OutTile,
+    rows: Range<usize>,
+    t: usize,
+) {
+    let mut r = rows.start;
+    while r + R <= rows.end {
+        // SAFETY: rows `r..r + R` lie in `rows`; the caller vouches for the rest.
+        unsafe { c.tile::<R, T>(out, r, t) };
+        r += R;
+    }
+    while r < rows.end {
+        // SAFETY: as above, one row.
+        unsafe { c.tile::<1, T>(out, r, t) };
+        r += 1;
+    }
+}
+
+/// One GEMV with `R1` rows per tile for a single token; a batch uses `RB x TB` tiles, so
+/// each unpacked weight vector serves `TB` tokens.
+///
+/// # Safety
+/// The CPU must have the ISA's features.
+#[inline(always)]
+pub(crate) unsafe fn run<C: Tiles, const R1: usize, const RB: usize, const TB: usize>(c: &C, out: &mut OutTile) {
+    // SAFETY: the caller vouches for the features.
+    unsafe {
+        if out.tokens().len() == 1 {
+            sweep::<C, R1, 1>(c, out)
+        } else {
+            sweep::<C, RB, TB>(c, out)
+        }
+    }
+}
+
+/// How far ahead a tile prefetches its weights, in bytes (rounded down to whole tiles).
+/// Measured at 32768x8192 TQ2_0 (DRAM-resident, 8.4 KB tiles): one tile ahead reaches
+/// ~85% of the read bandwidth, two to four tiles ~95%.
+pub(crate) const PREFETCH_BYTES: usize = 32 << 10;
+
+/// The prefetch distance for tiles of `tile_bytes`: a whole number of tiles, so that each
+/// row stream fetches the same rows' bytes of a later tile, at least one.
+///
+/// Why prefetch: a tile reads its `R` rows as `R` interleaved streams that each end after
+/// one row, too short for the hardware prefetcher to follow from DRAM; fetching a later
+/// tile's rows while this tile computes keeps the weight read sequential and ahead of the
+/// loads. Into L2, not L1: prefetches into L1 hold L1 miss buffers the loads need, and
+/// measured slower (62% of the read bandwidth against 85%). Only single-token tiles
+/// prefetch: a batch's token tiles pass over each panel of rows several times from L2, and
+/// spend several times the compute per weight byte.
+#[inline(always)]
+pub(crate) fn prefetch_ahead(tile_bytes: usize) -> usize {
+    tile_bytes * (PREFETCH_BYTES / tile_bytes).max(1)
+}
+
+/// Bytes per cache line: a prefetch fetches one.
+pub(crate) const LINE: usize = 64;
+
+/// The block-scaled tiles; `PB`: the activations have one scale per block
+/// ([`Prepared::per_block`]).
+pub(crate) struct TqCtx<'a, S: Simd, L: Tq<S>, const PB: bool> {
+    w: &'a [u8],
+    /// Blocks per row.
+    blocks: usize,
+    act: &'a Prepared,
+    _isa: std::marker::PhantomData<(S, L)>,
+}
+
+impl<S: Simd, L: Tq<S>, const PB: bool> Tiles for TqCtx<'_, S, L, PB> {
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutTile, r0: usize, t0: usize) {
+        let row_bytes = L::row_bytes(self.blocks * L::BLOCK);
+        let step_bytes = L::PER_STEP * L::BLOCK_BYTES;
+        let steps = self.blocks.div_ceil(L::PER_STEP);
+        let act_block = L::act_block();
+        // Bounds are checked here, once per tile; the block loop uses raw pointers.
+        let bytes = &self.w[r0 * row_bytes..(r0 + R) * row_bytes];
+        let act = self.act.tokens(t0..t0 + T);
+        assert_eq!(self.act.stride(), steps * act_block);
+        assert_eq!(self.act.blocks, steps);
+        let seeds = self.act.token_seeds::<S>(t0..t0 + T);
+        // The tile's tokens' scales: one per token, or `blocks` per token with `PB`.
+        let per_token = if PB { self.blocks } else { 1 };
+        let scales = &self.act.scales()[t0 * per_token..(t0 + T) * per_token];
+        // A later tile's rows, a line past the block's start (one prefetch per block and
+        // row); the block loop fetches the rest of them.
+        let ahead = prefetch_ahead(R * row_bytes);
+        let mut ahead_rows = [bytes.as_ptr(); R];
+        for r in 0..R {
+            ahead_rows[r] = bytes.as_ptr().wrapping_add(r * row_bytes + ahead + 64);
+        }
+        // SAFETY: every pointer below stays in `bytes` (R rows of `blocks` whole blocks, step
+        // `b` holding `n` of them), `act` (T tokens of `steps` prepared steps), `seeds` (T
+        // tokens of `steps` vectors) and `scales` (T tokens of `per_token`), sliced with
+        // checks above; prefetches never fault; the caller vouches for the features.
+        unsafe {
+            let mut f = [[S::fzero(); T]; R];
+            for r in 0..R {
+                if T == 1 {
+                    S::prefetch_l2(bytes.as_ptr().wrapping_add(ahead + r * row_bytes));
+                }
+            }
+            for b in 0..steps {
+                let n = L::PER_STEP.min(self.blocks - b * L::PER_STEP);
+                let mut w = [bytes.as_ptr(); R];
+                for r in 0..R {
+                    w[r] = bytes.as_ptr().add(r * row_bytes + b * step_bytes);
+                    if T == 1 {
+                        S::prefetch_l2(ahead_rows[r].wrapping_add(b * step_bytes));
+                    }
+                }
+                let mut a = [act.as_ptr(); T];
+                let mut block_seeds = [S::zero(); T];
+                for t in 0..T {
+                    a[t] = act.as_ptr().add(t * self.act.stride + b * act_block);
+                    block_seeds[t] = self.act.seed::<S>(seeds, t, b);
+                }
+                let mut acc = [block_seeds; R];
+                L::block::<R, T>(w, n, a, &mut acc);
+                // With `PB`, each token's scale of this block (`PB` formats step one block).
+                let a_scales: Option<[f32; T]> =
+                    PB.then(|| std::array::from_fn(|t| *scales.get_unchecked(t * per_token + b)));
+                for r in 0..R {
+                    L::scale_add::<T>(w[r], n, &acc[r], a_scales.as_ref(), &mut f[r]);
+                }
+            }
+            for r in 0..R {
+                for t in 0..T {
+                    let dot = S::fsum(f[r][t]);
+                    out.set(t0 + t, r0 + r, if PB { dot } else { scales[t] * dot });
+                }
+            }
+        }
+    }
+}
+
+/// Block-scaled weights `w` by activations prepared with [`prepare_tq`], into `out`'s block.
+///
+/// # Safety
+/// The CPU must have the features `S` is built on; `act` was prepared by
+/// `prepare_tq::<S, L>` from an activation with `w.cols` columns and `out.m()` rows, and
+/// `out` is `out.m() x w.rows` (what [`crate::kernel::Kernel::run`] checks).
+#[inline(always)]
+pub(crate) unsafe fn tq<S: Simd, L: Tq<S>, const R1: usize, const RB: usize, const TB: usize>(
+    w: &MatRef,
+    act: &Prepared,
+    out: &mut OutTile,
+) {
+    let (w, blocks) = (w.bytes, w.cols / L::BLOCK);
+    // SAFETY: the caller vouches for the features; tiles stay in `out`'s block.
+    unsafe {
+        if act.per_block() {
+            let c = TqCtx::<S, L, true> { w, blocks, act, _isa: PhantomData };
+            run::<_, R1, RB, TB>(&c, out)
+        } else {
+            let c = TqCtx::<S, L, false> { w, blocks, act, _isa: PhantomData };
+            run::<_, R1, RB, TB>(&c, out)
+        }
+    }
+}
+
+pub(crate) struct OneScaleCtx<'a, S: Simd> {
+    w: &'a [u8],
+    /// Code bytes per row (`k / 4`).
+    row_bytes: usize,
+    scale: f32,
+    act: &'a Prepared,
+    _isa: std::marker::PhantomData<S>,
+}
+
+impl<S: Simd> Tiles for OneScaleCtx<'_, S> {
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutTile, r0: usize, t0: usize) {
+        let n = self.row_bytes;
+        // Bounds are checked here, once per tile; the chunk loop uses raw pointers.
+        let bytes = &self.w[r0 * n..(r0 + R) * n];
+        let act = self.act.tokens(t0..t0 + T);
+        let full = n / S::W;
+        let tail = n - full * S::W;
+        assert!((full + (tail > 0) as usize) * 4 * S::W <= self.act.stride);
+        let ahead = prefetch_ahead(R * n);
+        // SAFETY: loads stay in `bytes` (the tail through `load_partial`), in `act`
+        // (asserted: each token's prepared stride covers every chunk) and in `seeds` (T
+        // tokens of one block); prefetches never fault; the caller vouches for the features.
+        unsafe {
+            let seeds = self.act.token_seeds::<S>(t0..t0 + T);
+            let mut row_seeds = [S::zero(); T];
+            for t in 0..T {
+                row_seeds[t] = self.act.seed::<S>(seeds, t, 0);
+            }
+            let mut lo = [row_seeds; R];
+            let mut hi = [[S::zero(); T]; R];
+            let chunks = full + (tail > 0) as usize;
+            // Single-token tiles take chunks in groups of one cache line per row: one
+            // prefetch per line, one set of partial sums per group (at most 4 chunks, see
+            // `Mac`). Batch tiles take one chunk at a time: their accumulators fill
+            // the registers, and partial sums kept across chunks spill (qemu count, 4 x 2
+            // dotprod tiles: 175 per 1,000 MACs against 161).
+            let group = if T == 1 { (LINE / S::W).max(1) } else { 1 };
+            let mut c0 = 0;
+            while c0 < chunks {
+                let c1 = chunks.min(c0 + group);
+                if T == 1 {
+                    for r in 0..R {
+                        S::prefetch_l2(bytes.as_ptr().wrapping_add(r * n + c0 * S::W + ahead));
+                    }
+                }
+                let (mut pl, mut ph) = (p_start::<S, R, T>(&lo), p_start::<S, R, T>(&hi));
+                if c0 + group <= full {
+                    // A whole line of whole chunks: a constant count, unrolled.
+                    for i in 0..group {
+                        self.chunk::<R, T>(bytes, act, c0 + i, (full, tail), (&mut pl, &mut ph));
+                    }
+                } else {
+                    for c in c0..c1 {
+                        self.chunk::<R, T>(bytes, act, c, (full, tail), (&mut pl, &mut ph));
+                    }
+                }
+                p_end::<S, R, T>(&pl, &mut lo);
+                p_end::<S, R, T>(&ph, &mut hi);
+                c0 = c1;
+            }
+            for r in 0..R {
+                for t in 0..T {
+                    // Exact: every product in `hi` is a multiple of 4.
+                    let dot = (S::hsum(lo[r][t]) + (S::hsum(hi[r][t]) >> 2)) as f32;
+                    // The reference's order: one block, `a_scale * (d * dot)`.
+                    out.set(t0 + t, r0 + r, self.act.scales()[t0 + t] * (self.scale * dot));
+                }
+            }
+        }
+    }
+}
+
+impl<S: Simd> OneScaleCtx<'_, S> {
+    /// Adds chunk `c` (`W` bytes of each row; `full` whole chunks, then `tail` bytes) of
+    /// the tile's rows `bytes` times its activations in `act` to the partial sums `lo`, `hi`.
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features; `bytes` holds `R` rows and `act` `T` tokens' prepared
+    /// codes covering chunk `c < full + (tail > 0)`.
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    unsafe fn chunk<const R: usize, const T: usize>(
+        &self,
+        bytes: &[u8],
+        act: &[i8],
+        c: usize,
+        (full, tail): (usize, usize),
+        (lo, hi): (&mut [[P<S>; T]; R], &mut [[P<S>; T]; R]),
+    ) {
+        let n = self.row_bytes;
+        // SAFETY: the chunk lies in every row (the tail through `load_partial`) and in every
+        // token's prepared codes, as the caller guarantees; its features.
+        unsafe {
+            let mut x = [S::zero(); R];
+            for r in 0..R {
+                let p = bytes.as_ptr().add(r * n + c * S::W);
+                // Lanes past the row's end load as code 0 and meet zero activations.
+                x[r] = if c < full { S::load(p) } else { S::load_partial(p, tail) };
+            }
+            let mut a = [act.as_ptr(); T];
+            for t in 0..T {
+                a[t] = act.as_ptr().add(t * self.act.stride + c * 4 * S::W);
+            }
+            dot_2bit_x4::<S, R, T>(x, a, lo, hi);
+        }
+    }
+}
+
+/// Weights `w` of a format with one scale per tensor by activations prepared with
+/// [`prepare_one_scale`] for that format.
+///
+/// # Safety
+/// As for [`tq`], with `prepare_one_scale::<S, L>`.
+#[inline(always)]
+pub(crate) unsafe fn one_scale<S: Simd, L: OneScale, const R1: usize, const RB: usize, const TB: usize>(
+    w: &MatRef,
+    act: &Prepared,
+    out: &mut OutTile,
+) {
+    assert_eq!(w.format, L::FORMAT);
+    let scale = L::tensor_scale(w.bytes).expect("a format with one scale per tensor");
+    let c = OneScaleCtx::<S> { w: w.bytes, row_bytes: w.cols / 4, scale, act, _isa: std::marker::PhantomData };
+    // SAFETY: the caller vouches for the features; tiles stay in `out`'s block.
+    unsafe { run::<_, R1, RB, TB>(&c, out) }
+}

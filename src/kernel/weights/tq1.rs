@@ -1,0 +1,77 @@
+//! TQ1_0 (ggml): base-3 digits, five per byte, 256-element blocks with an f16 scale.
+
+use super::{Codes, Scale};
+use crate::format::{tq1_0, Format};
+use crate::kernel::gemm::{GemmSimd, Layout, Quads};
+use crate::kernel::prep;
+use crate::kernel::tile::{gemv_format, Simd, Tq};
+
+/// TQ1_0: base-3 digits, five per byte, 256-element blocks with an f16 scale.
+pub(crate) struct Tq1;
+
+impl Codes for Tq1 {
+    const FORMAT: Format = Format::Tq1_0;
+    const BLOCK: usize = 256;
+    const BLOCK_BYTES: usize = tq1_0::BLOCK_BYTES;
+    const CODE_AT: usize = 0;
+    /// `qs` and `qh`, which are contiguous.
+    const CODE_BYTES: usize = tq1_0::QS_BYTES + tq1_0::QH_BYTES;
+    const SCALE: Scale = Scale::Block(tq1_0::QS_BYTES + tq1_0::QH_BYTES);
+}
+
+/// TQ1_0 code bytes per block (`qs` and `qh`, which are contiguous).
+pub(crate) const TQ1_CODE_BYTES: usize = tq1_0::QS_BYTES + tq1_0::QH_BYTES;
+
+/// Slot of TQ1_0 element `e` of a block when the 52 code bytes are loaded `w` at a time and
+/// each load is split into its five base-3 digits.
+pub(crate) fn tq1_slot(e: usize, w: usize) -> usize {
+    let (byte, digit) = tq1_0::position(e);
+    prep::unpack_slot(byte, digit, w, 5)
+}
+
+impl<S: Simd> Tq<S> for Tq1 {
+    fn act_block() -> usize {
+        S::TQ1_ACT_BLOCK
+    }
+
+    fn slot(e: usize) -> usize {
+        S::tq1_slot(e)
+    }
+
+    #[inline(always)]
+    unsafe fn block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        _n: usize,
+        a: [*const i8; T],
+        acc: &mut [[S::V; T]; R],
+    ) {
+        // SAFETY: the same contract as `Simd::tq1_block`.
+        unsafe { S::tq1_block::<R, T>(w, a, acc) }
+    }
+}
+
+gemv_format!(Tq1: Simd, prepare_tq, tq);
+
+impl Layout for Tq1 {
+    /// Byte `b` of a region holds elements `first + b + n * bytes` as base-3 digit `n`
+    /// (see `tq1_0::position`); digit `n` is `((b * 3^n) mod 256) * 3 >> 8`
+    /// ([`GemmSimd::top_trit`]). The `qh` dword holds four digits.
+    #[inline(always)]
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
+        // (first quad, quads per digit, digits) of the region holding dword i.
+        let (q0, step, digits) = match i {
+            0..8 => (i, 8, 5),
+            8..12 => (40 + i - 8, 4, 5),
+            _ => (60, 1, 4),
+        };
+        // SAFETY: the caller's contract; the regions' last quads (`q0 + (digits - 1) step`)
+        // are at most 39, 59 and 63.
+        unsafe {
+            let mut q = v;
+            for n in 0..digits {
+                out.put::<S>(q0 + n * step, S::top_trit(q));
+                q = S::times3(q);
+            }
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! TQ2_0 (ggml): 2-bit codes in four planes of 64 bytes, 256-element blocks with an f16
+//! scale after them.
+
+use super::{Codes, Scale};
+use crate::format::{tq2_0, Format};
+use crate::kernel::gemm::{expand_planes, GemmSimd, Layout, Quads};
+use crate::kernel::prep;
+use crate::kernel::tile::{dot_2bit, gemv_format, p_end, p_start, Simd, Tq};
+
+/// TQ2_0: 2-bit codes, 256-element blocks with an f16 scale.
+pub(crate) struct Tq2;
+
+impl Codes for Tq2 {
+    const FORMAT: Format = Format::Tq2_0;
+    const BLOCK: usize = 256;
+    const BLOCK_BYTES: usize = tq2_0::BLOCK_BYTES;
+    const CODE_AT: usize = 0;
+    const CODE_BYTES: usize = tq2_0::QS_BYTES;
+    const SCALE: Scale = Scale::Block(tq2_0::QS_BYTES);
+}
+
+impl<S: Simd> Tq<S> for Tq2 {
+    fn act_block() -> usize {
+        256
+    }
+
+    fn slot(e: usize) -> usize {
+        let (byte, plane) = prep::tq2_0_position(e);
+        prep::unpack_slot(byte, plane, S::W, 4)
+    }
+
+    #[inline(always)]
+    unsafe fn block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        _n: usize,
+        a: [*const i8; T],
+        acc: &mut [[S::V; T]; R],
+    ) {
+        // One set of partial accumulators for the block's loads (see `Mac`).
+        // SAFETY: the caller vouches for the features.
+        let mut p = unsafe { p_start::<S, R, T>(acc) };
+        for c in 0..Self::CODE_BYTES / S::W {
+            let mut ac = a;
+            // SAFETY: load `c` of `QS_BYTES / W` lies in the block's codes, and its four
+            // planes' activations (`4 W` bytes at `c * 4 W`) in the block's 256 prepared
+            // bytes; the caller vouches for the features.
+            unsafe {
+                let mut x = [S::zero(); R];
+                for r in 0..R {
+                    x[r] = S::load(w[r].add(c * S::W));
+                }
+                for t in 0..T {
+                    ac[t] = a[t].add(c * 4 * S::W);
+                }
+                dot_2bit::<S, R, T>(x, ac, &mut p);
+            }
+        }
+        // SAFETY: as above.
+        unsafe { p_end::<S, R, T>(&p, acc) };
+    }
+}
+
+gemv_format!(Tq2: Simd, prepare_tq, tq);
+
+impl Layout for Tq2 {
+    /// Byte `32 h + j` holds elements `128 h + 32 l + j` at shift `2 l`: the dword at
+    /// `32 h + 4 (i % 8)` gives quad `32 h + 8 l + i % 8` for each shift.
+    #[inline(always)]
+    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
+        let q = 32 * (i / 8) + i % 8;
+        // SAFETY: the caller's contract.
+        unsafe { expand_planes::<S>(v, [q, q + 8, q + 16, q + 24], out) }
+    }
+}
