@@ -1,5 +1,6 @@
 //! The one multiply-accumulate vocabulary of the SIMD kernels: how an ISA adds u8 x i8
-//! products into int32 lanes.
+//! products into int32 lanes, of two vectors ([`Mac`], the GEMVs) or of a vector and one
+//! activation quad broadcast to every lane ([`QuadMac`], the panel GEMMs).
 
 /// How an ISA adds u8 x i8 products of vectors `V` into int32 lanes: through partial
 /// accumulators that are started on an int32 accumulator, take dot products, and are
@@ -45,4 +46,39 @@ pub(crate) trait Mac<V: Copy>: 'static {
     fn lane(byte: usize) -> usize {
         byte / 4
     }
+}
+
+/// How an ISA's panel GEMM adds the products of a vector of weight codes (four per int32
+/// lane, at most 3) with one activation quad broadcast to every lane into int32 lanes:
+/// through partial accumulators, as [`Mac`]. `A` holds a group of four quads as the dot
+/// product takes them: their address where the ISA broadcasts from memory (x86, wasm), or a
+/// register where it takes a quad from one of its lanes (NEON's `sdot` by element).
+///
+/// # Safety
+/// Every method needs the CPU features of its ISA.
+pub(crate) trait QuadMac<V: Copy, A: Copy>: 'static {
+    /// A partial accumulator of broadcast products.
+    type Q: Copy;
+    /// Groups of four quads a partial accumulator takes before it must be folded into int32;
+    /// `usize::MAX` for int32 partials.
+    const Q_GROUPS: usize;
+
+    /// Starts a partial accumulator on top of `acc`.
+    ///
+    /// # Safety
+    /// The CPU must have the ISA's features (as for every method here).
+    unsafe fn q_start(acc: V) -> Self::Q;
+
+    /// `q` plus, per int32 lane, the dot product of the lane's four u8 of `w` with quad `L`
+    /// (0..4) of `a` (the same for every lane).
+    ///
+    /// # Safety
+    /// As for [`QuadMac::q_start`]; an address `a` has 16 readable bytes.
+    unsafe fn q_dot<const L: i32>(q: Self::Q, w: V, a: A) -> Self::Q;
+
+    /// Folds `q` into the `acc` it was started on.
+    ///
+    /// # Safety
+    /// As for [`QuadMac::q_start`].
+    unsafe fn q_end(q: Self::Q, acc: V) -> V;
 }

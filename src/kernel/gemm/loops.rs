@@ -6,8 +6,12 @@
 use super::layout::Layout;
 use super::pack::{aligned, pack_panel, sized, Packed, Scratch, GROUP};
 use super::simd::GemmSimd;
+use crate::kernel::mac::QuadMac;
 use crate::kernel::{MatRef, OutTile};
 use std::ops::Range;
+
+/// A partial accumulator of `S`'s [`QuadMac`].
+type Q<S> = <<S as GemmSimd>::Quad as QuadMac<<S as crate::kernel::tile::Simd>::V, <S as GemmSimd>::A>>::Q;
 
 /// Adds quad `L` of every group in `groups` of the panel at `w` (`RV` vectors per quad, the
 /// quads one after another) times the token block at `a` (`16 T` bytes per group) to
@@ -30,7 +34,7 @@ pub(crate) unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
     /// As for [`micro`].
     #[inline(always)]
     unsafe fn quad<S: GemmSimd, const RV: usize, const T: usize, const L: i32>(
-        p: &mut [[S::Q; T]; RV],
+        p: &mut [[Q<S>; T]; RV],
         wq: &mut *const u8,
         av: &[S::A; T],
     ) {
@@ -39,7 +43,7 @@ pub(crate) unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
             let wv = S::load_next::<RV>(wq);
             for t in 0..T {
                 for v in 0..RV {
-                    p[v][t] = S::q_dot::<L>(p[v][t], wv[v], av[t]);
+                    p[v][t] = S::Quad::q_dot::<L>(p[v][t], wv[v], av[t]);
                 }
             }
         }
@@ -50,11 +54,11 @@ pub(crate) unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
     unsafe {
         let mut g0 = groups.start;
         while g0 < groups.end {
-            let end = g0 + S::Q_GROUPS.min(groups.end - g0);
-            let mut p = [[S::q_start(S::zero()); T]; RV];
+            let end = g0 + S::Quad::Q_GROUPS.min(groups.end - g0);
+            let mut p = [[S::Quad::q_start(S::zero()); T]; RV];
             for v in 0..RV {
                 for t in 0..T {
-                    p[v][t] = S::q_start(acc[v][t]);
+                    p[v][t] = S::Quad::q_start(acc[v][t]);
                 }
             }
             let (mut wq, mut ag) = (w.add(4 * g0 * quad_bytes), a.add(g0 * GROUP * T));
@@ -67,7 +71,7 @@ pub(crate) unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
             }
             for v in 0..RV {
                 for t in 0..T {
-                    acc[v][t] = S::q_end(p[v][t], acc[v][t]);
+                    acc[v][t] = S::Quad::q_end(p[v][t], acc[v][t]);
                 }
             }
             g0 = end;

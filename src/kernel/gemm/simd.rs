@@ -4,6 +4,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::pack::GROUP;
+use crate::kernel::mac::QuadMac;
 use crate::kernel::tile::Simd;
 
 /// Vector operations of one ISA for the GEMM, on top of its [`Simd`] (whose `V` holds
@@ -28,20 +29,14 @@ pub(crate) trait GemmSimd: Simd {
     unsafe fn top_trit(q: Self::V) -> Self::V;
     /// `3 q mod 256` in every byte.
     unsafe fn times3(q: Self::V) -> Self::V;
-    /// A partial accumulator of broadcast products: what the dot-product instruction adds
-    /// into (int32 lanes for `vpdpbusd`; int16 pair sums for `vpmaddubsw`, widened every
-    /// [`Self::Q_GROUPS`] groups of four quads).
-    type Q: Copy;
-    /// Groups of four quads a partial accumulator takes before it must be folded into int32.
-    const Q_GROUPS: usize;
-    /// Starts a partial accumulator on top of `acc`.
-    unsafe fn q_start(acc: Self::V) -> Self::Q;
-    /// Four quads of one token's activations (16 bytes of [`Packed`]), as [`Self::q_dot`]
+    /// Four quads of one token's activations (16 bytes of [`Packed`]), as [`QuadMac::q_dot`]
     /// takes them: the address itself where the dot product broadcasts from memory, or a
     /// register.
     type A: Copy;
     /// Reads 16 bytes.
     unsafe fn a_load(p: *const u8) -> Self::A;
+    /// The multiply-accumulate of a weight vector by a broadcast activation quad.
+    type Quad: QuadMac<Self::V, Self::A>;
     /// [`Simd::load_partial`] for the panel unpack's short chunks, where an ISA has a cheaper
     /// load of some length (NEON: TQ1_0's 4-byte `qh`).
     #[inline(always)]
@@ -78,11 +73,6 @@ pub(crate) trait GemmSimd: Simd {
             a
         }
     }
-    /// `q` plus, per int32 lane, the dot product of the lane's four u8 of `w` with quad
-    /// `L` (0..4) of `a` (the same for every lane).
-    unsafe fn q_dot<const L: i32>(q: Self::Q, w: Self::V, a: Self::A) -> Self::Q;
-    /// Folds `q` into the `acc` it was started on.
-    unsafe fn q_end(q: Self::Q, acc: Self::V) -> Self::V;
     /// Reads `LANES` floats.
     unsafe fn fload(p: *const f32) -> Self::F;
     /// Writes `LANES` floats.

@@ -2,10 +2,10 @@
 //! is not stable Rust, so `sdot` is written with `asm!`, compiled with the `dotprod` target
 //! feature, and the kernels run only where it is detected.
 
-use super::simd::{GemmMac, Neon};
+use super::simd::Neon;
 use crate::format::Format;
 use crate::kernel::isa::{self, Isa};
-use crate::kernel::mac::Mac;
+use crate::kernel::mac::{Mac, QuadMac};
 use crate::kernel::{gemm, tile, Kernel};
 use core::arch::aarch64::*;
 use core::arch::asm;
@@ -60,7 +60,7 @@ impl Mac<uint8x16_t> for Sdot {
     }
 }
 
-impl GemmMac for Sdot {
+impl QuadMac<uint8x16_t, int8x16_t> for Sdot {
     type Q = int32x4_t;
     /// `sdot` accumulates int32 directly: no folding.
     const Q_GROUPS: usize = usize::MAX;

@@ -2,10 +2,10 @@
 //! `smlal`/`smlal2` of codes by activations into int16 lanes, pairwise-widened into the
 //! int32 accumulators before int16 can overflow.
 
-use super::simd::{GemmMac, Neon};
+use super::simd::Neon;
 use crate::format::Format;
 use crate::kernel::isa::{self, Isa};
-use crate::kernel::mac::Mac;
+use crate::kernel::mac::{Mac, QuadMac};
 use crate::kernel::{gemm, tile, Kernel};
 use core::arch::aarch64::*;
 
@@ -59,7 +59,7 @@ impl Mac<uint8x16_t> for Smlal {
 /// The GEMM's broadcast quad: `dup` of the quad's 32-bit lane, then `smlal`/`smlal2` of the
 /// four rows' codes (`w`: rows 0-1 in the low half, 2-3 in the high) into two int16x8, lane
 /// `j` of each holding code `j % 4` of row `j / 4` (of its half) times activation `j % 4`.
-impl GemmMac for Smlal {
+impl QuadMac<uint8x16_t, int8x16_t> for Smlal {
     type Q = (int16x8_t, int16x8_t);
     /// A lane takes 4 products per group (one per quad), each at most 3 * 128: 16 groups
     /// (one TQ block) are 16 * 4 * 384 = 24,576 < 2^15.

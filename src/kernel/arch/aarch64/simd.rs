@@ -3,30 +3,12 @@
 
 use crate::format::tq1_0;
 use crate::kernel::gemm::GemmSimd;
-use crate::kernel::mac::Mac;
+use crate::kernel::mac::{Mac, QuadMac};
 use crate::kernel::prep;
 use crate::kernel::tile::{Pieces, Simd};
 use core::arch::aarch64::*;
 use core::arch::asm;
 use std::marker::PhantomData;
-
-/// How a GEMM path multiplies the weight codes of four rows by one broadcast activation quad
-/// ([`GemmSimd`]'s partial accumulators `Q`: `sdot` by element into int32, or `smlal` into
-/// int16 without dotprod).
-pub(super) trait GemmMac {
-    type Q: Copy;
-    /// Groups of four quads a partial accumulator takes before it must be folded.
-    const Q_GROUPS: usize;
-    /// # Safety
-    /// The CPU must have the path's features (as for every method here).
-    unsafe fn q_start(acc: uint8x16_t) -> Self::Q;
-    /// # Safety
-    /// As for [`GemmMac::q_start`].
-    unsafe fn q_dot<const L: i32>(q: Self::Q, w: uint8x16_t, a: int8x16_t) -> Self::Q;
-    /// # Safety
-    /// As for [`GemmMac::q_start`].
-    unsafe fn q_end(q: Self::Q, acc: uint8x16_t) -> uint8x16_t;
-}
 
 /// NEON with the multiply-accumulate `M`.
 pub(super) struct Neon<M>(PhantomData<M>);
@@ -285,7 +267,7 @@ macro_rules! ld1_next {
     }};
 }
 
-impl<M: Mac<uint8x16_t> + GemmMac> GemmSimd for Neon<M> {
+impl<M: Mac<uint8x16_t> + QuadMac<uint8x16_t, int8x16_t>> GemmSimd for Neon<M> {
     const LANES: usize = 4;
 
     #[inline(always)]
@@ -351,27 +333,6 @@ impl<M: Mac<uint8x16_t> + GemmMac> GemmSimd for Neon<M> {
         unsafe { vmulq_u8(q, vdupq_n_u8(3)) }
     }
 
-    type Q = M::Q;
-    const Q_GROUPS: usize = M::Q_GROUPS;
-
-    #[inline(always)]
-    unsafe fn q_start(acc: uint8x16_t) -> M::Q {
-        // SAFETY: the trait's contract.
-        unsafe { M::q_start(acc) }
-    }
-
-    #[inline(always)]
-    unsafe fn q_dot<const L: i32>(q: M::Q, w: uint8x16_t, a: int8x16_t) -> M::Q {
-        // SAFETY: the trait's contract.
-        unsafe { M::q_dot::<L>(q, w, a) }
-    }
-
-    #[inline(always)]
-    unsafe fn q_end(q: M::Q, acc: uint8x16_t) -> uint8x16_t {
-        // SAFETY: the trait's contract.
-        unsafe { M::q_end(q, acc) }
-    }
-
     /// A register: the multiply-accumulate takes the quad from one of its four 32-bit lanes.
     type A = int8x16_t;
 
@@ -380,6 +341,8 @@ impl<M: Mac<uint8x16_t> + GemmMac> GemmSimd for Neon<M> {
         // SAFETY: the trait's contract (this ISA's features; 16 readable bytes at `p`).
         unsafe { vld1q_s8(p as *const i8) }
     }
+
+    type Quad = M;
 
     /// TQ1_0's 4-byte `qh` as one lane load, not `load_partial`'s stack copy (not in
     /// `load_partial` itself: the branch there cost the plain GEMV's BitNet tiles 47

@@ -1,6 +1,6 @@
 //! WebAssembly SIMD128: 16-byte vectors, for the wasm GEMVs ([`Simd`]) and GEMMs
 //! ([`GemmSimd`]) of both builds. They differ only in how the u8 x i8 products of one weight
-//! load reach the int32 lanes ([`Mac`] for the GEMV, [`GemmMac`] for the GEMM):
+//! load reach the int32 lanes ([`Mac`] for the GEMV, [`QuadMac`] for the GEMM):
 //! - [`Widening`] (plain SIMD128, `bitnet_gemv/wasm-simd128`): SIMD128 has no u8 x i8
 //!   multiply-add, so codes and activations are widened to int16 and multiplied pairwise
 //!   into int32 (`i32x4.dot_i16x8_s`), in two partial sums regrouped once per weight load;
@@ -9,7 +9,7 @@
 //!   weight code (at most 12: BitNet's unshifted odd planes), whose result every engine must
 //!   give exactly (relaxed SIMD leaves only operands >= 128 implementation-defined). Its
 //!   GEMM takes `i16x8.relaxed_dot_i8x16_i7x16_s` into int16 pair sums instead (see its
-//!   [`GemmMac`]).
+//!   [`QuadMac`]).
 //!
 //! Either way int32 lane `j` receives the products of bytes `4j..4j + 4` of each vector,
 //! the grouping the skeleton's per-lane seeds assume (`prep::lane_sums`).
@@ -22,7 +22,7 @@
 //! next digit is `3 q mod 256`, two byte adds.
 
 use crate::kernel::gemm::GemmSimd;
-use crate::kernel::mac::Mac;
+use crate::kernel::mac::{Mac, QuadMac};
 use crate::kernel::tile::{Pieces, Simd};
 use core::arch::wasm32::*;
 use std::marker::PhantomData;
@@ -80,28 +80,18 @@ impl Mac<v128> for Widening {
     }
 }
 
-/// How the GEMM ([`GemmSimd`]) multiplies the codes of four rows (one vector) by one
-/// activation quad broadcast to every int32 lane, into partial accumulators that are
-/// started on an int32 accumulator and folded back into it.
-pub(super) trait GemmMac {
-    type Q: Copy;
-    /// Groups of four quads a partial accumulator takes before it must be folded.
-    const Q_GROUPS: usize;
-    /// # Safety
-    /// The build must have the path's features (as for every method here).
-    unsafe fn q_start(acc: v128) -> Self::Q;
-    /// `q` plus, per int32 lane, the dot product of its four codes of `w` with the quad `a`.
-    ///
-    /// # Safety
-    /// As for [`GemmMac::q_start`].
-    unsafe fn q_dot(q: Self::Q, w: v128, a: v128) -> Self::Q;
-    /// # Safety
-    /// As for [`GemmMac::q_start`].
-    unsafe fn q_end(q: Self::Q, acc: v128) -> v128;
+/// Quad `L` of the 16 activation bytes at `a` in every int32 lane (`v128.load32_splat`).
+///
+/// # Safety
+/// 16 readable bytes at `a` (any alignment in wasm).
+#[inline(always)]
+unsafe fn quad_splat<const L: i32>(a: *const u8) -> v128 {
+    // SAFETY: the 4 bytes at `a + 4 L` lie in the 16 the caller vouches for.
+    unsafe { v128_load32_splat(a.add(4 * L as usize) as *const u32) }
 }
 
-/// The GEMV's widening products, with the activations already in every lane.
-impl GemmMac for Widening {
+/// The GEMV's widening products, with the activation quad broadcast to every lane.
+impl QuadMac<v128, *const u8> for Widening {
     type Q = (v128, v128);
     const Q_GROUPS: usize = <Self as Mac<v128>>::GROUPS;
 
@@ -112,9 +102,10 @@ impl GemmMac for Widening {
     }
 
     #[inline(always)]
-    unsafe fn q_dot(q: (v128, v128), w: v128, a: v128) -> (v128, v128) {
-        // SAFETY: register-only SIMD128, which the build has.
-        unsafe { <Self as Mac<v128>>::dot(q, w, a) }
+    unsafe fn q_dot<const L: i32>(q: (v128, v128), w: v128, a: *const u8) -> (v128, v128) {
+        // SAFETY: 16 readable bytes at `a` (the trait's contract); SIMD128, which the build
+        // has.
+        unsafe { <Self as Mac<v128>>::dot(q, w, quad_splat::<L>(a)) }
     }
 
     #[inline(always)]
@@ -158,7 +149,7 @@ impl Mac<v128> for RelaxedDot {
 /// (node 22, AMD EPYC, 2560x2560, m = 64, fastest of two interleaved processes): TQ1_0
 /// 19.1 to 13.1 ms, TQ2_0 17.3 to 11.1 ms, BITNET_B1_58 16.2 to 10.6 ms.
 #[cfg(target_feature = "relaxed-simd")]
-impl GemmMac for RelaxedDot {
+impl QuadMac<v128, *const u8> for RelaxedDot {
     type Q = v128;
     /// A pair sum is at most `2 * 3 * 128 = 768` in magnitude (codes <= 3, activations
     /// >= -128), four per group: 8 groups are 24,576 < 2^15.
@@ -172,8 +163,9 @@ impl GemmMac for RelaxedDot {
     /// The codes (at most 3) are the 7-bit operand, for which relaxed SIMD specifies one
     /// exact result; the pair sums cannot overflow int16.
     #[inline(always)]
-    unsafe fn q_dot(q: v128, w: v128, a: v128) -> v128 {
-        i16x8_add(q, i16x8_relaxed_dot_i8x16_i7x16(a, w))
+    unsafe fn q_dot<const L: i32>(q: v128, w: v128, a: *const u8) -> v128 {
+        // SAFETY: 16 readable bytes at `a` (the trait's contract).
+        i16x8_add(q, i16x8_relaxed_dot_i8x16_i7x16(unsafe { quad_splat::<L>(a) }, w))
     }
 
     #[inline(always)]
@@ -346,9 +338,9 @@ impl<D: Mac<v128>> Pieces for Wasm<D> {
 }
 
 /// The GEMM's operations ([`crate::kernel::gemm`]): four rows per vector, and `D`'s
-/// [`GemmMac`] with the activation quad broadcast from memory (`v128.load32_splat`), as
+/// [`QuadMac`] with the activation quad broadcast from memory (`v128.load32_splat`), as
 /// x86 does.
-impl<D: Mac<v128> + GemmMac> GemmSimd for Wasm<D> {
+impl<D: Mac<v128> + QuadMac<v128, *const u8>> GemmSimd for Wasm<D> {
     const LANES: usize = 4;
 
     #[inline(always)]
@@ -400,16 +392,7 @@ impl<D: Mac<v128> + GemmMac> GemmSimd for Wasm<D> {
         times3(q)
     }
 
-    type Q = D::Q;
-    const Q_GROUPS: usize = D::Q_GROUPS;
-
-    #[inline(always)]
-    unsafe fn q_start(acc: v128) -> D::Q {
-        // SAFETY: register-only SIMD128, which the build has (the trait's contract).
-        unsafe { D::q_start(acc) }
-    }
-
-    /// The address: `q_dot` broadcasts from memory.
+    /// The address: [`QuadMac::q_dot`] broadcasts from memory.
     type A = *const u8;
 
     #[inline(always)]
@@ -417,19 +400,7 @@ impl<D: Mac<v128> + GemmMac> GemmSimd for Wasm<D> {
         p
     }
 
-    /// The four activation bytes of quad `L` in every int32 lane, then `D`'s dot product.
-    #[inline(always)]
-    unsafe fn q_dot<const L: i32>(q: D::Q, w: v128, a: *const u8) -> D::Q {
-        // SAFETY: reads the 4 bytes at `a + 4 L`, inside the 16 readable bytes at `a` (the
-        // trait's contract; any alignment in wasm); the rest is register-only SIMD128.
-        unsafe { D::q_dot(q, w, v128_load32_splat(a.add(4 * L as usize) as *const u32)) }
-    }
-
-    #[inline(always)]
-    unsafe fn q_end(q: D::Q, acc: v128) -> v128 {
-        // SAFETY: register-only SIMD128, which the build has (the trait's contract).
-        unsafe { D::q_end(q, acc) }
-    }
+    type Quad = D;
 
     #[inline(always)]
     unsafe fn fload(p: *const f32) -> v128 {

@@ -4,7 +4,7 @@
 //! [`GemmSimd`]) on it, generic over the multiply-accumulate ([`Mac`]).
 
 use crate::kernel::gemm::GemmSimd;
-use crate::kernel::mac::Mac;
+use crate::kernel::mac::{Mac, QuadMac};
 use crate::kernel::tile::Simd;
 use std::arch::x86_64::*;
 use std::marker::PhantomData;
@@ -177,8 +177,6 @@ impl<V: Tq1Block<M>, M: Mac<V>> Simd for X86<V, M> {
 /// The GEMM's operations: `W / 4` rows per vector, the partial accumulators of `M`.
 impl<V: Tq1Block<M>, M: Mac<V>> GemmSimd for X86<V, M> {
     const LANES: usize = V::W / 4;
-    type Q = M::P;
-    const Q_GROUPS: usize = M::GROUPS;
 
     #[inline(always)]
     unsafe fn splat32(x: i32) -> V {
@@ -234,13 +232,7 @@ impl<V: Tq1Block<M>, M: Mac<V>> GemmSimd for X86<V, M> {
         unsafe { V::add8(q, V::add8(q, q)) }
     }
 
-    #[inline(always)]
-    unsafe fn q_start(acc: V) -> M::P {
-        // SAFETY: register-only; the trait's contract (this ISA's features).
-        unsafe { M::start(acc) }
-    }
-
-    /// The address: `q_dot` broadcasts from memory.
+    /// The address: [`QuadMac::q_dot`] broadcasts from memory.
     type A = *const u8;
 
     #[inline(always)]
@@ -248,19 +240,7 @@ impl<V: Tq1Block<M>, M: Mac<V>> GemmSimd for X86<V, M> {
         p
     }
 
-    /// The four activation bytes broadcast, then `M`'s dot product.
-    #[inline(always)]
-    unsafe fn q_dot<const L: i32>(p: M::P, w: V, a: *const u8) -> M::P {
-        // SAFETY: reads 4 bytes at `a + 4 L`, inside the 16 readable bytes at `a` (the
-        // trait's contract); this ISA's features.
-        unsafe { M::dot(p, w, V::splat32(std::ptr::read_unaligned(a.add(4 * L as usize) as *const i32))) }
-    }
-
-    #[inline(always)]
-    unsafe fn q_end(p: M::P, acc: V) -> V {
-        // SAFETY: register-only; the trait's contract (this ISA's features).
-        unsafe { M::end(p, acc) }
-    }
+    type Quad = M;
 
     #[inline(always)]
     unsafe fn fload(p: *const f32) -> V::F {
@@ -274,5 +254,31 @@ impl<V: Tq1Block<M>, M: Mac<V>> GemmSimd for X86<V, M> {
         // SAFETY: `LANES` writable floats at `p` and this ISA's features (the trait's
         // contract).
         unsafe { V::fstore(p, f) }
+    }
+}
+
+/// Every x86 multiply-accumulate takes a broadcast quad the same way: the four activation
+/// bytes broadcast from memory to every int32 lane, then [`Mac::dot`].
+impl<V: Vector, M: Mac<V>> QuadMac<V, *const u8> for M {
+    type Q = M::P;
+    const Q_GROUPS: usize = M::GROUPS;
+
+    #[inline(always)]
+    unsafe fn q_start(acc: V) -> M::P {
+        // SAFETY: register-only; the trait's contract (this ISA's features).
+        unsafe { M::start(acc) }
+    }
+
+    #[inline(always)]
+    unsafe fn q_dot<const L: i32>(p: M::P, w: V, a: *const u8) -> M::P {
+        // SAFETY: reads 4 bytes at `a + 4 L`, inside the 16 readable bytes at `a` (the
+        // trait's contract); this ISA's features.
+        unsafe { M::dot(p, w, V::splat32(std::ptr::read_unaligned(a.add(4 * L as usize) as *const i32))) }
+    }
+
+    #[inline(always)]
+    unsafe fn q_end(p: M::P, acc: V) -> V {
+        // SAFETY: register-only; the trait's contract (this ISA's features).
+        unsafe { M::end(p, acc) }
     }
 }
