@@ -4,9 +4,6 @@
 #   1. the Rust tests of the workspace (library, C API from Rust, CLI, the panic probe);
 #   2. the C harness under ctest: C11 and C++17 programs, valgrind memcheck, consumers of
 #      the installed package (find_package, pkg-config, add_subdirectory), packaging checks;
-#   2b. activation accuracy against ggml (scripts/bench-peer.sh --accuracy: the peer crate
-#      links ggml from llama-cpp-sys-2, built once into ~/.cache/tern/peer-target): tern's accurate
-#      activations must lose no more than ggml's Q8_K on the same operands;
 #   3. the same C harness built with ASAN+UBSAN (the asan-ubsan CMake preset);
 #   4. the Rust suite under AddressSanitizer, and the concurrency tests under ThreadSanitizer;
 #   5. a smoke run of every fuzz target;
@@ -22,7 +19,7 @@
 # Missing system tools are installed when running as root on Debian (scripts/setup.sh,
 # scripts/setup-aarch64.sh, scripts/setup-wasm.sh, scripts/setup-jvm.sh,
 # scripts/test-browser.sh, scripts/test-ggml.sh); otherwise the scripts say what to install.
-# TERN_SKIP="peer asan fuzz aarch64 wasm jvm ggml" skips legs (for quick local runs); CI runs them all.
+# TERN_SKIP="asan fuzz aarch64 wasm jvm ggml" skips legs (for quick local runs); CI runs them all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Every build here starts from nothing on CI: incremental compilation only adds its
@@ -50,12 +47,6 @@ leg "C harness (ctest)"
 cmake --preset release >/dev/null
 cmake --build --preset release --parallel
 ctest --preset release
-
-if ! skip peer; then
-    leg "activation accuracy against ggml (peer)"
-    # Outside the clone, like llama.cpp's cache: ggml's build is the slow part (minutes).
-    CARGO_TARGET_DIR="${TERN_PEER_TARGET:-$HOME/.cache/tern/peer-target}" bash scripts/bench-peer.sh --accuracy
-fi
 
 if ! skip asan; then
     leg "C harness with ASAN+UBSAN"
