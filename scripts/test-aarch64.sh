@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the Rust test suite (lib + integration tests) and the C harness (ctest, through
+# Runs the Rust integration tests and the C harness (ctest, through
 # cmake/aarch64-linux-gnu.cmake) for aarch64 under qemu-user, once per CPU model:
 # QEMU_CPU=max (i8mm and dotprod), cortex-a76 (dotprod, no i8mm) and cortex-a53 (plain
 # NEON), so that every aarch64 kernel path and the runtime feature detection are exercised
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 . scripts/setup-aarch64.sh
 
 echo "test-aarch64: $("$RUSTC" --version), $(qemu-aarch64 --version | head -n1)"
-cargo test --target "$TRIPLE" --lib --tests --no-run -q "$@"
+cargo test --target "$TRIPLE" --test '*' --no-run -q "$@"
 
 cpus="${TERN_QEMU_CPUS:-max cortex-a76 cortex-a53}"
 for cpu in $cpus; do
@@ -37,7 +37,7 @@ for cpu in $cpus; do
     if ! QEMU_CPU="$cpu" TERN_EXPECT_KERNEL="$expect" TERN_EXPECT_BATCH_KERNEL="$batch" \
         TERN_EXPECT_LARGE_BATCH_KERNEL="$large" \
         timeout "${TERN_AARCH64_TIMEOUT:-1800}" \
-        cargo test --target "$TRIPLE" --lib --tests -q "$@" >"$log" 2>&1; then
+        cargo test --target "$TRIPLE" --test '*' -q "$@" >"$log" 2>&1; then
         cat "$log" >&2
         rm -f "$log"
         echo "test-aarch64: FAILED under QEMU_CPU=$cpu" >&2

@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 out="${TERN_JVM_OUT:-target/jvm}"
 # After the earlier legs of scripts/test.sh, their CMake builds hold release libterns for both
 # platforms (same cargo command): build-jvm.sh reuses them instead of building them again.
-[ -d build/release/cargo ] && export TERN_JVM_CARGO_TARGET_DIR="${TERN_JVM_CARGO_TARGET_DIR:-build/release/cargo}"
+[ -d build/cargo ] && export TERN_JVM_CARGO_TARGET_DIR="${TERN_JVM_CARGO_TARGET_DIR:-build/cargo}"
 [ -d build/aarch64/cargo ] && export TERN_AARCH64_TARGET_DIR="${TERN_AARCH64_TARGET_DIR:-build/aarch64/cargo}"
 lib="${TERN_JVM_CARGO_TARGET_DIR:-target}/release"
 bash scripts/build-jvm.sh "$out"

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # The Rust test suite under sanitizers (x86_64 Linux, nightly):
-#   1. AddressSanitizer (+ LeakSanitizer): the lib and every integration test of the root
-#      package, with the `panic-probe` feature so that tests/panic_probe.rs runs too (the
+#   1. AddressSanitizer (+ LeakSanitizer): every integration test of the root package, with the `panic-probe` feature so that tests/panic_probe.rs runs too (the
 #      feature does nothing unless a test arms it). The prebuilt std is used: ASAN's runtime
 #      intercepts every allocation anyway, and the std code tern's tests exercise (Vec,
 #      slices, iterators) is generic, so it is compiled, instrumented, into tern's crates.
@@ -39,7 +38,7 @@ sanitizers=("$@")
 [ $# -gt 0 ] || sanitizers=(asan tsan)
 for s in "${sanitizers[@]}"; do
     case "$s" in
-        asan) ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} run address "$base/asan" --tests --features panic-probe ;;
+        asan) ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} run address "$base/asan" --test '*' --features panic-probe ;;
         tsan) TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1} run thread "$base/tsan" -Zbuild-std --test concurrency ;;
         *) echo "test-sanitizers: unknown sanitizer '$s' (asan, tsan)" >&2; exit 2 ;;
     esac
