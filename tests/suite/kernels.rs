@@ -13,7 +13,8 @@ use tern::Format;
 /// The weight formats with SIMD kernels.
 const TERNARY: [Format; 6] =
     [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64, Format::Q2_0];
-/// The formats every SIMD ISA serves (the others are served by some ISAs only so far).
+/// The formats every SIMD ISA serves (the others are served by the x86 ISAs, NEON, dotprod
+/// and wasm's GEMVs only so far).
 const EVERY_ISA: [Format; 3] = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
 /// Weight formats checked against the decoded product, and every kernel that registers for
 /// them against the reference (I2_S_R4 has only the reference; Q2_0's +2 code and the I2_S
@@ -201,8 +202,7 @@ fn x86_kernels_come_widest_first() {
         REFERENCE,
     ];
     for format in TERNARY {
-        // The newer formats have AVX2's kernels only so far.
-        let want = if EVERY_ISA.contains(&format) { &all[..] } else { &all[4..] };
+        let want = &all[..];
         // Per (weight, activation) pair: TQ formats list the same order again for I8_BLOCK256.
         for act in [Format::I8Absmax, Format::I8Block256] {
             let names: Vec<&str> = registry()
@@ -586,15 +586,18 @@ fn requantizer_is_bit_identical_to_the_definition() {
 }
 
 /// The kernels the dispatcher must pick for each of [`TERNARY`] at m = 1, 8 and 128 tokens
-/// on a CPU with `features`: I2_S and Q2_0 have the kernels of AVX2, NEON, dotprod and wasm
-/// only (on wasm the GEMVs only), so they get BITNET_B1_58's choice on a CPU whose best
-/// features are among those (their GEMMs start at 8 tokens or fewer too), the wasm build's
-/// GEMV there, and the choice of the best of them otherwise.
+/// on a CPU with `features`, stated per feature set (not derived from the registry, so a
+/// wrong order or threshold fails here). Every x86 ISA serves every format (AMX all but
+/// Q2_0); elsewhere I2_S and Q2_0 have the kernels of NEON, dotprod and wasm only (on wasm
+/// the GEMVs only), so they get BITNET_B1_58's choice on a CPU whose best features are among
+/// those (their GEMMs start at 8 tokens or fewer too), the wasm build's GEMV there, and the
+/// choice of the best of them otherwise.
 fn expected_kernels(features: &[&str]) -> [[&'static str; 6]; 3] {
     let has = |f: &str| features.contains(&f);
-    let newer = if has("avx512vnni") || has("avxvnni") || has("amx") {
-        every_isa_kernels(&["avx2"])
-    } else if has("i8mm") {
+    if has("avx2") {
+        return x86_kernels(features);
+    }
+    let newer = if has("i8mm") {
         every_isa_kernels(&["neon", "dotprod"])
     } else if has("simd128") {
         [[every_isa_kernels(features)[0][2]; 3]; 3]
@@ -605,26 +608,30 @@ fn expected_kernels(features: &[&str]) -> [[&'static str; 6]; 3] {
     std::array::from_fn(|m| [own[m][0], own[m][1], own[m][2], newer[m][2], newer[m][2], newer[m][2]])
 }
 
+/// [`expected_kernels`] on x86_64, columns in the order of [`TERNARY`].
+fn x86_kernels(features: &[&str]) -> [[&'static str; 6]; 3] {
+    let has = |f: &str| features.contains(&f);
+    if has("avx512vnni") {
+        // The AVX-512 GEMM from 4 / 24 / 24 / 12 / 12 / 6 tokens; AMX (not for Q2_0) from 8
+        // tokens for TQ1_0 and 16 for the others.
+        let (gemv, gemm) = ("bitnet_gemv/avx512vnni", "bitnet_gemm/avx512vnni");
+        let big = if has("amx") { "bitnet_gemm/amx" } else { gemm };
+        [[gemv; 6], [big, gemv, gemv, gemv, gemv, gemm], [big, big, big, big, big, gemm]]
+    } else if has("avxvnni") {
+        // The GEMM from 6 / 14 / 24 / 12 / 12 / 8 tokens.
+        let (gemv, gemm) = ("bitnet_gemv/avxvnni", "bitnet_gemm/avxvnni");
+        [[gemv; 6], [gemm, gemv, gemv, gemv, gemv, gemm], [gemm; 6]]
+    } else {
+        // The GEMM from 8 tokens for every format.
+        [["bitnet_gemv/avx2"; 6], ["bitnet_gemm/avx2"; 6], ["bitnet_gemm/avx2"; 6]]
+    }
+}
+
 /// The kernels the dispatcher must pick for TQ1_0, TQ2_0 and BITNET_B1_58 at m = 1, 8 and
-/// 128 tokens on a CPU with `features`, stated per feature set (not derived from the
-/// registry, so a wrong order or threshold fails here).
+/// 128 tokens on a CPU (not x86_64) or wasm build with `features`.
 fn every_isa_kernels(features: &[&str]) -> [[&'static str; 3]; 3] {
     let has = |f: &str| features.contains(&f);
-    if has("amx") {
-        // AMX from 8 tokens for TQ1_0, 16 for the others; the AVX-512 GEMM from 4 / 24 / 24.
-        let (gemv, amx) = ("bitnet_gemv/avx512vnni", "bitnet_gemm/amx");
-        [[gemv; 3], [amx, gemv, gemv], [amx; 3]]
-    } else if has("avx512vnni") {
-        let (gemv, gemm) = ("bitnet_gemv/avx512vnni", "bitnet_gemm/avx512vnni");
-        [[gemv; 3], [gemm, gemv, gemv], [gemm; 3]]
-    } else if has("avxvnni") {
-        // The GEMM from 6 / 14 / 24 tokens.
-        let (gemv, gemm) = ("bitnet_gemv/avxvnni", "bitnet_gemm/avxvnni");
-        [[gemv; 3], [gemm, gemv, gemv], [gemm; 3]]
-    } else if has("avx2") {
-        // The GEMM from 8 tokens for every format.
-        [["bitnet_gemv/avx2"; 3], ["bitnet_gemm/avx2"; 3], ["bitnet_gemm/avx2"; 3]]
-    } else if has("i8mm") {
+    if has("i8mm") {
         // i8mm from 5 / 6 / 7 tokens; every CPU with i8mm that tern knows has dotprod.
         [["bitnet_gemv/neon-dotprod"; 3], ["bitnet_gemm/neon-i8mm"; 3], ["bitnet_gemm/neon-i8mm"; 3]]
     } else if has("dotprod") {
@@ -692,8 +699,9 @@ fn cpu_features() -> Vec<&'static str> {
 
 #[test]
 fn expected_kernels_follow_the_best_feature() {
-    let (vnni, avx2) = ("bitnet_gemv/avxvnni", "bitnet_gemm/avx2");
-    assert_eq!(expected_kernels(&["avx2", "avxvnni"])[1], ["bitnet_gemm/avxvnni", vnni, vnni, avx2, avx2, avx2]);
+    let (vnni, gemm) = ("bitnet_gemv/avxvnni", "bitnet_gemm/avxvnni");
+    assert_eq!(expected_kernels(&["avx2", "avxvnni"])[1], [gemm, vnni, vnni, vnni, vnni, gemm]);
+    assert_eq!(expected_kernels(&["avx2", "avx512vnni", "amx"])[2][5], "bitnet_gemm/avx512vnni");
     assert_eq!(expected_kernels(&["neon"])[0], ["bitnet_gemv/neon"; 6]);
     assert_eq!(expected_kernels(&["neon", "dotprod", "i8mm"])[2][3], "bitnet_gemm/neon-dotprod");
     assert_eq!(expected_kernels(&["simd128"])[2][5], "bitnet_gemv/wasm-simd128");

@@ -108,10 +108,10 @@ impl Packed {
 
     /// Packs `a` in token blocks of exactly `t` (tokens past `m` repeat the last one; no
     /// output reads them) and groups of `G` bytes: each group of a block is a `t x G`
-    /// row-major matrix (AMX's A tiles), with seeds per [`QK`] elements.
+    /// row-major matrix (AMX's A tiles), with seeds per `block` elements.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    pub(crate) fn padded<const G: usize>(a: &MatRef, t: usize) -> Packed {
-        Packed::with::<G>(a, t, QK, true)
+    pub(crate) fn padded<const G: usize>(a: &MatRef, t: usize, block: usize) -> Packed {
+        Packed::with::<G>(a, t, block, true)
     }
 
     fn with<const G: usize>(a: &MatRef, t: usize, block: usize, padded: bool) -> Packed {

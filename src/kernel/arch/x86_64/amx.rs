@@ -8,8 +8,8 @@
 //! The activations are packed once per call ([`Packed::padded`]) in blocks of 16 tokens by
 //! 64-byte groups: each A tile is 1 KiB of contiguous memory (tokens past `m` repeat the
 //! last one; no output reads them). A block of 2 x 2 C tiles (32 tokens x 32 rows) takes
-//! 2 A and 2 B loads per four `tdpbsud`; TQ1_0/TQ2_0 store their C tiles every
-//! 256-element block and apply the block scales with AVX-512 (convert + FMA, as
+//! 2 A and 2 B loads per four `tdpbsud`; TQ1_0/TQ2_0 (Q2_0) store their C tiles every
+//! 256-element (64-element) block and apply the block scales with AVX-512 (convert + FMA, as
 //! `bitnet_gemm/avx512vnni` does), while BITNET_B1_58 and uniform-scale TQ keep int32 along
 //! the whole row (in the tiles, and in memory between chunks of 512 columns). Codes
 //! stay biased (`sum a*t = sum a*code - sum a`, the same seeds as the other GEMMs), so a
@@ -29,9 +29,9 @@
 
 use super::avx512vnni::Avx512;
 use crate::format::Format;
-use crate::kernel::gemm::layout::{Layout, QK};
+use crate::kernel::gemm::layout::Layout;
 use crate::kernel::gemm::pack::{aligned, pack_panel, sized, Line, Packed, Scratch};
-use crate::kernel::weights::{Bitnet, Tq1, Tq2};
+use crate::kernel::weights::{Bitnet, I2s128, I2s64, Tq1, Tq2};
 use crate::kernel::{Compute, Geometry, Kernel, MatRef, OutTile};
 use std::arch::x86_64::*;
 use std::cell::Cell;
@@ -57,8 +57,6 @@ const B_STEP: usize = TILE_BYTES / 4 * PANEL * 4;
 const C_TILE: usize = TILE_ROWS * TILE_ROWS;
 /// int32 of the C tiles of one token block: 2 x 2 per row pair.
 const BLOCK_INTS: usize = ROW_PAIRS * 4 * C_TILE;
-/// 64-element steps per 256-element block.
-const BLOCK_STEPS: usize = QK / TILE_BYTES;
 
 /// Whether this kernel can run here: the CPU has AMX-INT8 and AVX-512, the OS manages tile
 /// state, and it granted this process tile data. `None` when the CPU has no AMX-INT8;
@@ -298,6 +296,8 @@ struct Panel<'a> {
     scales: &'a [f32],
     /// The weight rows of this panel (at most [`PANEL`]; the rest is zero padding).
     rows: std::ops::Range<usize>,
+    /// Elements per block scale of the format (whole 64-element steps).
+    block: usize,
 }
 
 impl Panel<'_> {
@@ -420,7 +420,7 @@ impl Panel<'_> {
         }
     }
 
-    /// Block scales: the C tiles stored every 256-element block, each converted and
+    /// Block scales: the C tiles stored every block of the format, each converted and
     /// multiplied by the rows' block scales into float sums (`sums`, while the tiles work
     /// on the next token block), which end scaled by the token's activation scale.
     ///
@@ -435,15 +435,18 @@ impl Panel<'_> {
         c: &mut [i32],
         sums: &mut [f32],
     ) {
-        let n_blocks = self.act.k / QK;
-        assert!(self.act.k == self.act.kg && self.scales.len() >= n_blocks * PANEL, "TQ rows are whole blocks");
+        let (n_blocks, block_steps) = (self.act.k / self.block, self.block / TILE_BYTES);
+        assert!(
+            self.act.block == self.block && self.act.k == self.act.kg && self.scales.len() >= n_blocks * PANEL,
+            "rows of whole blocks, seeds per block"
+        );
         sums.fill(0.0);
         for b in 0..n_blocks {
             for (bi, &tt) in blocks.iter().enumerate() {
                 for rp in 0..ROW_PAIRS {
                     let c = &mut c[(bi * ROW_PAIRS + rp) * 4 * C_TILE..][..4 * C_TILE];
                     // SAFETY: the caller's promises.
-                    unsafe { self.dot(tiles, tt, rp, b * BLOCK_STEPS, BLOCK_STEPS, c, false) };
+                    unsafe { self.dot(tiles, tt, rp, b * block_steps, block_steps, c, false) };
                 }
                 if bi > 0 {
                     let at = (bi - 1) * BLOCK_INTS;
@@ -473,14 +476,14 @@ impl Panel<'_> {
         }
     }
 
-    /// `sums += float(c + seed) * scale` for 256-element block `b` of token block `tt`,
+    /// `sums += float(c + seed) * scale` for block `b` of token block `tt`,
     /// every row pair: the block's results `c` scaled by the rows' block scales.
     ///
     /// # Safety
     /// The CPU must have AVX-512F and FMA.
     #[inline(always)]
     unsafe fn add_block(&self, tt: TokenTiles, b: usize, c: &[i32], sums: &mut [f32]) {
-        let n_blocks = self.act.k / QK;
+        let n_blocks = self.act.k / self.block;
         for (token, at) in self.tokens(tt) {
             let seed = self.act.block_seeds[token * n_blocks + b];
             for (rp, (c, sums)) in c.chunks_exact(4 * C_TILE).zip(sums.chunks_exact_mut(4 * C_TILE)).enumerate() {
@@ -528,7 +531,7 @@ unsafe fn gemm<L: Layout>(w: &MatRef, a: &Packed, out: &mut OutTile) {
     }
     let mut s = Scratch::take();
     let codes = aligned(&mut s.panel, a.kg * PANEL);
-    let scales = sized(&mut s.scales, a.k / QK * PANEL);
+    let scales = sized(&mut s.scales, a.k.div_ceil(L::BLOCK) * PANEL);
     let mut results = RESULTS.with(Cell::take);
     let c = aligned(&mut results.ints, blocks.len() * BLOCK_INTS);
     let sums = aligned(&mut results.sums, blocks.len() * BLOCK_INTS);
@@ -539,7 +542,7 @@ unsafe fn gemm<L: Layout>(w: &MatRef, a: &Packed, out: &mut OutTile) {
         // SAFETY: AVX-512 (this function's features). Quads past k/4 keep whatever the
         // buffer held: they meet only the zero activations past k.
         unsafe { pack_panel::<Avx512, L>(w, prows.clone(), PANEL, codes, scale.is_none().then_some(&mut *scales)) };
-        let panel = Panel { act: a, codes, scales, rows: prows };
+        let panel = Panel { act: a, codes, scales, rows: prows, block: L::BLOCK };
         // SAFETY: AMX (the caller's promise) with this thread's configuration; the
         // features of this function; `Panel::dot` checks every span.
         unsafe {
@@ -582,7 +585,7 @@ impl<L: Layout> Compute for Amx<L> {
     }
 
     fn prepare(&self, a: &MatRef) -> Packed {
-        Packed::padded::<TILE_BYTES>(a, TILE_ROWS)
+        Packed::padded::<TILE_BYTES>(a, TILE_ROWS, L::BLOCK)
     }
 
     fn run(&self, w: &MatRef, _a: &MatRef, act: &Packed, out: &mut OutTile) {
@@ -597,12 +600,20 @@ impl<L: Layout> Compute for Amx<L> {
 /// tokens: from there on it beat both the AVX-512 VNNI GEMV and GEMM at every m measured
 /// (Intel Xeon, Sapphire Rapids class, 2560x2560, one thread, thread CPU time, the three
 /// kernels interleaved in one process); TQ1_0's GEMV, which extracts base-3 digits per
-/// token tile, is the slowest, so the crossing comes first.
-pub(super) fn kernels() -> [Kernel; 3] {
+/// token tile, is the slowest, so the crossing comes first. I2_S in both packings runs
+/// BITNET_B1_58's path (one scale, the same panel) and measured the same (m = 16: 342 and
+/// 336 µs against BITNET's 345 and the AVX-512 GEMM's 474), so it has BITNET's threshold.
+/// Not Q2_0: its C tiles would be stored and scaled every 64 elements, and that float
+/// work costs more than the four `tdpbsud` between stores; it measured slower than the
+/// AVX-512 VNNI GEMM from m = 64 on (6912 columns: 5.63 against 4.80 ms at 64, 19.5
+/// against 18.5 ms at 256).
+pub(super) fn kernels() -> [Kernel; 5] {
     let (name, i8) = (c"bitnet_gemm/amx", Format::I8Absmax);
     [
         Kernel::new(name, Format::Tq1_0, i8, 8, &Amx::<Tq1>(PhantomData)),
         Kernel::new(name, Format::Tq2_0, i8, 16, &Amx::<Tq2>(PhantomData)),
         Kernel::new(name, Format::BitnetB158, i8, 16, &Amx::<Bitnet>(PhantomData)),
+        Kernel::new(name, Format::I2S, i8, 16, &Amx::<I2s128>(PhantomData)),
+        Kernel::new(name, Format::I2S64, i8, 16, &Amx::<I2s64>(PhantomData)),
     ]
 }

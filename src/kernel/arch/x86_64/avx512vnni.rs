@@ -6,6 +6,7 @@ use super::vector::{Tq1Block, Vector, X86};
 use crate::format::Format;
 use crate::kernel::isa::{self, Isa};
 use crate::kernel::mac::Mac;
+use crate::kernel::tile::Pieces;
 use crate::kernel::weights::TQ1_CODE_BYTES;
 use crate::kernel::{gemm, tile, Kernel};
 use std::arch::x86_64::*;
@@ -272,6 +273,51 @@ impl Tq1Block<Dpbusd> for __m512i {
     }
 }
 
+/// Q2_0's blocks four to a vector, one per 128-bit lane.
+impl Pieces for Avx512 {
+    #[inline(always)]
+    unsafe fn load_pieces(p: *const u8, stride: usize, n: usize) -> __m512i {
+        // SAFETY: reads the 16 bytes of each of the `n <= 4` pieces, readable by the trait's
+        // contract; AVX-512F.
+        unsafe {
+            let piece = |i: usize| _mm_loadu_si128(p.add(i * stride) as *const __m128i);
+            let mut v = _mm512_zextsi128_si512(piece(0));
+            if n > 1 {
+                v = _mm512_inserti32x4::<1>(v, piece(1));
+            }
+            if n > 2 {
+                v = _mm512_inserti32x4::<2>(v, piece(2));
+            }
+            if n > 3 {
+                v = _mm512_inserti32x4::<3>(v, piece(3));
+            }
+            v
+        }
+    }
+
+    /// The `n` f16 gathered into one `vcvtph2ps`, each then spread to its lane's four floats.
+    #[inline(always)]
+    unsafe fn f16_pieces(p: *const u8, stride: usize, n: usize) -> __m512 {
+        // SAFETY: reads the 2 bytes of each of the `n <= 4` f16, readable by the trait's
+        // contract; the rest is register-only F16C and AVX-512F.
+        unsafe {
+            let f16 = |i: usize| i16::from_le_bytes([*p.add(i * stride), *p.add(i * stride + 1)]);
+            let mut h = _mm_cvtsi32_si128(f16(0) as u16 as i32);
+            if n > 1 {
+                h = _mm_insert_epi16::<1>(h, f16(1) as i32);
+            }
+            if n > 2 {
+                h = _mm_insert_epi16::<2>(h, f16(2) as i32);
+            }
+            if n > 3 {
+                h = _mm_insert_epi16::<3>(h, f16(3) as i32);
+            }
+            let spread = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+            _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_cvtph_ps(h)))
+        }
+    }
+}
+
 /// Returns `v`, hidden from the optimizer: LLVM would otherwise fold `q + q + q` on bytes
 /// into a multiply by 3, which AVX-512 lacks for bytes and emulates with `vpmullw` and
 /// masks, several times the cost of two `vpaddb`. The empty asm emits no instruction.
@@ -294,15 +340,22 @@ unsafe fn opaque(mut v: __m512i) -> __m512i {
 // overtakes the GEMV at 4 tokens for TQ1_0 (whose GEMV extracts digits per token tile),
 // at about 24 for TQ2_0 and BITNET_B1_58 (the panel unpack costs about what 8 tokens of
 // GEMV do).
+// The formats added later, on an Intel Xeon (Sapphire Rapids class, KVM, 2560x2560, one
+// thread, one run per m): Q2_0's GEMM wins from 6 tokens (407 against 447 µs; 534 against
+// 616 at 12), I2_S's from 12 (a tie, 384 against 381 µs; 443 against 584 at 16).
 /// `bitnet_gemm/avx512vnni`, then `bitnet_gemv/avx512vnni` (4 rows per single-token tile,
 /// 2 x 4 per batch tile).
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
     let gemm = gemm::kernels::<Avx512, 3, 8>(
         c"bitnet_gemm/avx512vnni",
-        &[(Format::Tq1_0, 4), (Format::Tq2_0, 24), (Format::BitnetB158, 24)],
+        &[
+            (Format::Tq1_0, 4),
+            (Format::Tq2_0, 24),
+            (Format::BitnetB158, 24),
+            (Format::I2S, 12),
+            (Format::I2S64, 12),
+            (Format::Q2_0, 6),
+        ],
     );
-    gemm.into_iter().chain(tile::kernels::<Avx512, 4, 2, 4, 2, 4>(
-        c"bitnet_gemv/avx512vnni",
-        &[Format::Tq1_0, Format::Tq2_0, Format::BitnetB158],
-    ))
+    gemm.into_iter().chain(tile::every_format::<Avx512, 4, 2, 4, 2, 4>(c"bitnet_gemv/avx512vnni"))
 }

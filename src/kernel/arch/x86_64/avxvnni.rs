@@ -51,6 +51,9 @@ impl Mac<__m256i> for Dpbusd {
 // forced on the Intel Xeon above (2560x2560, one thread, one process): TQ1_0 at 6 (28 against
 // 27 GMAC/s; 20 against 27 at 4), TQ2_0 at 14 (61 against 53; 49 against 53 at 12),
 // BITNET_B1_58 at 24 (73 against 68; 64 against 70 at 20).
+// Later, on an Intel Xeon (Sapphire Rapids class, KVM, same shape, one run per m): Q2_0 at 8
+// (596 against 616 µs; 532 against 509 at 6), I2_S at 12 (529 against 593 µs; 469 against
+// 426 at 8).
 //
 // The GEMV on AVX2's tiles. Forced on an Intel Xeon (Emerald Rapids, one thread, 2560x2560,
 // m = 1) it beats `bitnet_gemv/avx2`: TQ1_0 302 against 336 µs, TQ2_0 119 against 168,
@@ -59,10 +62,14 @@ impl Mac<__m256i> for Dpbusd {
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
     let gemm = gemm::kernels::<Ymm<Dpbusd>, 2, 6>(
         c"bitnet_gemm/avxvnni",
-        &[(Format::Tq1_0, 6), (Format::Tq2_0, 14), (Format::BitnetB158, 24)],
+        &[
+            (Format::Tq1_0, 6),
+            (Format::Tq2_0, 14),
+            (Format::BitnetB158, 24),
+            (Format::I2S, 12),
+            (Format::I2S64, 12),
+            (Format::Q2_0, 8),
+        ],
     );
-    gemm.into_iter().chain(tile::kernels::<Ymm<Dpbusd>, 2, 2, 2, 2, 2>(
-        c"bitnet_gemv/avxvnni",
-        &[Format::Tq1_0, Format::Tq2_0, Format::BitnetB158],
-    ))
+    gemm.into_iter().chain(tile::every_format::<Ymm<Dpbusd>, 2, 2, 2, 2, 2>(c"bitnet_gemv/avxvnni"))
 }
