@@ -64,6 +64,20 @@ if [[ ! -f $src/tests/test-backend-ops.cpp ]]; then
     mv "$dl/llama_cpp_python-$version/vendor/llama.cpp" "$src"
 fi
 
+# gguf-py (the synthetic model) and the logits check need numpy, which a fresh machine's
+# python3 lacks: installed from PyPI into the cache, not into the system's python.
+if ! python3 -c 'import numpy' 2>/dev/null; then
+    pydeps=$cache/python
+    if ! PYTHONPATH=$pydeps python3 -c 'import numpy' 2>/dev/null; then
+        step "numpy from PyPI into $pydeps"
+        if ! python3 -m pip install --quiet --disable-pip-version-check --target "$pydeps" numpy; then
+            echo "SKIP ggml: cannot install numpy from PyPI (gguf-py needs it)"
+            exit 0
+        fi
+    fi
+    export PYTHONPATH=$pydeps${PYTHONPATH:+:$PYTHONPATH}
+fi
+
 step "llama.cpp build (ggml $cpu_flags)"
 # GGML_BACKEND_DL: ggml loads its CPU backend and GGML_BACKEND_PATH's as modules.
 # shellcheck disable=SC2086 # cpu_flags is a list of -D options
@@ -131,7 +145,7 @@ mkdir -p "$models"
 synthetic_model() {
     local f16=$1-f16.gguf
     if [[ ! -f $f16 ]]; then
-        PYTHONPATH=$src/gguf-py python3 "$here/ggml-tern/test/synthetic_model.py" "$f16.tmp" "${@:2}"
+        PYTHONPATH=$src/gguf-py${PYTHONPATH:+:$PYTHONPATH} python3 "$here/ggml-tern/test/synthetic_model.py" "$f16.tmp" "${@:2}"
         mv "$f16.tmp" "$f16"
     fi
     for type in "${types[@]}"; do
@@ -169,10 +183,19 @@ for type in "${types[@]}"; do
     ran=$(tern_runs "$build/logits-tern-$type.log" "${type,,}")
     [[ $ran -eq $((7 * layers)) ]] || { echo "FAIL ggml: tern ran $ran $type MUL_MATs, not $((7 * layers))"; exit 1; }
 done
-python3 - "$build" $n_tokens "${types[@]}" <<'EOF'
+# TQ2_0 again on the kernel TQ1_0 ran: the dispatcher may pick another kernel for each at
+# this token count (on AVX-512 the TQ1_0 GEMM serves from 4 tokens, TQ2_0's from 24), whose
+# f32 sums differ in the last bits, and this random model amplifies that to ~1e-2 in its
+# logits (requantized activations round the other way, attention sharpens it).
+same_kernel=$(grep -o "kernels: [^=]*" "$build/logits-tern-TQ1_0.log" | head -1 | cut -d' ' -f2)
+TERN_KERNEL=$same_kernel TERN_GGML_STATS=1 logged "$build/logits-tern-TQ2_0-same.log" \
+    "$build/logits" "$model-TQ2_0.gguf" $n_tokens 2 "$build/logits-tern-TQ2_0-same.bin"
+grep -q "kernels: $same_kernel=" "$build/logits-tern-TQ2_0-same.log" ||
+    { echo "FAIL ggml: TERN_KERNEL=$same_kernel did not run TQ2_0"; exit 1; }
+python3 - "$build" $n_tokens "$same_kernel" "${types[@]}" <<'EOF'
 import sys
 import numpy as np
-build, n_tokens = sys.argv[1], int(sys.argv[2])
+build, n_tokens, same_kernel = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 load = lambda name: np.fromfile(f"{build}/logits-{name}.bin", dtype=np.float32).reshape(n_tokens, -1).astype(np.float64)
 ref = load("f16")
 
@@ -180,15 +203,13 @@ def rel(a, b):
     """Per-token relative L2 distance of two logit rows, the worst token."""
     return float(np.max(np.linalg.norm(a - b, axis=1) / np.linalg.norm(b, axis=1)))
 
-types = sys.argv[3:]
+types = sys.argv[4:]
 for t in types:
     cpu, tern = load(f"cpu-{t}"), load(f"tern-{t}")
     cpu_ref, tern_ref, tern_cpu = rel(cpu, ref), rel(tern, ref), rel(tern, cpu)
     top1 = float(np.mean(np.argmax(tern, 1) == np.argmax(cpu, 1)))
-    same = rel(tern, load(f"tern-{types[0]}"))
     print(f"{t}: worst-token relative L2 of the logits: CPU vs F16 {cpu_ref:.4f}, tern vs F16 "
-          f"{tern_ref:.4f}, tern vs CPU {tern_cpu:.4f}; top-1 agreement tern/CPU {top1:.2f}; "
-          f"tern vs tern on {types[0]} {same:.1e}")
+          f"{tern_ref:.4f}, tern vs CPU {tern_cpu:.4f}; top-1 agreement tern/CPU {top1:.2f}")
     # Both backends round the activations to 8 bits before each ternary matmul: for
     # TQ1_0/TQ2_0 both per 256-block (ggml's Q8_K, tern's I8_BLOCK256), so tern drifts no
     # further from the F16 model than the CPU backend (bound 1.1x, for ties rounded
@@ -198,10 +219,11 @@ for t in types:
     drift, disagree = (3, 3.5) if t == "Q2_0" else (1.1, 1.5)
     assert tern_ref <= drift * cpu_ref, f"{t}: tern drifts from the F16 model over {drift}x as far as the CPU backend"
     assert tern_cpu <= disagree * cpu_ref, f"{t}: tern and the CPU backend disagree beyond their rounding"
-    # TQ1_0 and TQ2_0 hold the same trits and scales and tern quantizes their activations
-    # the same way (per block): its logits agree to float rounding (bit for bit, here).
-    # Q2_0's activations are per token, so its logits differ by that rounding.
-    assert t == "Q2_0" or same <= 1e-5, f"{t}: tern's logits differ from its {types[0]} logits"
+# TQ1_0 and TQ2_0 hold the same trits and scales and tern quantizes their activations the
+# same way (per block): on one kernel their logits agree to float rounding (bit for bit, here).
+same = rel(load("tern-TQ2_0-same"), load("tern-TQ1_0"))
+print(f"TQ2_0 on {same_kernel}, the kernel of TQ1_0: relative L2 to TQ1_0's logits {same:.1e}")
+assert same <= 1e-5, f"TQ2_0: tern's logits differ from its TQ1_0 logits on one kernel"
 EOF
 
 if command -v valgrind >/dev/null; then
