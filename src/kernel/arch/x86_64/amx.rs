@@ -8,8 +8,8 @@
 //! The activations are packed once per call ([`Packed::padded`]) in blocks of 16 tokens by
 //! 64-byte groups: each A tile is 1 KiB of contiguous memory (tokens past `m` repeat the
 //! last one; no output reads them). A block of 2 x 2 C tiles (32 tokens x 32 rows) takes
-//! 2 A and 2 B loads per four `tdpbsud`; TQ1_0/TQ2_0 (Q2_0) store their C tiles every
-//! 256-element (64-element) block and apply the block scales with AVX-512 (convert + FMA, as
+//! 2 A and 2 B loads per four `tdpbsud`; TQ1_0/TQ2_0 store their C tiles every
+//! 256-element block and apply the block scales with AVX-512 (convert + FMA, as
 //! `bitnet_gemm/avx512vnni` does), while BITNET_B1_58 and uniform-scale TQ keep int32 along
 //! the whole row (in the tiles, and in memory between chunks of 512 columns). Codes
 //! stay biased (`sum a*t = sum a*code - sum a`, the same seeds as the other GEMMs), so a
@@ -296,8 +296,6 @@ struct Panel<'a> {
     scales: &'a [f32],
     /// The weight rows of this panel (at most [`PANEL`]; the rest is zero padding).
     rows: std::ops::Range<usize>,
-    /// Elements per block scale of the format (whole 64-element steps).
-    block: usize,
 }
 
 impl Panel<'_> {
@@ -435,11 +433,9 @@ impl Panel<'_> {
         c: &mut [i32],
         sums: &mut [f32],
     ) {
-        let (n_blocks, block_steps) = (self.act.k / self.block, self.block / TILE_BYTES);
-        assert!(
-            self.act.block == self.block && self.act.k == self.act.kg && self.scales.len() >= n_blocks * PANEL,
-            "rows of whole blocks, seeds per block"
-        );
+        // The activations were packed with seeds per block of the format (`gemm` checks).
+        let (n_blocks, block_steps) = (self.act.k / self.act.block, self.act.block / TILE_BYTES);
+        assert!(self.act.k == self.act.kg && self.scales.len() >= n_blocks * PANEL, "rows of whole blocks");
         sums.fill(0.0);
         for b in 0..n_blocks {
             for (bi, &tt) in blocks.iter().enumerate() {
@@ -483,7 +479,7 @@ impl Panel<'_> {
     /// The CPU must have AVX-512F and FMA.
     #[inline(always)]
     unsafe fn add_block(&self, tt: TokenTiles, b: usize, c: &[i32], sums: &mut [f32]) {
-        let n_blocks = self.act.k / self.block;
+        let n_blocks = self.act.k / self.act.block;
         for (token, at) in self.tokens(tt) {
             let seed = self.act.block_seeds[token * n_blocks + b];
             for (rp, (c, sums)) in c.chunks_exact(4 * C_TILE).zip(sums.chunks_exact_mut(4 * C_TILE)).enumerate() {
@@ -517,7 +513,10 @@ const CHUNK_STEPS: usize = 8;
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni,f16c,fma")]
 unsafe fn gemm<L: Layout>(w: &MatRef, a: &Packed, out: &mut OutTile) {
     assert!(w.format == L::FORMAT && a.k == w.cols && a.m == out.m(), "operands of another kernel");
-    assert!(a.group == TILE_BYTES && a.t == TILE_ROWS && a.padded, "activations packed for another kernel");
+    assert!(
+        a.group == TILE_BYTES && a.t == TILE_ROWS && a.padded && a.block == L::BLOCK,
+        "activations packed for another kernel"
+    );
     let scale = L::tensor_scale(w.bytes).or(w.uniform_scale);
     let (rows, tokens) = (out.rows(), out.tokens());
     // The packed 16-token blocks that hold `tokens`, in pairs, then a last single one.
@@ -542,7 +541,7 @@ unsafe fn gemm<L: Layout>(w: &MatRef, a: &Packed, out: &mut OutTile) {
         // SAFETY: AVX-512 (this function's features). Quads past k/4 keep whatever the
         // buffer held: they meet only the zero activations past k.
         unsafe { pack_panel::<Avx512, L>(w, prows.clone(), PANEL, codes, scale.is_none().then_some(&mut *scales)) };
-        let panel = Panel { act: a, codes, scales, rows: prows, block: L::BLOCK };
+        let panel = Panel { act: a, codes, scales, rows: prows };
         // SAFETY: AMX (the caller's promise) with this thread's configuration; the
         // features of this function; `Panel::dot` checks every span.
         unsafe {

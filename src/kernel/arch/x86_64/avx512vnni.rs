@@ -301,16 +301,16 @@ impl Pieces for Avx512 {
         // SAFETY: reads the 2 bytes of each of the `n <= 4` f16, readable by the trait's
         // contract; the rest is register-only F16C and AVX-512F.
         unsafe {
-            let f16 = |i: usize| i16::from_le_bytes([*p.add(i * stride), *p.add(i * stride + 1)]);
-            let mut h = _mm_cvtsi32_si128(f16(0) as u16 as i32);
+            let f16 = |i: usize| u16::from_le_bytes([*p.add(i * stride), *p.add(i * stride + 1)]) as i32;
+            let mut h = _mm_cvtsi32_si128(f16(0));
             if n > 1 {
-                h = _mm_insert_epi16::<1>(h, f16(1) as i32);
+                h = _mm_insert_epi16::<1>(h, f16(1));
             }
             if n > 2 {
-                h = _mm_insert_epi16::<2>(h, f16(2) as i32);
+                h = _mm_insert_epi16::<2>(h, f16(2));
             }
             if n > 3 {
-                h = _mm_insert_epi16::<3>(h, f16(3) as i32);
+                h = _mm_insert_epi16::<3>(h, f16(3));
             }
             let spread = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
             _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_cvtph_ps(h)))
