@@ -26,10 +26,13 @@ pub(crate) trait Tiles {
 /// from L2 for every row tile; tokens outside, all weights from L3 for every token tile.
 pub(crate) const PANEL: usize = 64;
 
-/// Runs every (token, row) of `out`'s block in tiles of `R x T`, then the leftover tokens one
-/// at a time in the single-token tiles of `R1` rows (leftover rows one at a time), panel by
-/// panel. (With `R` rows, the leftovers of a batch of 2 or 3 tokens took 1.25x the time of
-/// as many single-token calls: AVX-512, 2560x2560, m = 2: 126 against 101 µs.)
+/// Runs every (token, row) of `out`'s block in tiles of `R x T`, then, when `T` is above 2,
+/// the leftover tokens in pairs in tiles of `R1 x 2`, then the last one in the single-token
+/// tiles of `R1` rows (leftover rows one at a time), panel by panel. The leftovers' tiles
+/// are chosen by their count because each shape wins where it is used: with `R` rows,
+/// single-token leftovers of a batch of 2 or 3 took 1.25x the time of as many single-token
+/// calls (AVX-512, 2560x2560, m = 2: 126 against 101 µs), and `R1 x 2` tiles for every
+/// batch lost 5-15 % at m = 4-8 to the `2 x 4` tiles they replaced.
 ///
 /// # Safety
 /// The CPU must have the ISA's features.
@@ -44,6 +47,11 @@ pub(crate) unsafe fn sweep<C: Tiles, const R: usize, const T: usize, const R1: u
             // SAFETY: the tile lies in the block; the caller vouches for the features.
             unsafe { panel::<C, R, T>(c, out, p..end, t) };
             t += T;
+        }
+        while T > 2 && t + 2 <= tokens.end {
+            // SAFETY: as above.
+            unsafe { panel::<C, R1, 2>(c, out, p..end, t) };
+            t += 2;
         }
         while t < tokens.end {
             // SAFETY: as above.
@@ -105,9 +113,10 @@ pub(crate) const PREFETCH_BYTES: usize = 32 << 10;
 /// one row, too short for the hardware prefetcher to follow from DRAM; fetching a later
 /// tile's rows while this tile computes keeps the weight read sequential and ahead of the
 /// loads. Into L2, not L1: prefetches into L1 hold L1 miss buffers the loads need, and
-/// measured slower (62% of the read bandwidth against 85%). Only single-token tiles
-/// prefetch: a batch's token tiles pass over each panel of rows several times from L2, and
-/// spend several times the compute per weight byte.
+/// measured slower (62% of the read bandwidth against 85%). Batch tiles prefetch too: the
+/// first token tile of a panel reads its rows from memory like a single-token tile (the
+/// later ones find them in L2, where a prefetch costs a load slot). AVX-512, 6912x2560,
+/// BITNET_B1_58: m = 2 took 198 µs with it and 260 without (m = 1: 155).
 #[inline(always)]
 pub(crate) fn prefetch_ahead(tile_bytes: usize) -> usize {
     tile_bytes * (PREFETCH_BYTES / tile_bytes).max(1)
@@ -156,18 +165,14 @@ impl<S: Simd, L: Tq<S>, const PB: bool> Tiles for TqCtx<'_, S, L, PB> {
         unsafe {
             let mut f = [[S::fzero(); T]; R];
             for r in 0..R {
-                if T == 1 {
-                    S::prefetch_l2(bytes.as_ptr().wrapping_add(ahead + r * row_bytes));
-                }
+                S::prefetch_l2(bytes.as_ptr().wrapping_add(ahead + r * row_bytes));
             }
             for b in 0..steps {
                 let n = L::PER_STEP.min(self.blocks - b * L::PER_STEP);
                 let mut w = [bytes.as_ptr(); R];
                 for r in 0..R {
                     w[r] = bytes.as_ptr().add(r * row_bytes + b * step_bytes);
-                    if T == 1 {
-                        S::prefetch_l2(ahead_rows[r].wrapping_add(b * step_bytes));
-                    }
+                    S::prefetch_l2(ahead_rows[r].wrapping_add(b * step_bytes));
                 }
                 let mut a = [act.as_ptr(); T];
                 let mut block_seeds = [S::zero(); T];
@@ -251,8 +256,8 @@ impl<S: Simd> Tiles for OneScaleCtx<'_, S> {
             let mut lo = [row_seeds; R];
             let mut hi = [[S::zero(); T]; R];
             let chunks = full + (tail > 0) as usize;
-            // Single-token tiles take chunks in groups of one cache line per row: one
-            // prefetch per line, one set of partial sums per group (at most 4 chunks, see
+            // One prefetch per line and row. Single-token tiles take chunks in groups of one
+            // cache line per row: one set of partial sums per group (at most 4 chunks, see
             // `Mac`). Batch tiles take one chunk at a time: their accumulators fill
             // the registers, and partial sums kept across chunks spill (qemu count, 4 x 2
             // dotprod tiles: 175 per 1,000 MACs against 161).
@@ -260,7 +265,7 @@ impl<S: Simd> Tiles for OneScaleCtx<'_, S> {
             let mut c0 = 0;
             while c0 < chunks {
                 let c1 = chunks.min(c0 + group);
-                if T == 1 {
+                if (c0 * S::W) % LINE == 0 {
                     for r in 0..R {
                         S::prefetch_l2(bytes.as_ptr().wrapping_add(r * n + c0 * S::W + ahead));
                     }
