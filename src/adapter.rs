@@ -1,13 +1,15 @@
 //! The activation adapters: F32 activations -> I8_ABSMAX (`requantize-i8-absmax`, one scale
 //! per token, what the ternary kernels consume by default) or I8_BLOCK256
 //! (`requantize-i8-block256`, one scale per 256-element block, the accurate choice for
-//! TQ1_0/TQ2_0). They run on every token, so they use the fastest block requantizer of this
-//! CPU (`kernel::requant_row`), bit-identical to the formats' definition.
+//! TQ1_0/TQ2_0). They run on every token, so they use the fastest requantizer of this CPU
+//! (`kernel::requant`), bit-identical to the formats' definition, and read the activations
+//! twice: once for the scales and the checks that refuse input before anything is written,
+//! once for the codes.
 
 use crate::error::{Error, Result};
 use crate::event::{emit, Event, EventKind, EventSink};
-use crate::format::{check_finite, i8_absmax, Format};
-use crate::kernel::requant_row;
+use crate::format::{i8_absmax, Format};
+use crate::kernel::requant;
 use crate::scope::Scope;
 use crate::tensor::Tensor;
 use std::borrow::Cow;
@@ -47,12 +49,14 @@ pub fn requantize_i8(
     let block = to.i8_scale_block(cols).ok_or(Error::Unsupported { weight: to, act: act.format() })?;
     to.check_shape(rows, cols)?;
     let src = f32_values(act, to)?;
-    check_finite(&src)?;
-    i8_absmax::check_scales(&src, block)?;
-    let requant = requant_row();
+    let requant = requant();
+    let scales = i8_absmax::checked_scales(&src, block, requant.abs_max_bits)?;
     let out = Tensor::in_scope(scope, to, rows, cols, |bytes| {
-        let (codes, scales) = bytes.split_at_mut(rows * cols);
-        i8_absmax::encode_with(&src, block, bytemuck::cast_slice_mut(codes), scales, requant);
+        let (codes, scale_bytes) = bytes.split_at_mut(rows * cols);
+        i8_absmax::quantize_blocks(&src, block, &scales, bytemuck::cast_slice_mut(codes), requant.quantize);
+        for (s, scale) in scale_bytes.chunks_exact_mut(4).zip(&scales) {
+            s.copy_from_slice(&scale.to_le_bytes());
+        }
         Ok(())
     })?;
     report(sink, to, rows, cols, start);
@@ -82,12 +86,10 @@ pub fn requantize_i8_absmax_into(
     if scales.len() < rows {
         return Err(Error::LengthMismatch { what: "scales", want: rows, got: scales.len() });
     }
-    check_finite(src)?;
-    i8_absmax::check_scales(src, cols)?;
-    let requant = requant_row();
-    for ((x, c), s) in src.chunks_exact(cols).zip(codes.chunks_exact_mut(cols)).zip(scales.iter_mut()) {
-        *s = requant(x, c);
-    }
+    let requant = requant();
+    let row_scales = i8_absmax::checked_scales(src, cols, requant.abs_max_bits)?;
+    i8_absmax::quantize_blocks(src, cols, &row_scales, codes, requant.quantize);
+    scales[..rows].copy_from_slice(&row_scales);
     report(sink, Format::I8Absmax, rows, cols, start);
     Ok(())
 }

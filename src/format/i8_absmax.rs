@@ -23,53 +23,85 @@ pub fn round_half_away(v: f32) -> i32 {
 }
 
 /// Quantizes one scale block (a row of I8_ABSMAX) into `codes`, returning its scale. This is
-/// the semantics every SIMD requantizer must reproduce bit for bit.
+/// the semantics every SIMD requantizer must reproduce bit for bit (in two parts: the
+/// block's max |x| as [`super::abs_max_bits`] gives it for finite input, and [`quantize`]).
 pub fn encode_row(x: &[f32], codes: &mut [i8]) -> f32 {
     let scale = absmax(x) / MAX_CODE;
     if scale == 0.0 {
         codes.fill(0);
     } else {
-        for (c, &v) in codes.iter_mut().zip(x) {
-            *c = round_half_away(v / scale).clamp(-127, 127) as i8;
-        }
+        quantize(x, scale, codes);
     }
     scale
+}
+
+/// The codes of a block at its nonzero `scale`: `round_half_away(x / scale)` clamped to
+/// +-127, into the first `min(x.len(), codes.len())` codes.
+pub fn quantize(x: &[f32], scale: f32, codes: &mut [i8]) {
+    for (c, &v) in codes.iter_mut().zip(x) {
+        *c = round_half_away(v / scale).clamp(-127, 127) as i8;
+    }
+}
+
+/// The scales of `src`'s blocks of `block` elements, from each block's max |x| as bits
+/// (`abs_max_bits`, bit-identical to [`super::abs_max_bits`]), after the checks every
+/// encoder makes before writing anything: a non-finite value (`NonFinite` with the first
+/// one's index) before a block whose scale overflows ([`check_scales`]'s `ScaleOverflow`,
+/// the first such block). One pass over `src`; [`quantize_blocks`] reads it once more.
+pub fn checked_scales(src: &[f32], block: usize, abs_max_bits: fn(&[f32]) -> u32) -> Result<Vec<f32>> {
+    let maxima: Vec<u32> = src.chunks_exact(block).map(abs_max_bits).collect();
+    if maxima.iter().any(|&bits| bits >= f32::INFINITY.to_bits()) {
+        // The search for the index runs only on refusal.
+        super::check_finite(src)?;
+    }
+    maxima
+        .iter()
+        .enumerate()
+        .map(|(index, &bits)| {
+            let amax = f32::from_bits(bits);
+            match scale_overflows(amax / MAX_CODE) {
+                true => Err(Error::ScaleOverflow { block: index, amax }),
+                false => Ok(amax / MAX_CODE),
+            }
+        })
+        .collect()
 }
 
 /// Refuses a block whose max |x| is so close to `f32::MAX` that code 127 times its scale
 /// would decode to infinity (`ScaleOverflow` names the block: the row for I8_ABSMAX); runs
 /// before anything is written. `src` must be finite ([`super::check_finite`]).
 pub fn check_scales(src: &[f32], block: usize) -> Result<()> {
-    for (index, x) in src.chunks_exact(block).enumerate() {
-        let amax = f32::from_bits(super::abs_max_bits(x));
-        if scale_overflows(amax / MAX_CODE) {
-            return Err(Error::ScaleOverflow { block: index, amax });
-        }
-    }
-    Ok(())
+    checked_scales(src, block, super::abs_max_bits).map(drop)
 }
 
 fn scale_overflows(scale: f32) -> bool {
     (scale * MAX_CODE).is_infinite()
 }
 
-/// Encodes `src` block by block with `requant` (a requantizer bit-identical to
-/// [`encode_row`]) into `codes` and `scales` (one per block).
-pub fn encode_with(
+/// The codes of `src`'s blocks at their `scales` (from [`checked_scales`]) with `quantize`
+/// (bit-identical to [`quantize`]); a block of scale 0 gets codes 0.
+pub fn quantize_blocks(
     src: &[f32],
     block: usize,
+    scales: &[f32],
     codes: &mut [i8],
-    scales: &mut [u8],
-    requant: fn(&[f32], &mut [i8]) -> f32,
+    quantize: fn(&[f32], f32, &mut [i8]),
 ) {
-    for ((x, c), s) in src.chunks_exact(block).zip(codes.chunks_exact_mut(block)).zip(scales.chunks_exact_mut(4)) {
-        s.copy_from_slice(&requant(x, c).to_le_bytes());
+    for ((x, c), &scale) in src.chunks_exact(block).zip(codes.chunks_exact_mut(block)).zip(scales) {
+        if scale == 0.0 {
+            c.fill(0);
+        } else {
+            quantize(x, scale, c);
+        }
     }
 }
 
 pub fn encode(src: &[f32], block: usize, dst: &mut [u8]) {
     let (codes, scales) = dst.split_at_mut(src.len());
-    encode_with(src, block, bytemuck::cast_slice_mut(codes), scales, encode_row);
+    let codes: &mut [i8] = bytemuck::cast_slice_mut(codes);
+    for ((x, c), s) in src.chunks_exact(block).zip(codes.chunks_exact_mut(block)).zip(scales.chunks_exact_mut(4)) {
+        s.copy_from_slice(&encode_row(x, c).to_le_bytes());
+    }
 }
 
 /// The scale of block `index` (counted over the whole tensor) of an `n`-element tensor.

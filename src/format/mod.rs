@@ -530,7 +530,9 @@ impl Format {
 
 /// The largest |x| of `xs` as bits (0 for an empty slice). For finite values the bits of
 /// |x| order like |x|; inf and NaN come out at or above the bits of +inf. An integer max
-/// with no early exit vectorizes, without the NaN handling a float max needs.
+/// with no early exit vectorizes, without the NaN handling a float max needs (inlined into
+/// the activation requantizer's target-feature wrapper, which widens it).
+#[inline(always)]
 pub fn abs_max_bits(xs: &[f32]) -> u32 {
     xs.iter().fold(0u32, |m, x| m.max(x.to_bits() & 0x7FFF_FFFF))
 }

@@ -499,11 +499,18 @@ pub fn amx_status() -> Option<Result<(), &'static str>> {
     arch::amx_status()
 }
 
-/// Quantizes one activation row to I8_ABSMAX codes and returns its scale, bit-identical to
-/// `format::i8_absmax::encode_row` (the definition).
-pub(crate) type RequantRowFn = fn(&[f32], &mut [i8]) -> f32;
+/// An activation requantizer in the two passes of `format::i8_absmax::checked_scales` and
+/// `encode_with`, each bit-identical to its definition.
+#[derive(Clone, Copy)]
+pub(crate) struct Requant {
+    /// A block's max |x| as bits (`format::abs_max_bits`).
+    pub(crate) abs_max_bits: fn(&[f32]) -> u32,
+    /// A block's codes at its nonzero scale (`format::i8_absmax::quantize`).
+    pub(crate) quantize: fn(&[f32], f32, &mut [i8]),
+}
 
-/// The fastest row requantizer this CPU runs.
-pub(crate) fn requant_row() -> RequantRowFn {
-    arch::requant_row().unwrap_or(crate::format::i8_absmax::encode_row)
+/// The fastest requantizer this CPU runs.
+pub(crate) fn requant() -> Requant {
+    use crate::format::{abs_max_bits, i8_absmax::quantize};
+    arch::requant().unwrap_or(Requant { abs_max_bits, quantize })
 }

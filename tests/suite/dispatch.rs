@@ -211,6 +211,54 @@ fn requantization_is_faithful() {
     assert_eq!(scales[1], 0.0);
 }
 
+/// Rows whose scale comes out of the max |x| bits at the edges: signed zeros only,
+/// subnormals (a subnormal scale), exact half codes (127 is the max, so x = 63.5 scales to
+/// a code of exactly 63.5), a row near f32::MAX / 127, and lengths that end mid-vector.
+#[test]
+fn requantization_matches_the_definition_on_edge_values() {
+    let cols = 37;
+    let tiny = f32::MIN_POSITIVE / 8.0;
+    let rows: Vec<Vec<f32>> = vec![
+        (0..cols).map(|i| if i % 2 == 0 { -0.0 } else { 0.0 }).collect(),
+        (0..cols).map(|i| tiny * (i % 5) as f32 * if i % 3 == 0 { -1.0 } else { 1.0 }).collect(),
+        (0..cols).map(|i| (i as f32 - 18.0) + 0.5).map(|v| v * 127.0 / 17.5).collect(),
+        (0..cols).map(|i| if i == 7 { -127.0 } else { i as f32 - 63.5 }).collect(),
+        (0..cols).map(|i| f32::MAX / 256.0 * ((i % 7) as f32 - 3.0) / 3.0).collect(),
+    ];
+    let x: Vec<f32> = rows.concat();
+    let n = rows.len();
+    let mut want = vec![0u8; Format::I8Absmax.bytes_for(n, cols).unwrap()];
+    Format::I8Absmax.encode(&x, n, cols, &mut want).unwrap();
+    let (mut codes, mut scales) = (vec![0i8; n * cols], vec![0f32; n]);
+    requantize_i8_absmax_into(&x, n, cols, &mut codes, &mut scales, None).unwrap();
+    assert_eq!(bytemuck::cast_slice::<i8, u8>(&codes), &want[..n * cols]);
+    let want_scales: Vec<f32> =
+        want[n * cols..].chunks_exact(4).map(|s| f32::from_le_bytes(s.try_into().unwrap())).collect();
+    assert_eq!(
+        scales.iter().map(|s| s.to_bits()).collect::<Vec<_>>(),
+        want_scales.iter().map(|s| s.to_bits()).collect::<Vec<_>>()
+    );
+    assert_eq!(scales[0], 0.0, "signed zeros give scale 0");
+    assert!(scales[1] > 0.0 && !scales[1].is_normal(), "a subnormal scale");
+}
+
+/// A non-finite value is refused first, before a scale overflow in an earlier row, and the
+/// caller's buffers stay untouched.
+#[test]
+fn requantization_refuses_non_finite_before_an_earlier_scale_overflow() {
+    let mut x = vec![1.0f32; 64];
+    x[3] = f32::MAX;
+    x[40] = f32::INFINITY;
+    let (mut codes, mut scales) = (vec![0x5Ai8; 64], vec![7.0f32; 2]);
+    let err = requantize_i8_absmax_into(&x, 2, 32, &mut codes, &mut scales, None).unwrap_err();
+    assert_eq!(err, Error::NonFinite { index: 40 });
+    assert!(codes.iter().all(|&c| c == 0x5A) && scales == [7.0; 2], "nothing written");
+    x[40] = 1.0;
+    let err = requantize_i8_absmax_into(&x, 2, 32, &mut codes, &mut scales, None).unwrap_err();
+    assert!(matches!(err, Error::ScaleOverflow { block: 0, .. }), "{err:?}");
+    assert!(codes.iter().all(|&c| c == 0x5A) && scales == [7.0; 2], "nothing written");
+}
+
 #[test]
 fn requantization_refuses_non_finite_before_allocating_or_reporting() {
     let mut x = vec![1.0f32; 512];

@@ -28,13 +28,13 @@ pub(crate) fn amx_status() -> Option<Result<(), &'static str>> {
     None
 }
 
-pub(crate) fn requant_row() -> Option<super::RequantRowFn> {
+pub(crate) fn requant() -> Option<super::Requant> {
     #[cfg(target_arch = "x86_64")]
-    return x86_64::requant_row();
+    return x86_64::requant();
     #[cfg(target_arch = "aarch64")]
-    return aarch64::requant_row();
+    return aarch64::requant();
     #[cfg(target_arch = "wasm32")]
-    return wasm32::requant_row();
+    return wasm32::requant();
     #[allow(unreachable_code)]
     None
 }

@@ -4,7 +4,7 @@
 //! vector operations ([`simd`]), each with its own multiply-accumulate; `i8mm` has a loop
 //! nest of its own.
 //!
-//! - [`requant`]: the NEON I8_ABSMAX row requantizer for the activation adapter.
+//! - [`requant`]: the NEON I8_ABSMAX quantizer for the activation adapter.
 
 mod dotprod;
 pub(crate) mod i8mm;
@@ -12,7 +12,7 @@ mod neon;
 mod requant;
 mod simd;
 
-use crate::kernel::{Kernel, RequantRowFn};
+use crate::kernel::{Kernel, Requant};
 
 /// Best first: i8mm (from two tokens on), the dotprod GEMM (past its `min_tokens`), the
 /// dotprod GEMV, then plain NEON's GEMM (past its `min_tokens`) and GEMV.
@@ -20,6 +20,7 @@ pub(crate) fn kernels() -> Vec<Kernel> {
     i8mm::kernels().into_iter().chain(dotprod::kernels()).chain(neon::kernels()).collect()
 }
 
-pub(crate) fn requant_row() -> Option<RequantRowFn> {
-    Some(requant::encode_row)
+/// NEON's quantizer; the max |x| bits vectorize as written (NEON is the baseline).
+pub(crate) fn requant() -> Option<Requant> {
+    Some(Requant { abs_max_bits: crate::format::abs_max_bits, quantize: requant::quantize })
 }

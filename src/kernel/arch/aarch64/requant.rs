@@ -1,23 +1,17 @@
-//! The NEON I8_ABSMAX row requantizer, bit-identical to `format::i8_absmax::encode_row`:
-//! the same absmax (`fmaxnm` ignores NaN as `f32::max` does), the same IEEE division
-//! `x / scale`, and `fcvtas` rounds half away from zero as `round_half_away` does.
+//! The NEON I8_ABSMAX quantizer, bit-identical to `format::i8_absmax::quantize`: the same
+//! IEEE division `x / scale`, and `fcvtas` rounds half away from zero as `round_half_away`
+//! does.
 
-use crate::format::i8_absmax::{round_half_away, MAX_CODE};
 use core::arch::aarch64::*;
 
-pub(super) fn encode_row(x: &[f32], codes: &mut [i8]) -> f32 {
+pub(super) fn quantize(x: &[f32], scale: f32, codes: &mut [i8]) {
     // SAFETY: NEON is part of every aarch64 target Rust builds for (the `neon` feature is
     // on by default), so the CPU running this code has it.
-    unsafe { encode_row_neon(x, codes) }
+    unsafe { quantize_neon(x, scale, codes) }
 }
 
 #[target_feature(enable = "neon")]
-fn encode_row_neon(x: &[f32], codes: &mut [i8]) -> f32 {
-    let scale = absmax(x) / MAX_CODE;
-    if scale == 0.0 {
-        codes.fill(0);
-        return scale;
-    }
+fn quantize_neon(x: &[f32], scale: f32, codes: &mut [i8]) {
     let n = x.len().min(codes.len());
     let vscale = vdupq_n_f32(scale);
     let lo = vdupq_n_s8(-127);
@@ -34,24 +28,5 @@ fn encode_row_neon(x: &[f32], codes: &mut [i8]) -> f32 {
         // SAFETY: in bounds, as above.
         unsafe { vst1q_s8(dst.add(i), q) };
     }
-    for (c, &v) in codes[full..n].iter_mut().zip(&x[full..n]) {
-        *c = round_half_away(v / scale).clamp(-127, 127) as i8;
-    }
-    scale
-}
-
-#[target_feature(enable = "neon")]
-fn absmax(x: &[f32]) -> f32 {
-    let mut m = [vdupq_n_f32(0.0); 4];
-    let chunks = x.chunks_exact(16);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for (j, m) in m.iter_mut().enumerate() {
-            // SAFETY: in bounds: `c` has 16 floats.
-            let v = unsafe { vld1q_f32(c.as_ptr().add(4 * j)) };
-            *m = vmaxnmq_f32(*m, vabsq_f32(v));
-        }
-    }
-    let v = vmaxnmq_f32(vmaxnmq_f32(m[0], m[1]), vmaxnmq_f32(m[2], m[3]));
-    rest.iter().fold(vmaxnmvq_f32(v), |m, x| m.max(x.abs()))
+    crate::format::i8_absmax::quantize(&x[full..n], scale, &mut codes[full..n]);
 }

@@ -98,10 +98,11 @@ mod relaxed {
     }
 }
 
-/// The SIMD128 requantizer when the build has simd128.
-pub(crate) fn requant_row() -> Option<crate::kernel::RequantRowFn> {
+/// The SIMD128 quantizer when the build has simd128 (whose max |x| bits then vectorize as
+/// written).
+pub(crate) fn requant() -> Option<crate::kernel::Requant> {
     #[cfg(target_feature = "simd128")]
-    return Some(requant::requant_row);
+    return Some(crate::kernel::Requant { abs_max_bits: crate::format::abs_max_bits, quantize: requant::quantize });
     #[cfg(not(target_feature = "simd128"))]
     None
 }

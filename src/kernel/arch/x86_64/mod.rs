@@ -40,6 +40,7 @@ pub(crate) fn amx_status() -> Option<Result<(), &'static str>> {
 }
 
 /// The AVX2 requantizer when this CPU has AVX2 (the division, not the width, bounds it).
-pub(crate) fn requant_row() -> Option<crate::kernel::RequantRowFn> {
-    requant::available().then_some(requant::requant_row as crate::kernel::RequantRowFn)
+pub(crate) fn requant() -> Option<crate::kernel::Requant> {
+    requant::available()
+        .then_some(crate::kernel::Requant { abs_max_bits: requant::abs_max_bits, quantize: requant::quantize })
 }
