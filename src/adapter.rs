@@ -6,6 +6,7 @@
 //! twice: once for the scales and the checks that refuse input before anything is written,
 //! once for the codes.
 
+use crate::dispatch::{run_each, Executor};
 use crate::error::{Error, Result};
 use crate::event::{emit, Event, EventKind, EventSink};
 use crate::format::{i8_absmax, Format};
@@ -44,16 +45,50 @@ pub fn requantize_i8(
     scope: &mut Scope,
     sink: Option<&dyn EventSink>,
 ) -> Result<Tensor<'static>> {
+    requantize_i8_on(None, act, to, scope, sink)
+}
+
+/// Activations below this many elements are requantized on the calling thread: a split
+/// costs more than it saves (a 1 x 2560 row takes under a microsecond).
+const PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
+
+/// [`requantize_i8`] with both passes split by rows over `executor` (the dispatcher's) when
+/// the activation is large enough; the result is the same bit for bit. An executor that
+/// breaks its contract makes the call `ExecutorContract`, before any event.
+pub(crate) fn requantize_i8_on(
+    executor: Option<&dyn Executor>,
+    act: &Tensor,
+    to: Format,
+    scope: &mut Scope,
+    sink: Option<&dyn EventSink>,
+) -> Result<Tensor<'static>> {
     let start = Instant::now();
     let (rows, cols) = (act.rows(), act.cols());
     let block = to.i8_scale_block(cols).ok_or(Error::Unsupported { weight: to, act: act.format() })?;
     to.check_shape(rows, cols)?;
     let src = f32_values(act, to)?;
     let requant = requant();
-    let scales = i8_absmax::checked_scales(&src, block, requant.abs_max_bits)?;
+    let executor = executor.filter(|e| e.threads() > 1 && rows > 1 && rows * cols >= PARALLEL_MIN_ELEMENTS);
+    // Whole rows per task (whole blocks), about four tasks per thread.
+    let task_rows = executor.map_or(rows, |e| rows.div_ceil(4 * e.threads())).max(1);
+    let mut maxima = vec![0u32; src.len() / block];
+    let parts = src.chunks(task_rows * cols).zip(maxima.chunks_mut(task_rows * cols / block));
+    run_each(executor, parts.collect(), |(src, maxima): (&[f32], &mut [u32])| {
+        for (m, x) in maxima.iter_mut().zip(src.chunks_exact(block)) {
+            *m = (requant.abs_max_bits)(x);
+        }
+    })?;
+    let scales = i8_absmax::scales_of(&src, &maxima)?;
     let out = Tensor::in_scope(scope, to, rows, cols, |bytes| {
         let (codes, scale_bytes) = bytes.split_at_mut(rows * cols);
-        i8_absmax::quantize_blocks(&src, block, &scales, bytemuck::cast_slice_mut(codes), requant.quantize);
+        let codes: &mut [i8] = bytemuck::cast_slice_mut(codes);
+        let parts = src
+            .chunks(task_rows * cols)
+            .zip(codes.chunks_mut(task_rows * cols))
+            .zip(scales.chunks(task_rows * cols / block));
+        run_each(executor, parts.collect(), |((src, codes), scales)| {
+            i8_absmax::quantize_blocks(src, block, scales, codes, requant.quantize)
+        })?;
         for (s, scale) in scale_bytes.chunks_exact_mut(4).zip(&scales) {
             s.copy_from_slice(&scale.to_le_bytes());
         }

@@ -22,3 +22,37 @@ impl Executor for super::pool::Pool {
         super::pool::Pool::for_each(self, n_tasks, task)
     }
 }
+
+/// Runs `f` on every item, each exactly once: split over `executor` when there is one, in
+/// order on this thread otherwise. An outside executor is checked afterwards: a task it
+/// skipped, ran twice or ran with a bad index makes the call `ExecutorContract` (items it
+/// did run have had their effect).
+///
+/// # Panics
+/// If `f` panicked on an executor's thread (after every other task ran).
+pub(crate) fn run_each<T: Send>(
+    executor: Option<&dyn Executor>,
+    items: Vec<T>,
+    f: impl Fn(T) + Sync,
+) -> crate::error::Result<()> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Mutex, PoisonError};
+    let tasks: Vec<Mutex<Option<T>>> = items.into_iter().map(|item| Mutex::new(Some(item))).collect();
+    let broken = AtomicBool::new(false);
+    let task = |i: usize| {
+        let Some(slot) = tasks.get(i) else { return broken.store(true, Ordering::Relaxed) };
+        let Some(item) = slot.lock().unwrap_or_else(PoisonError::into_inner).take() else {
+            return broken.store(true, Ordering::Relaxed);
+        };
+        f(item)
+    };
+    match executor {
+        Some(e) => assert!(e.for_each(tasks.len(), &task), "a task panicked on a pool thread"),
+        None => (0..tasks.len()).for_each(task),
+    }
+    let missed = tasks.iter().filter(|t| t.lock().unwrap_or_else(PoisonError::into_inner).is_some()).count();
+    if missed > 0 || broken.into_inner() {
+        return Err(crate::error::Error::ExecutorContract { tasks: tasks.len(), missed });
+    }
+    Ok(())
+}

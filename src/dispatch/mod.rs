@@ -21,7 +21,7 @@
 mod executor;
 mod pool;
 
-use crate::adapter::requantize_i8;
+use crate::adapter::requantize_i8_on;
 use crate::error::{Error, Result};
 use crate::event::{emit, Event, EventKind, EventSink};
 use crate::format::Format;
@@ -30,10 +30,11 @@ use crate::scope::Scope;
 use crate::tensor::Tensor;
 use pool::{Pool, PoolError};
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
+pub(crate) use executor::run_each;
 pub use executor::Executor;
 pub use pool::MAX_THREADS;
 
@@ -237,7 +238,7 @@ impl Dispatcher {
         if !targets.is_empty() {
             let scope = scope.ok_or(Error::ScopeRequired)?;
             for &to in &targets {
-                requantized.push(requantize_i8(act, to, scope, self.sink.as_deref())?);
+                requantized.push(requantize_i8_on(self.executor.as_deref(), act, to, scope, self.sink.as_deref())?);
             }
         }
         let raw = MatRef::of(act)?;
@@ -279,35 +280,22 @@ impl Dispatcher {
                 }
                 None => vec![job.out],
             };
-            tasks.extend(views.into_iter().map(|v| (index, Mutex::new(Some(v)))));
+            tasks.extend(views.into_iter().map(|v| (index, v)));
             reports.push((job.kernel, job.w, job.act, job.act_format, AtomicU64::new(0)));
         }
         let failure = Mutex::new(None);
-        let broken = AtomicBool::new(false);
-        let task = |i: usize| {
-            // An outside executor may call a task twice or with a bad index: refused below.
-            let Some((index, view)) = tasks.get(i) else { return broken.store(true, Ordering::Relaxed) };
-            let Some(mut view) = view.lock().unwrap_or_else(PoisonError::into_inner).take() else {
-                return broken.store(true, Ordering::Relaxed);
-            };
-            let (kernel, w, act, _, nanos) = &reports[*index];
+        let contract = run_each(executor, tasks, |(index, mut view)| {
+            let (kernel, w, act, _, nanos) = &reports[index];
             let started = Instant::now();
             if let Err(e) = kernel.run_prepared(w, act, &mut view) {
                 *failure.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
             }
             nanos.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        };
-        match executor {
-            Some(e) => assert!(e.for_each(tasks.len(), &task), "a kernel panicked on a pool thread"),
-            None => (0..tasks.len()).for_each(task),
-        }
+        });
         if let Some(e) = failure.into_inner().unwrap_or_else(PoisonError::into_inner) {
             return Err(e);
         }
-        let missed = tasks.iter().filter(|(_, v)| v.lock().unwrap_or_else(PoisonError::into_inner).is_some()).count();
-        if missed > 0 || broken.into_inner() {
-            return Err(Error::ExecutorContract { tasks: tasks.len(), missed });
-        }
+        contract?;
         let single = reports.len() == 1;
         for (kernel, w, act, act_format, nanos) in &reports {
             emit(self.sink.as_deref(), || Event {

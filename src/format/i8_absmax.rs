@@ -50,6 +50,11 @@ pub fn quantize(x: &[f32], scale: f32, codes: &mut [i8]) {
 /// the first such block). One pass over `src`; [`quantize_blocks`] reads it once more.
 pub fn checked_scales(src: &[f32], block: usize, abs_max_bits: fn(&[f32]) -> u32) -> Result<Vec<f32>> {
     let maxima: Vec<u32> = src.chunks_exact(block).map(abs_max_bits).collect();
+    scales_of(src, &maxima)
+}
+
+/// [`checked_scales`] from the blocks' max |x| bits `maxima`, computed already.
+pub fn scales_of(src: &[f32], maxima: &[u32]) -> Result<Vec<f32>> {
     if maxima.iter().any(|&bits| bits >= f32::INFINITY.to_bits()) {
         // The search for the index runs only on refusal.
         super::check_finite(src)?;

@@ -121,7 +121,7 @@ fn tern_threads() -> usize {
 /// Q/K/V-like weights (k = 1024; 512, 256 and 256 rows: large enough to be split) run
 /// through one `tern_matmul_many` and through separate `tern_matmul` calls, on a plain
 /// dispatcher, tern's own pool and an engine's pool: bit-identical outputs, one adapter
-/// event then one kernel event per weight.
+/// event then one kernel event per weight. At m = 64 the adapter's passes are split too.
 #[test]
 #[cfg_attr(target_family = "wasm", ignore = "wasm32 has no threads")]
 fn matmul_many_equals_separate_calls_on_every_executor() {
@@ -129,7 +129,7 @@ fn matmul_many_equals_separate_calls_on_every_executor() {
     let rows = [512, 256, 256];
     let formats = [TERN_FORMAT_TQ2_0, TERN_FORMAT_TQ1_0, TERN_FORMAT_BITNET_B1_58];
     let _threads = THREADS.lock().unwrap_or_else(|e| e.into_inner());
-    for m in [1, 5] {
+    for m in [1, 5, 64] {
         let act = tensor(TERN_FORMAT_F32, m, K, 7);
         let weights: Vec<_> =
             rows.iter().zip(formats).enumerate().map(|(i, (&n, f))| tensor(f, n, K, i as u64)).collect();
@@ -221,34 +221,43 @@ fn an_engine_pool_means_no_tern_threads() {
 }
 
 /// A `parallel_for` that skips a task, runs one twice or calls an index out of range makes
-/// the call fail with TERN_ERR_INVALID_ARGUMENT, not a crash.
+/// the call fail with TERN_ERR_INVALID_ARGUMENT, not a crash: in the kernel's tasks (int8
+/// activations, m = 1) and in the adapter's (F32 activations, m = 64, split before the
+/// kernel runs).
 #[test]
 #[cfg_attr(target_family = "wasm", ignore = "wasm32 has no threads")]
 fn a_broken_parallel_for_is_refused() {
-    let (m, n, k) = (1, 512, 1024);
-    let act = tensor(TERN_FORMAT_I8_ABSMAX, m, k, 1);
+    let (n, k) = (512, 1024);
     let w = tensor(TERN_FORMAT_TQ2_0, n, k, 2);
-    for fault in 1..=3 {
-        let pool = TestPool::new(2, fault);
-        let recorder = Recorder::default();
-        let d = dispatcher(Some(&options_with_pool(&pool)), &recorder);
-        let mut out = vec![0f32; m * n];
-        // SAFETY: live handles, an output of m * n floats.
-        let status = unsafe { tern_matmul(d, act, w, null_mut(), out.as_mut_ptr(), out.len()) };
-        assert_eq!(status, TERN_ERR_INVALID_ARGUMENT, "fault {fault}");
-        assert!(last_error().contains("every task exactly once"), "{}", last_error());
-        let what =
-            if fault == 1 { " tasks were not run;" } else { "a task was run twice or with an index out of range" };
-        assert!(last_error().contains(what), "fault {fault}: {}", last_error());
-        assert!(recorder.0.lock().unwrap().is_empty(), "a failed call reported its kernel");
+    for (act_format, m) in [(TERN_FORMAT_I8_ABSMAX, 1), (TERN_FORMAT_F32, 64)] {
+        let act = tensor(act_format, m, k, 1);
+        for fault in 1..=3 {
+            let pool = TestPool::new(2, fault);
+            let recorder = Recorder::default();
+            let d = dispatcher(Some(&options_with_pool(&pool)), &recorder);
+            let mut out = vec![0f32; m * n];
+            let mut scope = null_mut();
+            // SAFETY: live handles, an output of m * n floats.
+            let status = unsafe {
+                assert_eq!(tern_scope_new(0, &mut scope), TERN_OK);
+                let status = tern_matmul(d, act, w, scope, out.as_mut_ptr(), out.len());
+                tern_scope_free(scope);
+                status
+            };
+            assert_eq!(status, TERN_ERR_INVALID_ARGUMENT, "fault {fault}");
+            assert!(last_error().contains("every task exactly once"), "{}", last_error());
+            let what =
+                if fault == 1 { " tasks were not run;" } else { "a task was run twice or with an index out of range" };
+            assert!(last_error().contains(what), "fault {fault}: {}", last_error());
+            assert!(recorder.0.lock().unwrap().is_empty(), "a failed call reported an event");
+            // SAFETY: freed once.
+            unsafe { tern_dispatcher_free(d) };
+        }
         // SAFETY: freed once.
-        unsafe { tern_dispatcher_free(d) };
+        unsafe { tern_tensor_free(act) };
     }
     // SAFETY: freed once.
-    unsafe {
-        tern_tensor_free(act);
-        tern_tensor_free(w);
-    }
+    unsafe { tern_tensor_free(w) };
 }
 
 const FORMATS: [u32; 5] =
