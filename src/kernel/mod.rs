@@ -500,7 +500,7 @@ pub fn amx_status() -> Option<Result<(), &'static str>> {
 }
 
 /// An activation requantizer in the two passes of `format::i8_absmax::checked_scales` and
-/// `encode_with`, each bit-identical to its definition.
+/// `quantize_blocks`, each bit-identical to its definition.
 #[derive(Clone, Copy)]
 pub(crate) struct Requant {
     /// A block's max |x| as bits (`format::abs_max_bits`).
