@@ -440,6 +440,7 @@ fn wasm_refuses_threads() {
 #[test]
 #[cfg_attr(target_family = "wasm", ignore = "wasm32 has no threads")]
 fn threads_give_the_single_thread_result() {
+    let _threads = crate::common::hold_threads();
     let mut rng = Rng(37);
     let (m, n, k) = (3, 1000, 1024);
     for format in TERNARY {

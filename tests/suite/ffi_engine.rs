@@ -128,7 +128,7 @@ fn matmul_many_equals_separate_calls_on_every_executor() {
     const K: usize = 1024;
     let rows = [512, 256, 256];
     let formats = [TERN_FORMAT_TQ2_0, TERN_FORMAT_TQ1_0, TERN_FORMAT_BITNET_B1_58];
-    let _threads = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    let _threads = crate::common::hold_threads();
     for m in [1, 5, 64] {
         let act = tensor(TERN_FORMAT_F32, m, K, 7);
         let weights: Vec<_> =
@@ -188,9 +188,6 @@ fn matmul_many_equals_separate_calls_on_every_executor() {
     }
 }
 
-/// Held by the tests that start threads, so that they do not see each other's.
-static THREADS: Mutex<()> = Mutex::new(());
-
 /// Polls (threads name themselves once they run) until `want` tern threads exist.
 fn wait_for_tern_threads(want: usize) -> usize {
     let start = std::time::Instant::now();
@@ -203,7 +200,7 @@ fn wait_for_tern_threads(want: usize) -> usize {
 #[test]
 #[cfg_attr(target_family = "wasm", ignore = "wasm32 has no threads")]
 fn an_engine_pool_means_no_tern_threads() {
-    let _threads = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    let _threads = crate::common::hold_threads();
     let before = tern_threads();
     let pool = TestPool::new(2, 0);
     let recorder = Recorder::default();

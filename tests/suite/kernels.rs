@@ -445,6 +445,7 @@ fn amx_configures_its_tiles_on_every_thread_and_call() {
         Some(Ok(())) => {}
         other => return eprintln!("note: skipping the AMX thread test: {other:?} (None: this CPU has no AMX-INT8)"),
     }
+    let _threads = crate::common::hold_threads();
     let mut rng = Rng(0x5EED_1234_ABCD_00A3);
     let (n, k, m) = (200, 512, 70);
     let wbytes = weights(&mut rng, Format::Tq2_0, n, k);
