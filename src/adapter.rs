@@ -10,7 +10,7 @@ use crate::dispatch::{run_each, Executor};
 use crate::error::{Error, Result};
 use crate::event::{emit, Event, EventKind, EventSink};
 use crate::format::{i8_absmax, Format};
-use crate::kernel::requant;
+use crate::kernel::{requant, Requant};
 use crate::scope::Scope;
 use crate::tensor::Tensor;
 use std::borrow::Cow;
@@ -52,6 +52,48 @@ pub fn requantize_i8(
 /// costs more than it saves (a 1 x 2560 row takes under a microsecond).
 const PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
 
+/// The adapter's two passes over `src` with this CPU's requantizer, in tasks of whole rows
+/// on an executor (or in one task here).
+struct Passes<'e> {
+    executor: Option<&'e dyn Executor>,
+    requant: Requant,
+    /// Elements per scale, and per task (whole rows, so whole blocks).
+    block: usize,
+    span: usize,
+}
+
+impl<'e> Passes<'e> {
+    /// Tasks of about a quarter of a thread's share of the rows, when `executor` has several
+    /// threads and the activation is large enough; one task otherwise.
+    fn new(executor: Option<&'e dyn Executor>, rows: usize, cols: usize, block: usize) -> Passes<'e> {
+        let executor = executor.filter(|e| e.threads() > 1 && rows > 1 && rows * cols >= PARALLEL_MIN_ELEMENTS);
+        let task_rows = executor.map_or(rows, |e| rows.div_ceil(4 * e.threads())).max(1);
+        Passes { executor, requant: requant(), block, span: task_rows * cols }
+    }
+
+    /// The blocks' scales, after the refusals (`i8_absmax::scales_of`).
+    fn scales(&self, src: &[f32]) -> Result<Vec<f32>> {
+        let (block, abs_max_bits) = (self.block, self.requant.abs_max_bits);
+        let mut maxima = vec![0u32; src.len() / block];
+        let parts = src.chunks(self.span).zip(maxima.chunks_mut(self.span / block));
+        run_each(self.executor, parts.collect(), |(src, maxima): (&[f32], &mut [u32])| {
+            for (m, x) in maxima.iter_mut().zip(src.chunks_exact(block)) {
+                *m = abs_max_bits(x);
+            }
+        })?;
+        i8_absmax::scales_of(src, &maxima)
+    }
+
+    /// The codes of `src` at `scales` into `codes` (`src.len()` of them).
+    fn codes(&self, src: &[f32], scales: &[f32], codes: &mut [i8]) -> Result<()> {
+        let (block, quantize) = (self.block, self.requant.quantize);
+        let parts = src.chunks(self.span).zip(codes.chunks_mut(self.span)).zip(scales.chunks(self.span / block));
+        run_each(self.executor, parts.collect(), |((src, codes), scales)| {
+            i8_absmax::quantize_blocks(src, block, scales, codes, quantize)
+        })
+    }
+}
+
 /// [`requantize_i8`] with both passes split by rows over `executor` (the dispatcher's) when
 /// the activation is large enough; the result is the same bit for bit. An executor that
 /// breaks its contract makes the call `ExecutorContract`, before any event.
@@ -67,28 +109,11 @@ pub(crate) fn requantize_i8_on(
     let block = to.i8_scale_block(cols).ok_or(Error::Unsupported { weight: to, act: act.format() })?;
     to.check_shape(rows, cols)?;
     let src = f32_values(act, to)?;
-    let requant = requant();
-    let executor = executor.filter(|e| e.threads() > 1 && rows > 1 && rows * cols >= PARALLEL_MIN_ELEMENTS);
-    // Whole rows per task (whole blocks), about four tasks per thread.
-    let task_rows = executor.map_or(rows, |e| rows.div_ceil(4 * e.threads())).max(1);
-    let mut maxima = vec![0u32; src.len() / block];
-    let parts = src.chunks(task_rows * cols).zip(maxima.chunks_mut(task_rows * cols / block));
-    run_each(executor, parts.collect(), |(src, maxima): (&[f32], &mut [u32])| {
-        for (m, x) in maxima.iter_mut().zip(src.chunks_exact(block)) {
-            *m = (requant.abs_max_bits)(x);
-        }
-    })?;
-    let scales = i8_absmax::scales_of(&src, &maxima)?;
+    let passes = Passes::new(executor, rows, cols, block);
+    let scales = passes.scales(&src)?;
     let out = Tensor::in_scope(scope, to, rows, cols, |bytes| {
         let (codes, scale_bytes) = bytes.split_at_mut(rows * cols);
-        let codes: &mut [i8] = bytemuck::cast_slice_mut(codes);
-        let parts = src
-            .chunks(task_rows * cols)
-            .zip(codes.chunks_mut(task_rows * cols))
-            .zip(scales.chunks(task_rows * cols / block));
-        run_each(executor, parts.collect(), |((src, codes), scales)| {
-            i8_absmax::quantize_blocks(src, block, scales, codes, requant.quantize)
-        })?;
+        passes.codes(&src, &scales, bytemuck::cast_slice_mut(codes))?;
         for (s, scale) in scale_bytes.chunks_exact_mut(4).zip(&scales) {
             s.copy_from_slice(&scale.to_le_bytes());
         }
@@ -121,9 +146,9 @@ pub fn requantize_i8_absmax_into(
     if scales.len() < rows {
         return Err(Error::LengthMismatch { what: "scales", want: rows, got: scales.len() });
     }
-    let requant = requant();
-    let row_scales = i8_absmax::checked_scales(src, cols, requant.abs_max_bits)?;
-    i8_absmax::quantize_blocks(src, cols, &row_scales, codes, requant.quantize);
+    let passes = Passes::new(None, rows, cols, cols);
+    let row_scales = passes.scales(src)?;
+    passes.codes(src, &row_scales, &mut codes[..n])?;
     scales[..rows].copy_from_slice(&row_scales);
     report(sink, Format::I8Absmax, rows, cols, start);
     Ok(())

@@ -43,17 +43,10 @@ pub fn quantize(x: &[f32], scale: f32, codes: &mut [i8]) {
     }
 }
 
-/// The scales of `src`'s blocks of `block` elements, from each block's max |x| as bits
-/// (`abs_max_bits`, bit-identical to [`super::abs_max_bits`]), after the checks every
-/// encoder makes before writing anything: a non-finite value (`NonFinite` with the first
-/// one's index) before a block whose scale overflows ([`check_scales`]'s `ScaleOverflow`,
-/// the first such block). One pass over `src`; [`quantize_blocks`] reads it once more.
-pub fn checked_scales(src: &[f32], block: usize, abs_max_bits: fn(&[f32]) -> u32) -> Result<Vec<f32>> {
-    let maxima: Vec<u32> = src.chunks_exact(block).map(abs_max_bits).collect();
-    scales_of(src, &maxima)
-}
-
-/// [`checked_scales`] from the blocks' max |x| bits `maxima`, computed already.
+/// The scales of `src`'s blocks from each block's max |x| as bits (`maxima`, as
+/// [`super::abs_max_bits`] gives them), after the checks every encoder makes before writing
+/// anything: a non-finite value (`NonFinite` with the first one's index) before a block
+/// whose scale overflows ([`check_scales`]'s `ScaleOverflow`, the first such block).
 pub fn scales_of(src: &[f32], maxima: &[u32]) -> Result<Vec<f32>> {
     if maxima.iter().any(|&bits| bits >= f32::INFINITY.to_bits()) {
         // The search for the index runs only on refusal.
@@ -76,14 +69,15 @@ pub fn scales_of(src: &[f32], maxima: &[u32]) -> Result<Vec<f32>> {
 /// would decode to infinity (`ScaleOverflow` names the block: the row for I8_ABSMAX); runs
 /// before anything is written. `src` must be finite ([`super::check_finite`]).
 pub fn check_scales(src: &[f32], block: usize) -> Result<()> {
-    checked_scales(src, block, super::abs_max_bits).map(drop)
+    let maxima: Vec<u32> = src.chunks_exact(block).map(super::abs_max_bits).collect();
+    scales_of(src, &maxima).map(drop)
 }
 
 fn scale_overflows(scale: f32) -> bool {
     (scale * MAX_CODE).is_infinite()
 }
 
-/// The codes of `src`'s blocks at their `scales` (from [`checked_scales`]) with `quantize`
+/// The codes of `src`'s blocks at their `scales` (from [`scales_of`]) with `quantize`
 /// (bit-identical to [`quantize`]); a block of scale 0 gets codes 0.
 pub fn quantize_blocks(
     src: &[f32],

@@ -499,8 +499,9 @@ pub fn amx_status() -> Option<Result<(), &'static str>> {
     arch::amx_status()
 }
 
-/// An activation requantizer in the two passes of `format::i8_absmax::checked_scales` and
-/// `quantize_blocks`, each bit-identical to its definition.
+/// An activation requantizer in the adapter's two passes (block maxima for
+/// `format::i8_absmax::scales_of`, then `quantize_blocks`), each bit-identical to its
+/// definition.
 #[derive(Clone, Copy)]
 pub(crate) struct Requant {
     /// A block's max |x| as bits (`format::abs_max_bits`).

@@ -45,10 +45,9 @@ impl Rng {
 }
 
 /// Held by every test that starts tern's own worker threads, so that a test counting them
-/// (`ffi_engine::an_engine_pool_means_no_tern_threads`) sees none of another test's.
-pub static THREADS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// [`THREADS`], whatever a panicking holder left.
+/// (`ffi_engine::an_engine_pool_means_no_tern_threads`) sees none of another test's;
+/// whatever a panicking holder left.
 pub fn hold_threads() -> std::sync::MutexGuard<'static, ()> {
+    static THREADS: std::sync::Mutex<()> = std::sync::Mutex::new(());
     THREADS.lock().unwrap_or_else(|e| e.into_inner())
 }
