@@ -7,9 +7,10 @@
 static const uint32_t FORMATS[] = {TERN_FORMAT_F32,       TERN_FORMAT_TQ1_0,     TERN_FORMAT_TQ2_0,
                                    TERN_FORMAT_BITNET_B1_58, TERN_FORMAT_I8_ABSMAX, TERN_FORMAT_Q2_0,
                                    TERN_FORMAT_I2_S,      TERN_FORMAT_I2_S_64,   TERN_FORMAT_I2_S_R4,
-                                   TERN_FORMAT_I8_BLOCK256};
-static const char *const NAMES[] = {"F32",  "TQ1_0", "TQ2_0",   "BITNET_B1_58", "I8_ABSMAX",
-                                    "Q2_0", "I2_S",  "I2_S_64", "I2_S_R4",      "I8_BLOCK256"};
+                                   TERN_FORMAT_I8_BLOCK256, TERN_FORMAT_I8_BLOCK32};
+static const char *const NAMES[] = {"F32",     "TQ1_0",       "TQ2_0",     "BITNET_B1_58",
+                                    "I8_ABSMAX", "Q2_0",      "I2_S",      "I2_S_64",
+                                    "I2_S_R4", "I8_BLOCK256", "I8_BLOCK32"};
 
 static void test_version(void) {
     char expect[32];
@@ -82,10 +83,15 @@ static void test_encodings(void) {
             CHECK(spec.blocking == TERN_BLOCKING_CODES_THEN_BLOCK_SCALES && spec.scale_bytes == 4);
             CHECK(spec.scale_placement == TERN_SCALE_BLOCKS_END && spec.activation_hint == 0);
             break;
+        case TERN_FORMAT_I8_BLOCK32:
+            CHECK(bytes == 4 * 256 + 4 * 4 * 8 && spec.block_elems == 32 && spec.code_bits == 8);
+            CHECK(spec.blocking == TERN_BLOCKING_CODES_THEN_BLOCK_SCALES && spec.scale_bytes == 4);
+            CHECK(spec.scale_placement == TERN_SCALE_BLOCKS_END && spec.activation_hint == 0);
+            break;
         default: CHECK(!"unexpected format");
         }
         if (FORMATS[i] != TERN_FORMAT_I8_ABSMAX && FORMATS[i] != TERN_FORMAT_I8_BLOCK256 &&
-            FORMATS[i] != TERN_FORMAT_F32) {
+            FORMATS[i] != TERN_FORMAT_I8_BLOCK32 && FORMATS[i] != TERN_FORMAT_F32) {
             CHECK(spec.activation_hint == TERN_FORMAT_I8_ABSMAX);
         }
     }
@@ -116,7 +122,8 @@ static void test_round_trip(void) {
         CHECK_OK(tern_encode(enc, src, ROWS, COLS, buf, bytes));
         CHECK_OK(tern_validate(enc, buf, bytes, ROWS, COLS));
         CHECK_OK(tern_decode(enc, buf, bytes, ROWS, COLS, out, N));
-        if (FORMATS[f] == TERN_FORMAT_I8_ABSMAX || FORMATS[f] == TERN_FORMAT_I8_BLOCK256) {
+        if (FORMATS[f] == TERN_FORMAT_I8_ABSMAX || FORMATS[f] == TERN_FORMAT_I8_BLOCK256 ||
+            FORMATS[f] == TERN_FORMAT_I8_BLOCK32) {
             /* scale 0.5/127: codes are exact, the product rounds */
             for (size_t i = 0; i < N; i++) CHECK(fabsf(out[i] - src[i]) < 1e-6f);
         } else if (FORMATS[f] == TERN_FORMAT_BITNET_B1_58) {

@@ -7,10 +7,11 @@
 //! - `kernel_probe timing`: milliseconds per call (best of 3) of every kernel this CPU runs
 //!   for m = 1, 512 x 4096 weights, one `TIMING <format> <kernel> <ms>` line each.
 //!   Indicative only: under qemu it translates instructions, it does not model a core.
-//! - `kernel_probe act-cost <rounds>`: the cost of per-block activation scales. For TQ1_0
-//!   and TQ2_0 at 4096x4096 and 2560x6912 (n x k), m = 1 and 128, one thread: a dispatcher
-//!   matmul by I8_ABSMAX and by I8_BLOCK256 activations (the kernel, its activation
-//!   preparation included), and from F32 activations without and with
+//! - `kernel_probe act-cost <rounds> [FORMAT]`: the cost of per-block activation scales. For
+//!   TQ1_0, TQ2_0 and Q2_0 (or the one named) at 4096x4096 and 2560x6912 (n x k), m = 1 and
+//!   128, one thread: a dispatcher matmul by I8_ABSMAX and by the format's accurate
+//!   activations (I8_BLOCK256, I8_BLOCK32; the kernel, its activation preparation
+//!   included), and from F32 activations without and with
 //!   `accurate_activations` (the adapter included). Medians of `rounds` interleaved rounds
 //!   (every variant once per round), one `ACT_COST` line per case with the ratios.
 
@@ -99,7 +100,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn act_cost(rounds: usize) {
+fn act_cost(rounds: usize, only: Option<&str>) {
     let dispatcher = |accurate| {
         Dispatcher::new(DispatcherOptions { ignore_env: true, accurate_activations: accurate, ..Default::default() })
             .unwrap()
@@ -107,13 +108,17 @@ fn act_cost(rounds: usize) {
     let (plain, accurate) = (dispatcher(false), dispatcher(true));
     let mut rng = Rng(7);
     for (n, k) in [(4096, 4096), (2560, 6912)] {
-        for format in [Format::Tq1_0, Format::Tq2_0] {
+        for format in [Format::Tq1_0, Format::Tq2_0, Format::Q2_0] {
+            if only.is_some_and(|name| name != format.name()) {
+                continue;
+            }
+            let accurate_format = format.accurate_activation().expect("a format with accurate activations");
             let w = Tensor::encode(format, &(0..n * k).map(|_| rng.unit()).collect::<Vec<_>>(), n, k).unwrap();
             for m in [1, 128] {
                 let x: Vec<f32> = (0..m * k).map(|_| rng.unit() * 3.0).collect();
                 let f32_act = Tensor::encode(Format::F32, &x, m, k).unwrap();
                 let absmax = Tensor::encode(Format::I8Absmax, &x, m, k).unwrap();
-                let block = Tensor::encode(Format::I8Block256, &x, m, k).unwrap();
+                let block = Tensor::encode(accurate_format, &x, m, k).unwrap();
                 let variants: [(&Dispatcher, &Tensor); 4] =
                     [(&plain, &absmax), (&plain, &block), (&plain, &f32_act), (&accurate, &f32_act)];
                 let mut out = vec![0f32; m * n];
@@ -133,9 +138,10 @@ fn act_cost(rounds: usize) {
                 }
                 let [ab, bl, f_ab, f_bl] = [0, 1, 2, 3].map(|i| median(times[i].clone()));
                 println!(
-                    "ACT_COST {} {n}x{k} m={m}: kernel I8_ABSMAX {ab:.3} ms, I8_BLOCK256 {bl:.3} ms ({:.3}x); \
+                    "ACT_COST {} {n}x{k} m={m}: kernel I8_ABSMAX {ab:.3} ms, {} {bl:.3} ms ({:.3}x); \
                      from F32 per-token {f_ab:.3} ms, accurate {f_bl:.3} ms ({:.3}x)",
                     format.name(),
+                    accurate_format.name(),
                     bl / ab,
                     f_bl / f_ab
                 );
@@ -148,11 +154,14 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.len() {
         1 if args[0] == "timing" => timing(),
-        2 if args[0] == "act-cost" => act_cost(args[1].parse().expect("a number of rounds")),
+        2 | 3 if args[0] == "act-cost" => {
+            act_cost(args[1].parse().expect("a number of rounds"), args.get(2).map(String::as_str))
+        }
         6 => probe(&args),
         _ => {
             eprintln!(
-                "usage: kernel_probe <format> <kernel> <m> <n> <k> <reps> | kernel_probe timing | kernel_probe act-cost <rounds>"
+                "usage: kernel_probe <format> <kernel> <m> <n> <k> <reps> | kernel_probe timing | \
+                 kernel_probe act-cost <rounds> [FORMAT]"
             );
             std::process::exit(2);
         }

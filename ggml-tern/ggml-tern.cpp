@@ -69,8 +69,8 @@ bool tern_ok(tern_status status, const char * call, const char * about = "") {
 // A strict dispatcher (never the slow decoding fallback: a pair without a dedicated
 // kernel is an error, not a silent slowdown) on tern's own pool of n_threads, with the
 // accurate activations: TQ1_0/TQ2_0 meet activations with one scale per 256-element block
-// (I8_BLOCK256), as ggml's own Q8_K, so llama.cpp's outputs do not drift from its CPU
-// backend's; Q2_0 keeps one scale per token (tern has no per-32 format yet).
+// (I8_BLOCK256), as ggml's own Q8_K, and Q2_0 with one per 32 (I8_BLOCK32), as ggml's Q8_0,
+// so llama.cpp's outputs do not drift from its CPU backend's.
 dispatcher_ptr new_dispatcher(int n_threads) {
     tern_dispatcher_options options;
     std::memset(&options, 0, sizeof(options));

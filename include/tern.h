@@ -93,6 +93,13 @@
 #define TERN_FORMAT_I8_BLOCK256 10u
 
 /**
+ * Format id of I8_BLOCK32 (since 0.3): int8 codes row-major, then one f32 absmax scale per
+ * 32-element block of each row, in (row, block) order (ggml's Q8_0 granularity with an f32
+ * scale); the accurate activations of Q2_0 (`TERN_DISPATCH_ACCURATE_ACTIVATIONS`).
+ */
+#define TERN_FORMAT_I8_BLOCK32 11u
+
+/**
  * `tern_block_spec.blocking`: fixed-size blocks laid end to end along each row.
  */
 #define TERN_BLOCKING_FIXED 1u
@@ -109,7 +116,7 @@
 
 /**
  * `tern_block_spec.blocking` (since 0.3): one-byte codes for the whole tensor, then one
- * scale per `block_elems` elements of each row (I8_BLOCK256).
+ * scale per `block_elems` elements of each row (I8_BLOCK256, I8_BLOCK32).
  */
 #define TERN_BLOCKING_CODES_THEN_BLOCK_SCALES 4u
 
@@ -140,7 +147,7 @@
 
 /**
  * `tern_block_spec.scale_placement` (since 0.3): one f32 per (row, block), after all the
- * codes (I8_BLOCK256).
+ * codes (I8_BLOCK256, I8_BLOCK32).
  */
 #define TERN_SCALE_BLOCKS_END 5u
 
@@ -238,7 +245,9 @@
 /**
  * `tern_dispatcher_options.flags` (since 0.3): F32 activations that meet TQ1_0/TQ2_0
  * weights are requantized to TERN_FORMAT_I8_BLOCK256 (one scale per 256-element block, as
- * accurate as ggml's Q8_K) instead of TERN_FORMAT_I8_ABSMAX (one scale per token); the
+ * accurate as ggml's Q8_K), those that meet Q2_0 weights to TERN_FORMAT_I8_BLOCK32 (one per
+ * 32 elements, as accurate as ggml's Q8_0), instead of TERN_FORMAT_I8_ABSMAX (one scale per
+ * token); the
  * ADAPTER_INSERTED event names the format and its bytes. BITNET_B1_58 and I2_S weights keep
  * I8_ABSMAX (one weight scale per tensor; those models are trained with per-token absmax).
  */

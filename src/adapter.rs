@@ -1,7 +1,8 @@
 //! The activation adapters: F32 activations -> I8_ABSMAX (`requantize-i8-absmax`, one scale
-//! per token, what the ternary kernels consume by default) or I8_BLOCK256
+//! per token, what the ternary kernels consume by default), I8_BLOCK256
 //! (`requantize-i8-block256`, one scale per 256-element block, the accurate choice for
-//! TQ1_0/TQ2_0). They run on every token, so they use the fastest requantizer of this CPU
+//! TQ1_0/TQ2_0) or I8_BLOCK32 (`requantize-i8-block32`, one per 32, the accurate choice for
+//! Q2_0). They run on every token, so they use the fastest requantizer of this CPU
 //! (`kernel::requant`), bit-identical to the formats' definition, and read the activations
 //! twice: once for the scales and the checks that refuse input before anything is written,
 //! once for the codes.
@@ -21,6 +22,8 @@ use std::time::Instant;
 pub const REQUANTIZE_I8_ABSMAX: &CStr = c"requantize-i8-absmax";
 /// The I8_BLOCK256 adapter's name in `AdapterInserted` events.
 pub const REQUANTIZE_I8_BLOCK256: &CStr = c"requantize-i8-block256";
+/// The I8_BLOCK32 adapter's name in `AdapterInserted` events.
+pub const REQUANTIZE_I8_BLOCK32: &CStr = c"requantize-i8-block32";
 
 /// The price of the adapter's output: `rows * cols` codes and `rows` f32 scales.
 pub fn i8_absmax_price(rows: usize, cols: usize) -> Result<usize> {
@@ -35,10 +38,10 @@ pub fn requantize_i8_absmax(act: &Tensor, scope: &mut Scope, sink: Option<&dyn E
 }
 
 /// Requantizes an F32 tensor into a new tensor of the int8 activation format `to`
-/// (I8_ABSMAX or I8_BLOCK256) allocated in `scope`, and reports one `AdapterInserted` event
-/// naming `to` and its bytes. Refused before anything is allocated or reported: another
-/// `to` (`Unsupported`), non-finite input, a shape `to` cannot hold (I8_BLOCK256 needs cols
-/// a multiple of 256).
+/// (I8_ABSMAX, I8_BLOCK256 or I8_BLOCK32) allocated in `scope`, and reports one
+/// `AdapterInserted` event naming `to` and its bytes. Refused before anything is allocated
+/// or reported: another `to` (`Unsupported`), non-finite input, a shape `to` cannot hold
+/// (I8_BLOCK256 needs cols a multiple of 256, I8_BLOCK32 of 32).
 pub fn requantize_i8(
     act: &Tensor,
     to: Format,
@@ -157,7 +160,11 @@ pub fn requantize_i8_absmax_into(
 fn report(sink: Option<&dyn EventSink>, to: Format, rows: usize, cols: usize, start: Instant) {
     emit(sink, || Event {
         kind: EventKind::AdapterInserted,
-        name: if to == Format::I8Block256 { REQUANTIZE_I8_BLOCK256 } else { REQUANTIZE_I8_ABSMAX },
+        name: match to {
+            Format::I8Block256 => REQUANTIZE_I8_BLOCK256,
+            Format::I8Block32 => REQUANTIZE_I8_BLOCK32,
+            _ => REQUANTIZE_I8_ABSMAX,
+        },
         from: Format::F32,
         to,
         rows,

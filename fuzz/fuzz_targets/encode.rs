@@ -70,7 +70,7 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(&bytes[..codes], &again[..codes], "BITNET_B1_58 codes changed on re-encode");
             }
         }
-        Format::I8Absmax | Format::I8Block256 => {
+        Format::I8Absmax | Format::I8Block256 | Format::I8Block32 => {
             // A scale block (a row of I8_ABSMAX) whose scale is subnormal loses code
             // precision when decoded; the others must keep their codes.
             let block = format.i8_scale_block(cols).expect("an int8 activation format");

@@ -12,6 +12,7 @@ export declare const Format: Readonly<{
     I2_S_64: 8;
     I2_S_R4: 9;
     I8_BLOCK256: 10;
+    I8_BLOCK32: 11;
 }>;
 export type FormatId = (typeof Format)[keyof typeof Format];
 export type FormatName = keyof typeof Format;
@@ -78,7 +79,8 @@ export interface DispatcherOptions {
     /** Do not read TERN_KERNEL from load()'s `env`. */
     ignoreEnv?: boolean;
     /** Requantize F32 activations for TQ1_0/TQ2_0 with one scale per 256-element block
-     *  (I8_BLOCK256, as accurate as ggml's Q8_K) instead of one per token. */
+     *  (I8_BLOCK256, as accurate as ggml's Q8_K) and for Q2_0 with one per 32 (I8_BLOCK32,
+     *  as accurate as ggml's Q8_0) instead of one per token. */
     accurateActivations?: boolean;
     /** Called once per event, after the matmul has returned. */
     onEvent?: ((event: TernEvent) => void) | null;

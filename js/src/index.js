@@ -16,6 +16,7 @@ export const Format = Object.freeze({
     I2_S_64: 8,
     I2_S_R4: 9,
     I8_BLOCK256: 10,
+    I8_BLOCK32: 11,
 });
 const FORMAT_NAMES = Object.fromEntries(Object.entries(Format).map(([k, v]) => [v, k]));
 const EVENT_KINDS = { 1: 'ADAPTER_INSERTED', 2: 'KERNEL_SELECTED' };
@@ -358,7 +359,7 @@ export class Tern {
      * `matmul/reference`, e.g. swapped operands) with TERN_ERR_UNSUPPORTED; `ignoreEnv`
      * does not read TERN_KERNEL from `load()`'s `env`; `accurateActivations` requantizes
      * F32 activations for TQ1_0/TQ2_0 with one scale per 256-element block (I8_BLOCK256)
-     * instead of one per token; `onEvent` receives its events; `threads` is 0 or 1 (wasm
+     * and for Q2_0 with one per 32 (I8_BLOCK32) instead of one per token; `onEvent` receives its events; `threads` is 0 or 1 (wasm
      * has no threads).
      */
     dispatcher(options = {}) {

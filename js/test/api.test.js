@@ -177,7 +177,18 @@ test('dispatcher options: strict refuses what would run matmul/reference, ignore
     const blocked = accurate.matmul(a, w);
     assert.deepEqual(adapted, ['I8_BLOCK256']);
     assert.equal(blocked.length, 2 * 8);
-    accurate.close();
+    // Q2_0 meets one scale per 32 elements, on the build's SIMD GEMV, agreeing with the
+    // reference kernel on the same I8_BLOCK32 activations.
+    const q2 = tern.encode(Format.Q2_0, values(8 * 256, 6, 0.02), 8, 256);
+    const q2Events = [];
+    const q2Accurate = tern.dispatcher({ accurateActivations: true, onEvent: (e) => q2Events.push([e.name, e.to]) });
+    const perHalf = q2Accurate.matmul(a, q2);
+    assert.deepEqual(q2Events, [['requantize-i8-block32', 'I8_BLOCK32'], [VARIANTS[tern.variant].kernel, 'I8_BLOCK32']]);
+    const a32 = tern.encode(Format.I8_BLOCK32, values(2 * 256, 5), 2, 256);
+    const reference = tern.dispatcher({ kernel: 'bitnet_gemv/reference' });
+    const want = reference.matmul(a32, q2);
+    perHalf.forEach((x, i) => assert.ok(Math.abs(x - want[i]) <= 1e-5 * Math.max(1, Math.abs(want[i]))));
+    for (const h of [accurate, q2Accurate, q2, a32, reference]) h.close();
     refused(() => tern.dispatcher({ kernel: 3 }), 'TERN_ERR_INVALID_ARGUMENT', /kernel must be a string/);
     refused(() => tern.dispatcher({ onEvent: 3 }), 'TERN_ERR_INVALID_ARGUMENT', /onEvent must be a function/);
     refused(() => tern.dispatcher({ threads: -1 }), 'TERN_ERR_INVALID_ARGUMENT', /threads must be a count/);

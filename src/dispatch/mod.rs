@@ -10,8 +10,9 @@
 //!
 //! The hint is I8_ABSMAX (one scale per token); with
 //! [`DispatcherOptions::accurate_activations`], TQ1_0/TQ2_0 weights hint I8_BLOCK256 (one
-//! scale per 256-element weight block, ggml's Q8_K granularity) instead
-//! ([`Format::accurate_activation`]). BITNET_B1_58 and I2_S keep I8_ABSMAX.
+//! scale per 256-element weight block, ggml's Q8_K granularity) and Q2_0 weights I8_BLOCK32
+//! (one per 32 elements, Q8_0's) instead ([`Format::accurate_activation`]). BITNET_B1_58
+//! and I2_S keep I8_ABSMAX.
 //!
 //! Work is split into (row block x token block) tasks run by an [`Executor`]: tern's own
 //! pool, or an engine's (`DispatcherOptions::executor`), in which case tern starts no
@@ -76,8 +77,9 @@ pub struct DispatcherOptions {
     /// tern's own; no thread is started then.
     pub executor: Option<Arc<dyn Executor>>,
     /// Requantize F32 activations that meet TQ1_0/TQ2_0 weights to I8_BLOCK256 (one scale
-    /// per 256-element block) instead of I8_ABSMAX (one per token): as accurate as ggml's
-    /// Q8_K activations. Other weights keep I8_ABSMAX.
+    /// per 256-element block), and those that meet Q2_0 weights to I8_BLOCK32 (one per 32),
+    /// instead of I8_ABSMAX (one per token): as accurate as ggml's Q8_K and Q8_0 activations.
+    /// Other weights keep I8_ABSMAX.
     pub accurate_activations: bool,
 }
 
@@ -202,8 +204,8 @@ impl Dispatcher {
     /// [`Dispatcher::matmul`] for several weights against one activation (Q/K/V, gate/up):
     /// `outs[i]` receives `act x weights[i]`. Every operand is checked before anything
     /// runs; the activation is requantized once per adapter target (one `AdapterInserted`
-    /// event each: under `accurate_activations`, I8_BLOCK256 for TQ weights and I8_ABSMAX for
-    /// the others) and prepared once per kernel, and all the weights run in one dispatch,
+    /// event each: under `accurate_activations`, I8_BLOCK256 for TQ weights, I8_BLOCK32 for Q2_0
+    /// and I8_ABSMAX for the others) and prepared once per kernel, and all the weights run in one dispatch,
     /// then one `KernelSelected` event per weight, in order. Results are bit-identical to
     /// separate `matmul` calls.
     pub fn matmul_many(

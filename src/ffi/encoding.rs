@@ -33,6 +33,10 @@ pub const TERN_FORMAT_I2_S_R4: u32 = 9u32;
 /// 256-element block of each row, in (row, block) order; the accurate activations of
 /// TQ1_0/TQ2_0 (`TERN_DISPATCH_ACCURATE_ACTIVATIONS`).
 pub const TERN_FORMAT_I8_BLOCK256: u32 = 10u32;
+/// Format id of I8_BLOCK32 (since 0.3): int8 codes row-major, then one f32 absmax scale per
+/// 32-element block of each row, in (row, block) order (ggml's Q8_0 granularity with an f32
+/// scale); the accurate activations of Q2_0 (`TERN_DISPATCH_ACCURATE_ACTIVATIONS`).
+pub const TERN_FORMAT_I8_BLOCK32: u32 = 11u32;
 
 // The ids above are the core's stable ids (cbindgen needs literals to copy them).
 const _: () = assert!(TERN_FORMAT_F32 == Format::F32 as u32);
@@ -45,6 +49,7 @@ const _: () = assert!(TERN_FORMAT_I2_S == Format::I2S as u32);
 const _: () = assert!(TERN_FORMAT_I2_S_64 == Format::I2S64 as u32);
 const _: () = assert!(TERN_FORMAT_I2_S_R4 == Format::I2SR4 as u32);
 const _: () = assert!(TERN_FORMAT_I8_BLOCK256 == Format::I8Block256 as u32);
+const _: () = assert!(TERN_FORMAT_I8_BLOCK32 == Format::I8Block32 as u32);
 
 /// `tern_block_spec.blocking`: fixed-size blocks laid end to end along each row.
 pub const TERN_BLOCKING_FIXED: u32 = 1u32;
@@ -53,7 +58,7 @@ pub const TERN_BLOCKING_PER_ROW: u32 = 2u32;
 /// `tern_block_spec.blocking`: the whole tensor is one block with one scale at the end.
 pub const TERN_BLOCKING_WHOLE_TENSOR: u32 = 3u32;
 /// `tern_block_spec.blocking` (since 0.3): one-byte codes for the whole tensor, then one
-/// scale per `block_elems` elements of each row (I8_BLOCK256).
+/// scale per `block_elems` elements of each row (I8_BLOCK256, I8_BLOCK32).
 pub const TERN_BLOCKING_CODES_THEN_BLOCK_SCALES: u32 = 4u32;
 
 /// `tern_block_spec.scale_placement`: the format has no scale.
@@ -67,7 +72,7 @@ pub const TERN_SCALE_TENSOR_END: u32 = 3u32;
 /// `tern_block_spec.scale_placement`: an f16 at the start of every block (Q2_0).
 pub const TERN_SCALE_BLOCK_START: u32 = 4u32;
 /// `tern_block_spec.scale_placement` (since 0.3): one f32 per (row, block), after all the
-/// codes (I8_BLOCK256).
+/// codes (I8_BLOCK256, I8_BLOCK32).
 pub const TERN_SCALE_BLOCKS_END: u32 = 5u32;
 
 const _: () = assert!(TERN_SCALE_NONE == ScalePlacement::None as u32);
@@ -86,7 +91,7 @@ pub struct tern_encoding {
     name: &'static CStr,
 }
 
-static ENCODINGS: [tern_encoding; 10] = [
+static ENCODINGS: [tern_encoding; 11] = [
     tern_encoding { format: Format::F32, name: c"F32" },
     tern_encoding { format: Format::Tq1_0, name: c"TQ1_0" },
     tern_encoding { format: Format::Tq2_0, name: c"TQ2_0" },
@@ -97,6 +102,7 @@ static ENCODINGS: [tern_encoding; 10] = [
     tern_encoding { format: Format::I2S64, name: c"I2_S_64" },
     tern_encoding { format: Format::I2SR4, name: c"I2_S_R4" },
     tern_encoding { format: Format::I8Block256, name: c"I8_BLOCK256" },
+    tern_encoding { format: Format::I8Block32, name: c"I8_BLOCK32" },
 ];
 
 impl tern_encoding {

@@ -27,7 +27,9 @@ pub const TERN_DISPATCH_IGNORE_ENV: u32 = 2u32;
 pub const TERN_DISPATCH_SERIALIZE_EXECUTOR: u32 = 4u32;
 /// `tern_dispatcher_options.flags` (since 0.3): F32 activations that meet TQ1_0/TQ2_0
 /// weights are requantized to TERN_FORMAT_I8_BLOCK256 (one scale per 256-element block, as
-/// accurate as ggml's Q8_K) instead of TERN_FORMAT_I8_ABSMAX (one scale per token); the
+/// accurate as ggml's Q8_K), those that meet Q2_0 weights to TERN_FORMAT_I8_BLOCK32 (one per
+/// 32 elements, as accurate as ggml's Q8_0), instead of TERN_FORMAT_I8_ABSMAX (one scale per
+/// token); the
 /// ADAPTER_INSERTED event names the format and its bytes. BITNET_B1_58 and I2_S weights keep
 /// I8_ABSMAX (one weight scale per tensor; those models are trained with per-token absmax).
 pub const TERN_DISPATCH_ACCURATE_ACTIVATIONS: u32 = 8u32;

@@ -1,6 +1,6 @@
 //! The int8 activation formats: `rows * cols` int8 codes row-major, then one f32 scale per
 //! scale block, in (row, block) order. I8_ABSMAX has one block per row; I8_BLOCK256 one per
-//! 256 elements of a row (ggml's Q8_K granularity). Per block: scale = max |x| / 127,
+//! 256 elements of a row (ggml's Q8_K granularity), I8_BLOCK32 one per 32 (Q8_0's). Per block: scale = max |x| / 127,
 //! code = round_half_away(x / scale) clamped to [-127, 127]; a block of zeros keeps scale 0
 //! and codes 0. Every function takes `block`, the elements per scale (`cols` for
 //! I8_ABSMAX), which divides `cols`.
@@ -12,6 +12,9 @@ pub const MAX_CODE: f32 = 127.0;
 
 /// Elements per scale of I8_BLOCK256.
 pub const BLOCK256: usize = 256;
+
+/// Elements per scale of I8_BLOCK32.
+pub const BLOCK32: usize = 32;
 
 /// Rounds half away from zero for |v| < 2^23 without a libm call: truncation is exact, and
 /// so is the fraction `v - trunc(v)`.

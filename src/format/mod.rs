@@ -45,6 +45,9 @@ pub enum Format {
     /// Activations: int8 codes row-major, then one f32 absmax scale per 256-element block of
     /// each row (ggml's Q8_K granularity), for TQ1_0/TQ2_0 weights.
     I8Block256 = 10,
+    /// Activations: int8 codes row-major, then one f32 absmax scale per 32-element block of
+    /// each row (ggml's Q8_0 granularity), for Q2_0 weights.
+    I8Block32 = 11,
 }
 
 /// How a format groups elements and where its scales live.
@@ -61,7 +64,7 @@ pub enum Blocking {
     #[allow(missing_docs)]
     WholeTensor { elems_per_byte: usize, scale_bytes: usize, pad_bytes: usize },
     /// One-byte codes for the whole tensor, then one scale per `elems`-element block of each
-    /// row, in (row, block) order (I8_BLOCK256).
+    /// row, in (row, block) order (I8_BLOCK256, I8_BLOCK32).
     #[allow(missing_docs)]
     CodesThenBlockScales { elems: usize, scale_bytes: usize },
 }
@@ -80,7 +83,7 @@ pub enum ScalePlacement {
     TensorEnd = 3,
     /// An f16 at the start of every block (Q2_0).
     BlockStart = 4,
-    /// One f32 per (row, block), after all the codes (I8_BLOCK256).
+    /// One f32 per (row, block), after all the codes (I8_BLOCK256, I8_BLOCK32).
     BlocksEnd = 5,
 }
 
@@ -116,7 +119,7 @@ impl std::fmt::Display for Format {
 
 impl Format {
     /// Every format, in id order.
-    pub const ALL: [Format; 10] = [
+    pub const ALL: [Format; 11] = [
         Format::F32,
         Format::Tq1_0,
         Format::Tq2_0,
@@ -127,6 +130,7 @@ impl Format {
         Format::I2S64,
         Format::I2SR4,
         Format::I8Block256,
+        Format::I8Block32,
     ];
 
     /// The format with this stable id.
@@ -167,6 +171,7 @@ impl Format {
             Format::I2S64 => "I2_S_64",
             Format::I2SR4 => "I2_S_R4",
             Format::I8Block256 => "I8_BLOCK256",
+            Format::I8Block32 => "I8_BLOCK32",
         }
     }
 
@@ -176,27 +181,32 @@ impl Format {
         self != Format::F32 && !self.is_i8_activation()
     }
 
-    /// An int8 activation format: I8_ABSMAX or I8_BLOCK256.
+    /// An int8 activation format: I8_ABSMAX, I8_BLOCK256 or I8_BLOCK32.
     pub fn is_i8_activation(self) -> bool {
-        matches!(self, Format::I8Absmax | Format::I8Block256)
+        matches!(self, Format::I8Absmax | Format::I8Block256 | Format::I8Block32)
     }
 
     /// For the int8 activation formats, the elements per scale when rows have `cols`
-    /// elements: `cols` for I8_ABSMAX, 256 for I8_BLOCK256; `None` for the others.
+    /// elements: `cols` for I8_ABSMAX, 256 for I8_BLOCK256, 32 for I8_BLOCK32; `None` for
+    /// the others.
     pub fn i8_scale_block(self, cols: usize) -> Option<usize> {
         match self {
             Format::I8Absmax => Some(cols),
             Format::I8Block256 => Some(i8_absmax::BLOCK256),
+            Format::I8Block32 => Some(i8_absmax::BLOCK32),
             _ => None,
         }
     }
 
-    /// The accurate activation format for this weight format: one scale per weight block
-    /// (I8_BLOCK256 for TQ1_0/TQ2_0); `None` where per-token I8_ABSMAX is the only choice
-    /// (the single-scale BITNET_B1_58 and I2_S formats, trained with per-token absmax).
+    /// The accurate activation format for this weight format: the granularity ggml's own
+    /// kernels quantize activations at for it, with an f32 scale (I8_BLOCK256 = Q8_K for
+    /// TQ1_0/TQ2_0, I8_BLOCK32 = Q8_0 for Q2_0); `None` where per-token I8_ABSMAX is the
+    /// only choice (the single-scale BITNET_B1_58 and I2_S formats, trained with per-token
+    /// absmax).
     pub fn accurate_activation(self) -> Option<Format> {
         match self {
             Format::Tq1_0 | Format::Tq2_0 => Some(Format::I8Block256),
+            Format::Q2_0 => Some(Format::I8Block32),
             _ => None,
         }
     }
@@ -251,14 +261,17 @@ impl Format {
                 rows_multiple: 1,
             },
             Format::Q2_0 => blocks(q2_0::QK, q2_0::BLOCK_BYTES, ScalePlacement::BlockStart),
-            Format::I8Block256 => BlockSpec {
-                blocking: Blocking::CodesThenBlockScales { elems: i8_absmax::BLOCK256, scale_bytes: 4 },
-                bits_per_element: 8.0 + 32.0 / i8_absmax::BLOCK256 as f64,
-                scale: ScalePlacement::BlocksEnd,
-                activation_hint: None,
-                cols_multiple: i8_absmax::BLOCK256,
-                rows_multiple: 1,
-            },
+            Format::I8Block256 | Format::I8Block32 => {
+                let elems = self.i8_scale_block(0).expect("an int8 activation format");
+                BlockSpec {
+                    blocking: Blocking::CodesThenBlockScales { elems, scale_bytes: 4 },
+                    bits_per_element: 8.0 + 32.0 / elems as f64,
+                    scale: ScalePlacement::BlocksEnd,
+                    activation_hint: None,
+                    cols_multiple: elems,
+                    rows_multiple: 1,
+                }
+            }
             Format::I2S | Format::I2S64 | Format::I2SR4 => BlockSpec {
                 blocking: Blocking::WholeTensor {
                     elems_per_byte: 4,
@@ -289,6 +302,7 @@ impl Format {
         if !cols.is_multiple_of(spec.cols_multiple) {
             return invalid(match spec.cols_multiple {
                 4 => "cols must be a multiple of 4 so that rows start on a byte",
+                32 => "cols must be a multiple of the 32-element block",
                 64 => "cols must be a multiple of the 64-element block",
                 128 => "cols must be a multiple of the 128-element block",
                 _ => "cols must be a multiple of the 256-element block",
@@ -341,7 +355,7 @@ impl Format {
                 tq2_0::encode(src, dst)
             }
             Format::BitnetB158 => bitnet::encode(src, dst),
-            Format::I8Absmax | Format::I8Block256 => {
+            Format::I8Absmax | Format::I8Block256 | Format::I8Block32 => {
                 let block = self.i8_scale_block(cols).expect("an int8 activation format");
                 i8_absmax::check_scales(src, block)?;
                 i8_absmax::encode(src, block, dst)
@@ -366,7 +380,7 @@ impl Format {
             Format::Tq1_0 => tq1_0::decode(src, dst),
             Format::Tq2_0 => tq2_0::decode(src, dst),
             Format::BitnetB158 => bitnet::decode(src, dst),
-            Format::I8Absmax | Format::I8Block256 => {
+            Format::I8Absmax | Format::I8Block256 | Format::I8Block32 => {
                 i8_absmax::decode(src, self.i8_scale_block(cols).expect("an int8 activation format"), dst)
             }
             Format::Q2_0 => q2_0::decode(src, dst),
@@ -387,7 +401,7 @@ impl Format {
             Format::Tq1_0 => tq1_0::get(src, index),
             Format::Tq2_0 => tq2_0::get(src, index),
             Format::BitnetB158 => bitnet::get(src, index),
-            Format::I8Absmax | Format::I8Block256 => {
+            Format::I8Absmax | Format::I8Block256 | Format::I8Block32 => {
                 i8_absmax::get(src, rows * cols, self.i8_scale_block(cols).expect("an int8 activation format"), index)
             }
             Format::Q2_0 => q2_0::get(src, index),
@@ -412,7 +426,7 @@ impl Format {
             Format::Tq1_0 => tq1_0::first_corrupt(src),
             Format::Tq2_0 => tq2_0::first_corrupt(src),
             Format::BitnetB158 => bitnet::first_corrupt(src),
-            Format::I8Absmax | Format::I8Block256 => i8_absmax::first_corrupt(
+            Format::I8Absmax | Format::I8Block256 | Format::I8Block32 => i8_absmax::first_corrupt(
                 src,
                 rows * cols,
                 self.i8_scale_block(cols).expect("an int8 activation format"),

@@ -1,9 +1,10 @@
 //! The reference kernels: the definition every SIMD kernel must match.
 //!
 //! `bitnet_gemv/reference` computes, by I8_ABSMAX activations (one scale per token),
-//! `out[m][n] = a_scale[m] * sum_blocks (w_scale[block] * dot[block])`, and by I8_BLOCK256
-//! activations (one scale per weight block of TQ1_0/TQ2_0),
-//! `out[m][n] = sum_blocks ((w_scale[block] * a_scale[m][block]) * dot[block])`, where
+//! `out[m][n] = a_scale[m] * sum_blocks (w_scale[block] * dot[block])`, and by per-block
+//! activations (I8_BLOCK256 with TQ1_0/TQ2_0, one scale per weight block; I8_BLOCK32 with
+//! Q2_0, two per weight block) `out[m][n] = sum_blocks ((w_scale[wb] * a_scale[m][block]) *
+//! dot[block])` over the activation's blocks, `wb` the weight block holding `block`, where
 //! `dot[block] = sum_{i in block} a_code[m][i] * t[n][i]` is exact in int32 and the float
 //! sums run over blocks in order. No multiply in the inner loop: a trit adds, subtracts or
 //! skips. Each weight row is decoded once per call and reused for every activation row.
@@ -65,16 +66,19 @@ fn bitnet_gemv(w: &MatRef, a: &MatRef, out: &mut OutTile) {
     let block = w.format.kernel_block(k);
     let mut trits = vec![0i8; k];
     let mut scales = vec![0f32; k / block];
-    // Per-block activation scales come one per weight block (the registry pairs them so).
+    // Per-block activation scales divide the weight's blocks (the registry pairs them so):
+    // `sub` activation blocks per weight block.
     let per_block = a.format != Format::I8Absmax;
-    assert!(!per_block || act.block == block, "activation scale blocks are the weight's blocks");
+    assert!(!per_block || block.is_multiple_of(act.block), "activation scale blocks split the weight's blocks");
+    let step = if per_block { act.block } else { block };
+    let sub = block / step;
     for r in out.rows() {
         w.format.ternary_row(w.bytes, k, r, &mut trits, &mut scales);
         for token in out.tokens() {
             let (codes, a_scales) = (act.row(token), act.row_scales(token));
             let mut acc = 0f32;
-            for (b, (t, x)) in trits.chunks_exact(block).zip(codes.chunks_exact(block)).enumerate() {
-                let d = if per_block { scales[b] * a_scales[b] } else { scales[b] };
+            for (b, (t, x)) in trits.chunks_exact(step).zip(codes.chunks_exact(step)).enumerate() {
+                let d = if per_block { scales[b / sub] * a_scales[b] } else { scales[b] };
                 acc += d * trit_dot(t, x) as f32;
             }
             out.set(token, r, if per_block { acc } else { a_scales[0] * acc });

@@ -1,7 +1,7 @@
 //! Accurate activations: I8_BLOCK256 (one absmax scale per 256-element block) with TQ1_0 and
-//! TQ2_0 weights. Every kernel that serves the pair against the reference; the reference
-//! against its definition; the dispatcher's flag, its adapter events and prices; and the
-//! accuracy gain over per-token absmax on activations with outlier channels.
+//! TQ2_0 weights, I8_BLOCK32 (one per 32) with Q2_0. Every kernel that serves a pair against
+//! the definition; the dispatcher's flag, its adapter events and prices; and the accuracy
+//! gain over per-token absmax on activations with outlier channels.
 
 use crate::common::Rng;
 use std::ops::Range;
@@ -11,7 +11,8 @@ use tern::dispatch::{Dispatcher, DispatcherOptions};
 use tern::kernel::{registry, Kernel, MatRef, OutTile};
 use tern::{EventKind, Format, RecordingSink, Scope, Tensor};
 
-const TQ: [Format; 2] = [Format::Tq1_0, Format::Tq2_0];
+/// The weight formats with an accurate activation format.
+const BLOCKED: [Format; 3] = [Format::Tq1_0, Format::Tq2_0, Format::Q2_0];
 const REFERENCE: &str = "bitnet_gemv/reference";
 const QK: usize = 256;
 
@@ -25,7 +26,7 @@ fn activations(rng: &mut Rng, m: usize, k: usize) -> Vec<f32> {
         }
     }
     if m > 1 {
-        x[k..k + QK].fill(0.0);
+        x[k..k + QK.min(k)].fill(0.0);
     }
     if m > 2 {
         x[2 * k..3 * k].fill(0.0);
@@ -40,20 +41,22 @@ fn run(kern: &'static Kernel, w: &MatRef, a: &MatRef, rows: Range<usize>, tokens
     out
 }
 
-/// The definition in f64 (docs/design.md §2): `sum_blocks (w_scale * a_scale) * dot`, and
-/// the sum of the terms' magnitudes, which bounds what f32 summation in another order costs.
+/// The definition in f64 (docs/design.md §2): `sum_blocks (w_scale * a_scale) * dot` over
+/// the activation's blocks (`ab` elements, within weight blocks of `wb`), and the sum of the
+/// terms' magnitudes, which bounds what f32 summation in another order costs.
 fn definition(w: &[u8], a: &[u8], m: usize, n: usize, k: usize, format: Format) -> (Vec<f64>, Vec<f64>) {
-    let blocks = k / QK;
+    let (wb, ab) = (format.kernel_block(k), act_block(format));
+    let blocks = k / ab;
     let (codes, a_scales) = a.split_at(m * k);
     let a_scale = |t: usize, b: usize| f32::from_le_bytes(a_scales[4 * (t * blocks + b)..][..4].try_into().unwrap());
-    let (mut trits, mut scales) = (vec![0i8; k], vec![0f32; blocks]);
+    let (mut trits, mut scales) = (vec![0i8; k], vec![0f32; k / wb]);
     let (mut want, mut mag) = (vec![0f64; m * n], vec![0f64; m * n]);
     for r in 0..n {
         format.ternary_row(w, k, r, &mut trits, &mut scales);
         for t in 0..m {
-            for (b, &d) in scales.iter().enumerate() {
-                let dot: i64 = (b * QK..(b + 1) * QK).map(|i| trits[i] as i64 * codes[t * k + i] as i8 as i64).sum();
-                let term = (d * a_scale(t, b)) as f64 * dot as f64;
+            for b in 0..blocks {
+                let dot: i64 = (b * ab..(b + 1) * ab).map(|i| trits[i] as i64 * codes[t * k + i] as i8 as i64).sum();
+                let term = (scales[b * ab / wb] * a_scale(t, b)) as f64 * dot as f64;
                 want[t * n + r] += term;
                 mag[t * n + r] += term.abs();
             }
@@ -62,26 +65,39 @@ fn definition(w: &[u8], a: &[u8], m: usize, n: usize, k: usize, format: Format) 
     (want, mag)
 }
 
-/// Every kernel of (TQ, I8_BLOCK256) this CPU runs equals the definition on whole outputs
-/// and on blocks of rows x tokens (writing nothing outside them), to 1e-5 of max(1, |want|)
-/// (tests/kernels.rs's bound for I8_ABSMAX: SIMD kernels scale and sum per-lane partial
-/// dots, whose f32 roundings are relative to the lanes, not to the block's total) plus
-/// `2 * blocks * eps * magnitude` (f32 sums of `blocks` terms in any order).
+/// The accurate activation format of `format` and its elements per scale.
+fn accurate(format: Format) -> Format {
+    format.accurate_activation().expect("a format with accurate activations")
+}
+
+fn act_block(format: Format) -> usize {
+    accurate(format).spec().cols_multiple
+}
+
+/// Every kernel of (TQ, I8_BLOCK256) and (Q2_0, I8_BLOCK32) this CPU runs equals the
+/// definition on whole outputs and on blocks of rows x tokens (writing nothing outside them),
+/// to 1e-5 of max(1, |want|) (tests/kernels.rs's bound for I8_ABSMAX: SIMD kernels scale and
+/// sum per-lane partial dots, whose f32 roundings are relative to the lanes, not to the
+/// block's total) plus `2 * blocks * eps * magnitude` (f32 sums of `blocks` terms in any
+/// order). Q2_0 also runs rows of 1 and 5 blocks (a SIMD step holds up to 4).
 #[test]
-fn every_block256_kernel_matches_the_definition() {
+fn every_accurate_kernel_matches_the_definition() {
     let mut rng = Rng(0xb10c);
-    for format in TQ {
+    for format in BLOCKED {
+        let act = accurate(format);
         let kernels: Vec<&'static Kernel> =
-            registry().iter().filter(|k| k.weight() == format && k.act() == Format::I8Block256).collect();
+            registry().iter().filter(|k| k.weight() == format && k.act() == act).collect();
         assert!(kernels.iter().any(|k| k.name() == REFERENCE), "the reference serves {format}");
         assert!(kernels.len() > 1 || cfg!(not(any(target_arch = "x86_64", target_arch = "aarch64"))));
-        for (m, n, k) in [(1, 70, 512), (3, 67, 1024), (9, 130, 768), (20, 64, 256)] {
+        let short: &[(usize, usize, usize)] = if format == Format::Q2_0 { &[(5, 40, 320), (2, 17, 64)] } else { &[] };
+        for &(m, n, k) in [(1, 70, 512), (3, 67, 1024), (9, 130, 768), (20, 64, 256)].iter().chain(short) {
             let w = Tensor::encode(format, &rng.weights(n * k, 1.0), n, k).unwrap();
-            let a = Tensor::encode(Format::I8Block256, &activations(&mut rng, m, k), m, k).unwrap();
+            let a = Tensor::encode(act, &activations(&mut rng, m, k), m, k).unwrap();
             let (wb, ab) = (w.bytes().unwrap(), a.bytes().unwrap());
-            let (wm, am) = (MatRef::new(format, n, k, wb).unwrap(), MatRef::new(Format::I8Block256, m, k, ab).unwrap());
+            let (wm, am) = (MatRef::new(format, n, k, wb).unwrap(), MatRef::new(act, m, k, ab).unwrap());
             let (want, mag) = definition(wb, ab, m, n, k, format);
-            let tol = |i: usize| 1e-5 * want[i].abs().max(1.0) + 2.0 * (k / QK) as f64 * f32::EPSILON as f64 * mag[i];
+            let terms = (k / act_block(format)) as f64;
+            let tol = |i: usize| 1e-5 * want[i].abs().max(1.0) + 2.0 * terms * f32::EPSILON as f64 * mag[i];
             for kern in kernels.iter().filter(|k| k.is_available()) {
                 for (rows, tokens) in [(0..n, 0..m), (n / 3..n - 1, m / 2..m)] {
                     let got = run(kern, &wm, &am, rows.clone(), tokens.clone());
@@ -112,19 +128,22 @@ fn dispatcher(accurate: bool, sink: &Arc<RecordingSink>) -> Dispatcher {
     d
 }
 
-/// With the flag, F32 activations meeting TQ weights are requantized to I8_BLOCK256 (the
-/// event names the adapter, the format and its price) and the result is the I8_BLOCK256
-/// tensor's, bit for bit; BITNET_B1_58 keeps I8_ABSMAX; without the flag nothing changes.
+/// With the flag, F32 activations meeting TQ weights are requantized to I8_BLOCK256 and
+/// those meeting Q2_0 weights to I8_BLOCK32 (the event names the adapter, the format and its
+/// price) and the result is that tensor's, bit for bit; BITNET_B1_58 keeps I8_ABSMAX;
+/// without the flag nothing changes.
 #[test]
-fn the_flag_requantizes_tq_activations_per_block() {
+fn the_flag_requantizes_activations_per_block() {
     let mut rng = Rng(0xf1a9);
     let (m, n, k) = (3, 96, 1024);
     let x = activations(&mut rng, m, k);
     let act = Tensor::encode(Format::F32, &x, m, k).unwrap();
-    let block = Tensor::encode(Format::I8Block256, &x, m, k).unwrap();
-    let price = m * k + 4 * m * k / QK;
-    for format in [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158] {
+    for format in [Format::Tq1_0, Format::Tq2_0, Format::Q2_0, Format::BitnetB158] {
         let w = Tensor::encode(format, &rng.weights(n * k, 1.0), n, k).unwrap();
+        let to_block = format.accurate_activation().unwrap_or(Format::I8Absmax);
+        let block = Tensor::encode(to_block, &x, m, k).unwrap();
+        let price = to_block.bytes_for(m, k).unwrap();
+        let adapter = if format == Format::Q2_0 { "requantize-i8-block32" } else { "requantize-i8-block256" };
         for accurate in [false, true] {
             let sink = Arc::new(RecordingSink::default());
             let d = dispatcher(accurate, &sink);
@@ -135,7 +154,7 @@ fn the_flag_requantizes_tq_activations_per_block() {
             assert_eq!(events.len(), 2, "{events:?}");
             let per_block = accurate && format != Format::BitnetB158;
             let (name, to, bytes) = match per_block {
-                true => ("requantize-i8-block256", Format::I8Block256, price),
+                true => (adapter, to_block, price),
                 false => ("requantize-i8-absmax", Format::I8Absmax, m * k + 4 * m),
             };
             assert_eq!(events[0].kind, EventKind::AdapterInserted);
@@ -146,7 +165,7 @@ fn the_flag_requantizes_tq_activations_per_block() {
             assert_eq!((events[1].kind, events[1].from, events[1].to), (EventKind::KernelSelected, format, to));
             assert_eq!(scope.stats().bytes_in_use, bytes);
             if per_block {
-                // The same kernel on the I8_BLOCK256 tensor passed directly, on a dispatcher
+                // The same kernel on the per-block tensor passed directly, on a dispatcher
                 // without the flag: no adapter, the same bits.
                 let sink = Arc::new(RecordingSink::default());
                 let mut direct = vec![0f32; m * n];
@@ -157,7 +176,7 @@ fn the_flag_requantizes_tq_activations_per_block() {
                 );
                 let events = sink.events();
                 assert_eq!(events.len(), 1);
-                assert_eq!((events[0].from, events[0].to), (format, Format::I8Block256));
+                assert_eq!((events[0].from, events[0].to), (format, to_block));
             }
         }
     }
@@ -190,7 +209,8 @@ fn matmul_many_requantizes_once_per_target() {
     }
 }
 
-/// One scale per 256-element block loses less than one scale per token, measured against
+/// One scale per block (256 elements for TQ, 32 for Q2_0) loses less than one scale per
+/// token, measured against
 /// the exact product of the decoded weights and the f32 activations: Gaussian activations,
 /// where the step shrinks with the block's smaller max (measured 1.17x less error), and 1 %
 /// outlier channels 30x larger (measured 1.5x). The bound, 1.1x, holds with margin on these
@@ -211,7 +231,7 @@ fn per_block_scales_beat_per_token() {
             }
         }
         let act = Tensor::encode(Format::F32, &x, m, k).unwrap();
-        for format in TQ {
+        for format in BLOCKED {
             let w = Tensor::encode(format, &rng.weights(n * k, 1.0), n, k).unwrap();
             let wf = w.decode().unwrap();
             let exact: Vec<f64> = (0..m * n)

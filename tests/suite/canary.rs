@@ -309,7 +309,7 @@ fn encoding_get() {
     let mut e = sentinel::<tern_encoding>().cast_const();
     unsafe {
         assert_eq!(tern_encoding_get(0, &mut e), TERN_ERR_UNKNOWN_FORMAT);
-        assert_eq!(tern_encoding_get(11, &mut e), TERN_ERR_UNKNOWN_FORMAT);
+        assert_eq!(tern_encoding_get(12, &mut e), TERN_ERR_UNKNOWN_FORMAT);
         assert_eq!(tern_encoding_get(1, ptr::null_mut()), TERN_ERR_NULL_POINTER);
     }
     assert_eq!(e, sentinel::<tern_encoding>().cast_const());

@@ -32,7 +32,7 @@ fn values(n: usize, seed: u32, amp: f32) -> Vec<f32> {
 fn shape_of(format: Format) -> (usize, usize) {
     match format {
         Format::Tq1_0 | Format::Tq2_0 | Format::I8Block256 => (3, 512),
-        Format::Q2_0 => (3, 128),
+        Format::Q2_0 | Format::I8Block32 => (3, 128),
         Format::I2S | Format::I2S64 | Format::I2SR4 => (4, 256),
         _ => (3, 8),
     }
@@ -104,7 +104,7 @@ fn lookups() {
         assert_eq!(out, 77);
         assert_eq!(tern_format_from_ggml_type(34, null_mut()), TERN_ERR_NULL_POINTER);
 
-        for bad in [0, 11, u32::MAX] {
+        for bad in [0, 12, u32::MAX] {
             assert_eq!(tern_encoding_get(bad, &mut e), TERN_ERR_UNKNOWN_FORMAT);
             assert!(e.is_null());
         }

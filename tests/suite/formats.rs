@@ -319,47 +319,56 @@ fn i8_absmax_scales_rows_by_their_absmax() {
     }
 }
 
-/// I8_BLOCK256 is I8_ABSMAX's rule per 256-element block: its bytes are I8_ABSMAX's bytes
-/// of the same values as rows of 256 (codes in the same places, then one scale per block in
-/// (row, block) order), and they decode the same, for blocks of zeros, tiny and huge blocks.
+/// The block-scaled int8 activation formats and their blocks.
+const I8_BLOCKS: [(Format, usize); 2] = [(Format::I8Block256, 256), (Format::I8Block32, 32)];
+
+/// I8_BLOCK256 and I8_BLOCK32 are I8_ABSMAX's rule per block of 256 or 32 elements: their
+/// bytes are I8_ABSMAX's bytes of the same values as rows of one block (codes in the same
+/// places, then one scale per block in (row, block) order), and they decode the same, for
+/// blocks of zeros, tiny and huge blocks.
 #[test]
-fn i8_block256_is_i8_absmax_per_block() {
-    let (rows, cols) = (3, 768);
-    let mut x = Rng(5).weights(rows * cols, 3.0);
-    x[256..512].fill(0.0); // a zero block
-    x[1024..1280].iter_mut().for_each(|v| *v *= 1e-30); // a tiny, non-zero block
-    x[1800] = 3e30; // one huge element
-    let block = encode(Format::I8Block256, &x, rows, cols);
-    let as_rows = encode(Format::I8Absmax, &x, rows * cols / QK, QK);
-    assert_eq!(block, as_rows);
-    assert_eq!(block.len(), rows * cols + 4 * rows * cols / QK);
-    assert_eq!(bits(&decode(Format::I8Block256, &block, rows, cols)), bits(&decode(Format::I8Absmax, &as_rows, 9, QK)));
-    let (amax, scale) = (x[1800], f32_at(&block, rows * cols + 4 * 7));
-    assert_eq!(scale.to_bits(), (amax / 127.0).to_bits(), "block 7 holds the huge element");
-    for cols in [1, 255, 300, 257] {
-        assert!(matches!(Format::I8Block256.bytes_for(2, cols), Err(Error::InvalidShape { .. })), "cols {cols}");
+fn i8_block_formats_are_i8_absmax_per_block() {
+    for (format, b) in I8_BLOCKS {
+        let (rows, cols) = (3, 3 * b);
+        let mut x = Rng(5).weights(rows * cols, 3.0);
+        x[b..2 * b].fill(0.0); // a zero block
+        x[4 * b..5 * b].iter_mut().for_each(|v| *v *= 1e-30); // a tiny, non-zero block
+        x[7 * b + 8] = 3e30; // one huge element
+        let block = encode(format, &x, rows, cols);
+        let as_rows = encode(Format::I8Absmax, &x, rows * cols / b, b);
+        assert_eq!(block, as_rows, "{format}");
+        assert_eq!(block.len(), rows * cols + 4 * rows * cols / b);
+        assert_eq!(bits(&decode(format, &block, rows, cols)), bits(&decode(Format::I8Absmax, &as_rows, 9, b)));
+        let (amax, scale) = (x[7 * b + 8], f32_at(&block, rows * cols + 4 * 7));
+        assert_eq!(scale.to_bits(), (amax / 127.0).to_bits(), "{format}: block 7 holds the huge element");
+        for cols in [1, b - 1, b + b / 4 + 4, b + 1] {
+            assert!(matches!(format.bytes_for(2, cols), Err(Error::InvalidShape { .. })), "{format} cols {cols}");
+        }
     }
 }
 
 #[test]
-fn i8_block256_code_minus_128_bad_scales_and_overflow_are_refused() {
-    let (rows, cols) = (2, 512);
-    let good = encode(Format::I8Block256, &Rng(12).weights(rows * cols, 1.0), rows, cols);
-    let mut bad = good.clone();
-    bad[700] = 0x80;
-    assert_eq!(corrupt(Format::I8Block256, &bad, rows, cols), Err(Error::CorruptCode { index: 700 }));
-    for s in [f32::NAN, f32::INFINITY, -1.0, -0.0, f32::MAX / 100.0] {
+fn i8_block_formats_refuse_code_minus_128_bad_scales_and_overflow() {
+    for (format, b) in I8_BLOCKS {
+        let (rows, cols) = (2, 2 * b);
+        let good = encode(format, &Rng(12).weights(rows * cols, 1.0), rows, cols);
         let mut bad = good.clone();
-        let at = rows * cols + 4 * 3; // row 1, block 1
-        bad[at..at + 4].copy_from_slice(&s.to_le_bytes());
-        assert_eq!(corrupt(Format::I8Block256, &bad, rows, cols), Err(Error::CorruptCode { index: 768 }), "{s}");
+        let code_at = cols + b + b / 2;
+        bad[code_at] = 0x80;
+        assert_eq!(corrupt(format, &bad, rows, cols), Err(Error::CorruptCode { index: code_at }));
+        for s in [f32::NAN, f32::INFINITY, -1.0, -0.0, f32::MAX / 100.0] {
+            let mut bad = good.clone();
+            let at = rows * cols + 4 * 3; // row 1, block 1
+            bad[at..at + 4].copy_from_slice(&s.to_le_bytes());
+            assert_eq!(corrupt(format, &bad, rows, cols), Err(Error::CorruptCode { index: 3 * b }), "{format} {s}");
+        }
+        let mut x = vec![1.0f32; rows * cols];
+        x[2 * b + b / 3] = -f32::MAX;
+        let mut dst = vec![CANARY; good.len()];
+        let err = format.encode(&x, rows, cols, &mut dst).unwrap_err();
+        assert!(matches!(err, Error::ScaleOverflow { block: 2, .. }), "{format}: {err:?}");
+        assert_untouched(&dst);
     }
-    let mut x = vec![1.0f32; rows * cols];
-    x[600] = -f32::MAX;
-    let mut dst = vec![CANARY; good.len()];
-    let err = Format::I8Block256.encode(&x, rows, cols, &mut dst).unwrap_err();
-    assert!(matches!(err, Error::ScaleOverflow { block: 2, .. }), "{err:?}");
-    assert_untouched(&dst);
 }
 
 // ---------------------------------------------------------------- get
@@ -367,7 +376,7 @@ fn i8_block256_code_minus_128_bad_scales_and_overflow_are_refused() {
 #[test]
 fn get_matches_decode_everywhere_and_refuses_out_of_bounds() {
     let mut rng = Rng(6);
-    let shapes: [(Format, usize, usize); 11] = [
+    let shapes: [(Format, usize, usize); 12] = [
         (Format::F32, 3, 5),
         (Format::F32, 1, 1),
         (Format::Tq1_0, 2, 512),
@@ -379,6 +388,7 @@ fn get_matches_decode_everywhere_and_refuses_out_of_bounds() {
         (Format::I8Absmax, 4, 7),
         (Format::I8Absmax, 1, 300),
         (Format::I8Block256, 3, 512),
+        (Format::I8Block32, 3, 96),
     ];
     for (format, rows, cols) in shapes {
         let x = rng.weights(rows * cols, 1.5);
@@ -757,11 +767,12 @@ fn format_ids_are_stable() {
         (8, Format::I2S64),
         (9, Format::I2SR4),
         (10, Format::I8Block256),
+        (11, Format::I8Block32),
     ] {
         assert_eq!(Format::from_id(id), Ok(format));
         assert_eq!(format.id(), id);
     }
-    for id in [0, 11, 255, u32::MAX] {
+    for id in [0, 12, 255, u32::MAX] {
         assert_eq!(Format::from_id(id), Err(Error::UnknownFormat(id)));
     }
 }

@@ -203,8 +203,9 @@ fn x86_kernels_come_widest_first() {
     ];
     for format in TERNARY {
         let want = &all[..];
-        // Per (weight, activation) pair: TQ formats list the same order again for I8_BLOCK256.
-        for act in [Format::I8Absmax, Format::I8Block256] {
+        // Per (weight, activation) pair: TQ formats list the same order again for I8_BLOCK256,
+        // Q2_0 for I8_BLOCK32.
+        for act in [Format::I8Absmax, Format::I8Block256, Format::I8Block32] {
             let names: Vec<&str> = registry()
                 .iter()
                 .filter(|k| k.weight() == format && k.act() == act)

@@ -20,7 +20,10 @@ enum class Format(val id: Int) {
     I2_S_R4(9),
 
     /** Activations: int8 codes, then one f32 absmax scale per 256-element block of each row (cols a multiple of 256). */
-    I8_BLOCK256(10);
+    I8_BLOCK256(10),
+
+    /** Activations: int8 codes, then one f32 absmax scale per 32-element block of each row (cols a multiple of 32). */
+    I8_BLOCK32(11);
 
     companion object {
         /** The format with tern.h id [id], or null (0 and unknown ids). */

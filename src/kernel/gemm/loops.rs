@@ -86,6 +86,8 @@ pub(crate) struct Ctx<'a> {
     scales: &'a [f32],
     /// Rows per panel.
     p: usize,
+    /// Elements per weight scale (`scales` has `p` per weight block).
+    w_block: usize,
     /// Rows of this panel (lane 0 of its first vector is `rows.start`).
     rows: Range<usize>,
     /// `Some(d)`: one scale for the whole tensor, int32 along the row.
@@ -139,21 +141,24 @@ impl Ctx<'_> {
                 }
             }
             None => {
+                // Blocks of the accumulators: the weight's, or the activation's finer scale
+                // blocks (I8_BLOCK32 with Q2_0: `sub` of them per weight block).
                 let block = self.act.block;
                 let blocks = k / block;
-                assert!(self.scales.len() >= blocks * self.p, "panel scales too short");
-                assert!(k.is_multiple_of(block) && kg == k, "rows are whole blocks");
+                let sub = self.w_block / block;
+                assert!(self.w_block == sub * block, "activation blocks split the weight's blocks");
+                assert!(self.scales.len() >= blocks / sub * self.p, "panel scales too short");
+                assert!(k.is_multiple_of(self.w_block) && kg == k, "rows are whole blocks");
                 let seeds = &self.act.block_seeds[t0 * blocks..(t0 + T) * blocks];
                 let block_groups = block / GROUP;
                 // Per-block activation scales: each block's weight scales times the token's
-                // block scale (`d * a_scale[block]`, the reference's order), built per
-                // vector in `combined`; otherwise the token's scale multiplies at the end.
+                // block scale (`d * a_scale[block]`, the reference's order); otherwise the
+                // token's scale multiplies at the end.
                 let per_block = self.act.per_block;
                 let a_scales = &self.act.scales[if per_block { t0 * blocks..(t0 + T) * blocks } else { 0..0 }];
-                let mut combined = [0f32; 16];
                 // SAFETY: as above; block `b < blocks` spans groups `b * block_groups..(b + 1)
-                // * block_groups` of the panel and of `act`, and `p` scales at `b * p`
-                // (asserted).
+                // * block_groups` of the panel and of `act`, and its weight block's `p` scales
+                // lie at `b / sub * p` (asserted).
                 let f = unsafe {
                     // The float sums stay in memory: the accumulators fill the registers, and
                     // LLVM's own spilling of the sums takes more instructions per block (NEON
@@ -170,18 +175,9 @@ impl Ctx<'_> {
                         let groups = b * block_groups..(b + 1) * block_groups;
                         micro::<S, RV, T>(w, act.as_ptr(), groups, &mut acc);
                         for v in 0..RV {
-                            let at = self.scales.as_ptr().add(b * self.p + v * S::LANES);
-                            let s = S::fload(at);
+                            let s = S::fload(self.scales.as_ptr().add(b / sub * self.p + v * S::LANES));
                             for t in 0..T {
-                                let s = if per_block {
-                                    let a = a_scales[t * blocks + b];
-                                    for (l, c) in combined[..S::LANES].iter_mut().enumerate() {
-                                        *c = *at.add(l) * a;
-                                    }
-                                    S::fload(combined.as_ptr())
-                                } else {
-                                    s
-                                };
+                                let s = if per_block { S::fmul(s, S::fsplat(a_scales[t * blocks + b])) } else { s };
                                 f[v][t] = S::fmadd_lanes(acc[v][t], s, f[v][t]);
                             }
                         }
@@ -254,7 +250,7 @@ pub(crate) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usiz
         let prows = r0..(r0 + p).min(rows.end);
         // SAFETY: `S`'s features, as the caller guarantees.
         unsafe { pack_panel::<S, L>(w, prows.clone(), p, panel, scale.is_none().then_some(&mut *scales)) };
-        let ctx = Ctx { act: a, panel, scales, p, rows: prows, scale };
+        let ctx = Ctx { act: a, panel, scales, p, w_block: L::BLOCK, rows: prows, scale };
         // The packed blocks that hold `tokens`.
         let mut t0 = tokens.start / T * T;
         while t0 < tokens.end {

@@ -84,7 +84,13 @@ impl<S: GemmSimd + Isa, L: Layout, const RV: usize, const T: usize> Compute for 
     }
 
     fn prepare(&self, a: &MatRef) -> Packed {
-        Packed::new(a, T, L::BLOCK)
+        // Seeds per weight block, or per the activation's scale block where it has its own
+        // (I8_BLOCK32 with Q2_0: halves of the weight's blocks).
+        let block = match a.format {
+            Format::I8Absmax => L::BLOCK,
+            act => act.i8_scale_block(a.cols).expect("an int8 activation format"),
+        };
+        Packed::new(a, T, block)
     }
 
     fn run(&self, w: &MatRef, _a: &MatRef, act: &Packed, out: &mut OutTile) {

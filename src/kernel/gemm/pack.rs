@@ -69,7 +69,7 @@ pub(crate) fn sized<T: Copy + Default>(v: &mut Vec<T>, len: usize) -> &mut [T] {
 /// Bytes of activations one `a_load` reads: four quads of one token.
 pub(crate) const GROUP: usize = 16;
 
-/// Int8 activations (I8_ABSMAX, or I8_BLOCK256 for the TQ formats) packed for a GEMM, once
+/// Int8 activations (I8_ABSMAX, I8_BLOCK256 or I8_BLOCK32) packed for a GEMM, once
 /// per call: token blocks of `t` (the last
 /// one shorter, or zero-padded to `t` tokens), the block of token `t0` at `t0 * kg` laid
 /// out `[kg/G][t][G]` (`G`-byte groups, `kg`: k rounded up to `G`, zeros past `k`), and
@@ -86,22 +86,23 @@ pub(crate) struct Packed {
     pub(in crate::kernel) t: usize,
     /// Whether the last block is padded to `t` tokens.
     pub(in crate::kernel) padded: bool,
-    /// Elements per block of `block_seeds`: the weight format's block.
+    /// Elements per block of `block_seeds`: the weight format's block, or the activation's
+    /// finer scale block (I8_BLOCK32 with Q2_0).
     pub(in crate::kernel) block: usize,
     /// `-sum a` per (token, block): the seeds of per-block scaling.
     pub(in crate::kernel) block_seeds: Vec<i32>,
     /// `-sum a` per token over the whole row: the seeds of one scale per row.
     pub(in crate::kernel) row_seeds: Vec<i32>,
-    /// Activation scale per token, or with `per_block` per (token, 256-element block).
+    /// Activation scale per token, or with `per_block` per (token, `block`).
     pub(in crate::kernel) scales: Vec<f32>,
-    /// Whether the activations are I8_BLOCK256 (one scale per token and block).
+    /// Whether the activations have one scale per (token, block) (I8_BLOCK256, I8_BLOCK32).
     pub(in crate::kernel) per_block: bool,
 }
 
 impl Packed {
-    /// Packs `a` (I8_ABSMAX, or I8_BLOCK256 for blocks of 256, checked by `Kernel::prepare`)
-    /// in token blocks of `t` and groups of four quads, with seeds per `block` elements: the
-    /// layout of [`gemm`].
+    /// Packs `a` (I8_ABSMAX, or per-block activations whose scale block is `block`) in token
+    /// blocks of `t` and groups of four quads, with seeds per `block` elements: the layout
+    /// of [`gemm`].
     pub(crate) fn new(a: &MatRef, t: usize, block: usize) -> Packed {
         Packed::with::<GROUP>(a, t, block, false)
     }

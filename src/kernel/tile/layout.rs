@@ -13,6 +13,10 @@ use std::borrow::Cow;
 pub(crate) trait Tq<S: Simd>: Codes {
     /// Blocks per step: 1, or (Q2_0) the blocks one vector load holds.
     const PER_STEP: usize = 1;
+    /// Activation scales per block when the activations have their own per block (the
+    /// format's accurate activation format): 1 for TQ1_0/TQ2_0 (I8_BLOCK256), 2 for Q2_0
+    /// (I8_BLOCK32).
+    const ACT_SCALES: usize = 1;
     /// Offset of the f16 scale in a block.
     const SCALE_AT: usize = match Self::SCALE {
         Scale::Block(at) => at,
@@ -39,25 +43,26 @@ pub(crate) trait Tq<S: Simd>: Codes {
         acc: &mut [[S::V; T]; R],
     );
     /// `f[t] += float(acc[t]) * scale` for the scale(s) of the step at `w` (`n` blocks),
-    /// times token `t`'s scale of the block `a[t]` when the activations have one per block
-    /// (`d * a[t]` first: the reference's order).
+    /// times token `t`'s scales of the step at `a[t]` (`n * ACT_SCALES`) when the
+    /// activations have them per block (`d * a` first: the reference's order).
     ///
     /// # Safety
-    /// The CPU must have `S`'s features; `w` points at `n` whole blocks.
+    /// The CPU must have `S`'s features; `w` points at `n` whole blocks, and each `a[t]` at
+    /// `n * ACT_SCALES` readable f32.
     #[inline(always)]
     unsafe fn scale_add<const T: usize>(
         w: *const u8,
         _n: usize,
         acc: &[S::V; T],
-        a: Option<&[f32; T]>,
+        a: Option<[*const f32; T]>,
         f: &mut [S::F; T],
     ) {
-        // SAFETY: the block's f16 scale lies at `SCALE_AT`, as the caller guarantees; its
-        // features.
+        // SAFETY: the block's f16 scale lies at `SCALE_AT` and each token's one scale at
+        // `a[t]`, as the caller guarantees; its features.
         unsafe {
             let d = S::f16(w.add(Self::SCALE_AT));
             for t in 0..T {
-                let d = a.map_or(d, |a| d * a[t]);
+                let d = a.map_or(d, |a| d * *a[t]);
                 f[t] = S::fmadd(acc[t], d, f[t]);
             }
         }

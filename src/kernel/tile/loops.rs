@@ -148,8 +148,9 @@ impl<S: Simd, L: Tq<S>, const PB: bool> Tiles for TqCtx<'_, S, L, PB> {
         assert_eq!(self.act.stride(), steps * act_block);
         assert_eq!(self.act.blocks, steps);
         let seeds = self.act.token_seeds::<S>(t0..t0 + T);
-        // The tile's tokens' scales: one per token, or `blocks` per token with `PB`.
-        let per_token = if PB { self.blocks } else { 1 };
+        // The tile's tokens' scales: one per token, or with `PB` `ACT_SCALES` per block.
+        let per_token = if PB { self.blocks * L::ACT_SCALES } else { 1 };
+        let step_scales = L::PER_STEP * L::ACT_SCALES;
         let scales = &self.act.scales()[t0 * per_token..(t0 + T) * per_token];
         // A later tile's rows, a line past the block's start (one prefetch per block and
         // row); the block loop fetches the rest of them.
@@ -160,8 +161,9 @@ impl<S: Simd, L: Tq<S>, const PB: bool> Tiles for TqCtx<'_, S, L, PB> {
         }
         // SAFETY: every pointer below stays in `bytes` (R rows of `blocks` whole blocks, step
         // `b` holding `n` of them), `act` (T tokens of `steps` prepared steps), `seeds` (T
-        // tokens of `steps` vectors) and `scales` (T tokens of `per_token`), sliced with
-        // checks above; prefetches never fault; the caller vouches for the features.
+        // tokens of `steps` vectors) and `scales` (T tokens of `per_token`, step `b`'s `n *
+        // ACT_SCALES` at `b * step_scales`), sliced with checks above; prefetches never
+        // fault; the caller vouches for the features.
         unsafe {
             let mut f = [[S::fzero(); T]; R];
             for r in 0..R {
@@ -182,11 +184,11 @@ impl<S: Simd, L: Tq<S>, const PB: bool> Tiles for TqCtx<'_, S, L, PB> {
                 }
                 let mut acc = [block_seeds; R];
                 L::block::<R, T>(w, n, a, &mut acc);
-                // With `PB`, each token's scale of this block (`PB` formats step one block).
-                let a_scales: Option<[f32; T]> =
-                    PB.then(|| std::array::from_fn(|t| *scales.get_unchecked(t * per_token + b)));
+                // With `PB`, each token's scales of this step.
+                let a_scales: Option<[*const f32; T]> =
+                    PB.then(|| std::array::from_fn(|t| scales.as_ptr().add(t * per_token + b * step_scales)));
                 for r in 0..R {
-                    L::scale_add::<T>(w[r], n, &acc[r], a_scales.as_ref(), &mut f[r]);
+                    L::scale_add::<T>(w[r], n, &acc[r], a_scales, &mut f[r]);
                 }
             }
             for r in 0..R {
@@ -212,6 +214,10 @@ pub(crate) unsafe fn tq<S: Simd, L: Tq<S>, const R1: usize, const RB: usize, con
     out: &mut OutTile,
 ) {
     let (w, blocks) = (w.bytes, w.cols / L::BLOCK);
+    assert!(
+        act.scale_block() * L::ACT_SCALES == L::BLOCK || !act.per_block(),
+        "per-block activation scales of another size"
+    );
     // SAFETY: the caller vouches for the features; tiles stay in `out`'s block.
     unsafe {
         if act.per_block() {
@@ -344,7 +350,7 @@ pub(crate) unsafe fn one_scale<S: Simd, L: OneScale, const R1: usize, const RB: 
     act: &Prepared,
     out: &mut OutTile,
 ) {
-    assert_eq!(w.format, L::FORMAT);
+    assert!(w.format == L::FORMAT && !act.per_block(), "operands of another kernel");
     let scale = L::tensor_scale(w.bytes).expect("a format with one scale per tensor");
     let c = OneScaleCtx::<S> { w: w.bytes, row_bytes: w.cols / 4, scale, act, _isa: std::marker::PhantomData };
     // SAFETY: the caller vouches for the features; tiles stay in `out`'s block.

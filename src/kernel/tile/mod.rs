@@ -169,7 +169,10 @@ pub(crate) fn kernels<
 }
 
 /// The GEMV entries `name` of ISA `S` for every format: [`kernels`] of those that need no
-/// more than [`Simd`], and Q2_0 (which needs [`Pieces`]) with the block-scaled formats' tiles.
+/// more than [`Simd`], and Q2_0 (which needs [`Pieces`]) with the block-scaled formats'
+/// tiles, by I8_ABSMAX and, where `S`'s multiply-accumulate keeps each 32-element half of a
+/// Q2_0 block in lanes of its own (every ISA but NEON's `smlal`, whose int16 lanes add
+/// bytes `j` and `j + 8`), by I8_BLOCK32.
 pub(crate) fn every_format<
     S: Pieces + Isa,
     const R1: usize,
@@ -182,6 +185,18 @@ pub(crate) fn every_format<
 ) -> Vec<crate::kernel::Kernel> {
     let simd = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64];
     let mut all = kernels::<S, R1, RB, TB, BRB, BTB>(name, &simd);
-    all.push(crate::kernel::Kernel::new(name, Format::Q2_0, Format::I8Absmax, 1, &Gemv::<S, Q2, R1, RB, TB>::NEW));
+    let q2 = &Gemv::<S, Q2, R1, RB, TB>::NEW;
+    all.push(crate::kernel::Kernel::new(name, Format::Q2_0, Format::I8Absmax, 1, q2));
+    if q2_halves_apart::<S>() {
+        all.push(crate::kernel::Kernel::new(name, Format::Q2_0, Format::I8Block32, 1, q2));
+    }
     all
+}
+
+/// Whether `S`'s dot products add each 32-element half of a Q2_0 block (code bytes `0..8`
+/// and `8..16` of its 16-byte piece) to lanes of its own, two per half: what the
+/// I8_BLOCK32 GEMV's lane-wise scales need (see [`crate::kernel::weights::Q2`]).
+fn q2_halves_apart<S: Simd>() -> bool {
+    use crate::kernel::mac::Mac;
+    (0..16).all(|byte| S::M::lane(byte) / 2 == byte / 8)
 }

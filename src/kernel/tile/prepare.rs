@@ -21,9 +21,12 @@ pub(crate) struct Prepared {
     seeds: Vec<i32>,
     pub(super) blocks: usize,
     lanes: usize,
-    /// One per token (I8_ABSMAX), or one per (token, block) (I8_BLOCK256, `per_block`).
+    /// One per token (I8_ABSMAX), or one per (token, block) (I8_BLOCK256, I8_BLOCK32:
+    /// `per_block`).
     scales: Vec<f32>,
     per_block: bool,
+    /// Elements per scale.
+    scale_block: usize,
 }
 
 impl Prepared {
@@ -51,8 +54,7 @@ impl Prepared {
         }
         seeds.iter_mut().for_each(|s| *s = -*s);
         let per_block = a.format != Format::I8Absmax;
-        assert!(!per_block || act.block == block, "activation scale blocks are the layout's blocks");
-        Prepared { codes, stride, seeds, blocks, lanes, scales: act.scales, per_block }
+        Prepared { codes, stride, seeds, blocks, lanes, scales: act.scales, per_block, scale_block: act.block }
     }
 
     /// The codes of `tokens` in the unpack order (`stride` bytes per token, zero in padding
@@ -72,9 +74,14 @@ impl Prepared {
         &self.scales
     }
 
-    /// Whether the activations have one scale per (token, block) (I8_BLOCK256).
+    /// Whether the activations have one scale per (token, block) (I8_BLOCK256, I8_BLOCK32).
     pub(crate) fn per_block(&self) -> bool {
         self.per_block
+    }
+
+    /// Elements per activation scale.
+    pub(crate) fn scale_block(&self) -> usize {
+        self.scale_block
     }
 
     /// The accumulator seeds of `tokens`, `blocks` vectors of `S::W` bytes per token: bounds

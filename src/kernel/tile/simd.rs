@@ -40,6 +40,9 @@ pub(crate) trait Simd: 'static {
         acc: &mut [[Self::V; T]; R],
     );
     unsafe fn fzero() -> Self::F;
+    unsafe fn fsplat(x: f32) -> Self::F;
+    /// `a * b`, lane by lane.
+    unsafe fn fmul(a: Self::F, b: Self::F) -> Self::F;
     /// `f + float(acc) * d`.
     unsafe fn fmadd(acc: Self::V, d: f32, f: Self::F) -> Self::F;
     /// `f + float(acc) * s`, lane by lane.
@@ -83,6 +86,13 @@ pub(crate) trait Pieces: Simd {
     /// # Safety
     /// The CPU must have the ISA's features; each of the `n` f16 is readable.
     unsafe fn f16_pieces(p: *const u8, stride: usize, n: usize) -> Self::F;
+    /// f32 lanes `2 i` and `2 i + 1` the f32 `p[i]`, for `i < 2 n` (`n <= W / 16`): the
+    /// activation scales of `n` blocks' 32-element halves (I8_BLOCK32), spread over the
+    /// lanes whose dot products hold each half ([`crate::kernel::weights::Q2`]); zero past them.
+    ///
+    /// # Safety
+    /// The CPU must have the ISA's features; `2 n` f32 are readable at `p`.
+    unsafe fn f32_halves(p: *const f32, n: usize) -> Self::F;
 }
 
 /// Partial accumulators of `acc` for the weight loads that follow (see [`Mac`] for how many

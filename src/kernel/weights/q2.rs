@@ -22,9 +22,15 @@ impl Codes for Q2 {
 
 /// Q2_0: one vector load holds `W / 16` blocks (16 code bytes each), whose int32 lanes
 /// `4 i .. 4 i + 4` are block `i`'s (the dot products add bytes `4 l .. 4 l + 4` to lane
-/// `l`), so one lane-wise FMA by the blocks' scales ends the step.
+/// `l`, and byte `j` of a block holds elements `4 j .. 4 j + 4`: lane `4 i + q` holds the
+/// block's elements `16 q .. 16 q + 16`), so one lane-wise FMA by the blocks' scales ends
+/// the step. By I8_BLOCK32, lanes `4 i, 4 i + 1` and `4 i + 2, 4 i + 3` hold the block's two
+/// halves, each with its own activation scale: the same FMA, its scales multiplied first.
+/// (Kernels whose multiply-accumulate mixes the halves in a lane, NEON's `smlal`, have no
+/// I8_BLOCK32 GEMV: see `tile::every_format`.)
 impl<S: Pieces> Tq<S> for Q2 {
     const PER_STEP: usize = S::W / 16;
+    const ACT_SCALES: usize = 2;
 
     fn act_block() -> usize {
         4 * S::W
@@ -59,21 +65,20 @@ impl<S: Pieces> Tq<S> for Q2 {
         }
     }
 
-    /// Only with one activation scale per token: Q2_0 has no kernels for per-block ones.
     #[inline(always)]
     unsafe fn scale_add<const T: usize>(
         w: *const u8,
         n: usize,
         acc: &[S::V; T],
-        a: Option<&[f32; T]>,
+        a: Option<[*const f32; T]>,
         f: &mut [S::F; T],
     ) {
-        assert!(a.is_none(), "Q2_0 by per-block activation scales");
-        // SAFETY: the `n` blocks' scales lie at `w + SCALE_AT`, `BLOCK_BYTES` apart, as the
-        // caller guarantees; its features.
+        // SAFETY: the `n` blocks' scales lie at `w + SCALE_AT`, `BLOCK_BYTES` apart, and each
+        // token's `2 n` activation scales at `a[t]`, as the caller guarantees; its features.
         unsafe {
-            let s = S::f16_pieces(w.add(<Self as Tq<S>>::SCALE_AT), Self::BLOCK_BYTES, n);
+            let d = S::f16_pieces(w.add(<Self as Tq<S>>::SCALE_AT), Self::BLOCK_BYTES, n);
             for t in 0..T {
+                let s = a.map_or(d, |a| S::fmul(d, S::f32_halves(a[t], n)));
                 f[t] = S::fmadd_lanes(acc[t], s, f[t]);
             }
         }

@@ -111,5 +111,11 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::Q2_0, 5),
         ],
     );
-    gemm.into_iter().chain(tile::every_format::<Neon<Smlal>, 4, 2, 2, 2, 2>(c"bitnet_gemv/neon"))
+    // This GEMV has no Q2_0 x I8_BLOCK32 tile (`smlal` mixes a block's halves in its lanes,
+    // see `tile::every_format`): the GEMM serves that pair at every token count.
+    let gemm = gemm.into_iter().map(|k| match (k.weight, k.act) {
+        (Format::Q2_0, Format::I8Block32) => Kernel { min_tokens: 1, ..k },
+        _ => k,
+    });
+    gemm.chain(tile::every_format::<Neon<Smlal>, 4, 2, 2, 2, 2>(c"bitnet_gemv/neon"))
 }

@@ -185,6 +185,18 @@ impl<M: Mac<uint8x16_t>> Simd for Neon<M> {
     }
 
     #[inline(always)]
+    unsafe fn fsplat(x: f32) -> float32x4_t {
+        // SAFETY: register-only NEON, which the caller has (the trait's contract).
+        unsafe { vdupq_n_f32(x) }
+    }
+
+    #[inline(always)]
+    unsafe fn fmul(a: float32x4_t, b: float32x4_t) -> float32x4_t {
+        // SAFETY: register-only NEON, which the caller has (the trait's contract).
+        unsafe { vmulq_f32(a, b) }
+    }
+
+    #[inline(always)]
     unsafe fn fmadd(acc: uint8x16_t, d: f32, f: float32x4_t) -> float32x4_t {
         // SAFETY: register-only NEON, which the caller has (the trait's contract).
         unsafe { vfmaq_n_f32(f, vcvtq_f32_s32(vreinterpretq_s32_u8(acc)), d) }
@@ -402,5 +414,15 @@ impl<M: Mac<uint8x16_t>> Pieces for Neon<M> {
         debug_assert_eq!(n, 1);
         // SAFETY: reads the one f16, readable by the trait's contract; NEON.
         unsafe { vdupq_n_f32(Self::f16(p)) }
+    }
+
+    #[inline(always)]
+    unsafe fn f32_halves(p: *const f32, n: usize) -> float32x4_t {
+        debug_assert_eq!(n, 1);
+        // SAFETY: reads the one block's 2 floats, readable by the trait's contract; NEON.
+        unsafe {
+            let x = vld1_f32(p);
+            vcombine_f32(vdup_lane_f32::<0>(x), vdup_lane_f32::<1>(x))
+        }
     }
 }

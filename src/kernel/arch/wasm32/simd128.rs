@@ -287,6 +287,16 @@ impl<D: Mac<v128>> Simd for Wasm<D> {
     }
 
     #[inline(always)]
+    unsafe fn fsplat(x: f32) -> v128 {
+        f32x4_splat(x)
+    }
+
+    #[inline(always)]
+    unsafe fn fmul(a: v128, b: v128) -> v128 {
+        f32x4_mul(a, b)
+    }
+
+    #[inline(always)]
     unsafe fn fmadd(acc: v128, d: f32, f: v128) -> v128 {
         fmadd(acc, f32x4_splat(d), f)
     }
@@ -334,6 +344,14 @@ impl<D: Mac<v128>> Pieces for Wasm<D> {
         debug_assert_eq!(n, 1);
         // SAFETY: the trait's contract: the one f16 is readable.
         f32x4_splat(unsafe { Self::f16(p) })
+    }
+
+    #[inline(always)]
+    unsafe fn f32_halves(p: *const f32, n: usize) -> v128 {
+        debug_assert_eq!(n, 1);
+        // SAFETY: the trait's contract: the one block's 2 floats (8 bytes) are readable.
+        let x = unsafe { v128_load64_zero(p as *const u64) };
+        i32x4_shuffle::<0, 0, 1, 1>(x, x)
     }
 }
 

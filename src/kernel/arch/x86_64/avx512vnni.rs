@@ -196,6 +196,12 @@ impl Vector for __m512i {
     }
 
     #[inline(always)]
+    unsafe fn fmul(a: __m512, b: __m512) -> __m512 {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_mul_ps(a, b) }
+    }
+
+    #[inline(always)]
     unsafe fn fmadd(acc: __m512i, s: __m512, f: __m512) -> __m512 {
         // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
         unsafe { _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), s, f) }
@@ -314,6 +320,17 @@ impl Pieces for Avx512 {
             }
             let spread = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
             _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_cvtph_ps(h)))
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn f32_halves(p: *const f32, n: usize) -> __m512 {
+        // SAFETY: the masked load reads only the `2 n <= 8` floats the trait's contract makes
+        // readable (masked-off lanes do not fault); the rest is register-only AVX-512F.
+        unsafe {
+            let x = _mm512_maskz_loadu_ps(((1u32 << (2 * n)) - 1) as u16, p);
+            let spread = _mm512_set_epi32(7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0, 0);
+            _mm512_permutexvar_ps(spread, x)
         }
     }
 }

@@ -43,6 +43,8 @@ pub(super) trait Vector: Copy + 'static {
     unsafe fn hsum(v: Self) -> i32;
     unsafe fn fzero() -> Self::F;
     unsafe fn fsplat(x: f32) -> Self::F;
+    /// `a * b`, lane by lane.
+    unsafe fn fmul(a: Self::F, b: Self::F) -> Self::F;
     /// `f + float(acc) * s`, lane by lane.
     unsafe fn fmadd(acc: Self, s: Self::F, f: Self::F) -> Self::F;
     unsafe fn fsum(f: Self::F) -> f32;
@@ -134,6 +136,18 @@ impl<V: Tq1Block<M>, M: Mac<V>> Simd for X86<V, M> {
     unsafe fn fzero() -> V::F {
         // SAFETY: register-only; the trait's contract (this ISA's features).
         unsafe { V::fzero() }
+    }
+
+    #[inline(always)]
+    unsafe fn fsplat(x: f32) -> V::F {
+        // SAFETY: register-only; the trait's contract (this ISA's features).
+        unsafe { V::fsplat(x) }
+    }
+
+    #[inline(always)]
+    unsafe fn fmul(a: V::F, b: V::F) -> V::F {
+        // SAFETY: register-only; the trait's contract (this ISA's features).
+        unsafe { V::fmul(a, b) }
     }
 
     #[inline(always)]

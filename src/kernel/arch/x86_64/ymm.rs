@@ -169,6 +169,12 @@ impl Vector for __m256i {
     }
 
     #[inline(always)]
+    unsafe fn fmul(a: __m256, b: __m256) -> __m256 {
+        // SAFETY: register-only AVX, which the caller has (the trait's contract).
+        unsafe { _mm256_mul_ps(a, b) }
+    }
+
+    #[inline(always)]
     unsafe fn fmadd(acc: __m256i, s: __m256, f: __m256) -> __m256 {
         // SAFETY: register-only AVX and FMA, which the caller has (the trait's contract).
         unsafe { _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), s, f) }
@@ -297,6 +303,16 @@ where
         unsafe {
             let hi = if n > 1 { super::f16c(p.add(stride)) } else { 0.0 };
             _mm256_set_m128(_mm_set1_ps(hi), _mm_set1_ps(super::f16c(p)))
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn f32_halves(p: *const f32, n: usize) -> __m256 {
+        // SAFETY: reads the `2 n <= 4` floats at `p`, readable by the trait's contract; AVX2.
+        unsafe {
+            let x = if n > 1 { _mm_loadu_ps(p) } else { _mm_castpd_ps(_mm_load_sd(p as *const f64)) };
+            // Lanes 4-7 of the cast are undefined; the spread reads lanes 0-3 only.
+            _mm256_permutevar8x32_ps(_mm256_castps128_ps256(x), _mm256_set_epi32(3, 3, 2, 2, 1, 1, 0, 0))
         }
     }
 }
