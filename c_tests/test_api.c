@@ -50,8 +50,8 @@ static void test_encodings(void) {
         CHECK(tern_encoding_format(enc) == FORMATS[i]);
         CHECK(strcmp(tern_encoding_name(enc), NAMES[i]) == 0);
         CHECK_OK(tern_encoding_block_spec(enc, &spec));
-        CHECK(spec.cols_multiple == 1 || spec.cols_multiple == 4 || spec.cols_multiple == 64 ||
-              spec.cols_multiple == 128 || spec.cols_multiple == 256);
+        CHECK(spec.cols_multiple == 1 || spec.cols_multiple == 4 || spec.cols_multiple == 32 ||
+              spec.cols_multiple == 64 || spec.cols_multiple == 128 || spec.cols_multiple == 256);
         CHECK_OK(tern_encoding_bytes_for(enc, 4, 256, &bytes));
         switch (FORMATS[i]) {
         case TERN_FORMAT_F32: CHECK(bytes == 4 * 256 * 4); break;

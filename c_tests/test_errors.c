@@ -35,7 +35,7 @@ static void test_lookup_errors(void) {
     size_t bytes = 99;
 
     CHECK_STATUS(tern_encoding_get(0, &enc), TERN_ERR_UNKNOWN_FORMAT);
-    CHECK_STATUS(tern_encoding_get(11, &enc), TERN_ERR_UNKNOWN_FORMAT);
+    CHECK_STATUS(tern_encoding_get(12, &enc), TERN_ERR_UNKNOWN_FORMAT);
     CHECK_STATUS(tern_encoding_get(UINT32_MAX, &enc), TERN_ERR_UNKNOWN_FORMAT);
     CHECK(enc == canary);
     CHECK_ERROR(tern_encoding_get(TERN_FORMAT_TQ1_0, NULL), TERN_ERR_NULL_POINTER,

@@ -98,6 +98,15 @@ fn every_accurate_kernel_matches_the_definition() {
             let (want, mag) = definition(wb, ab, m, n, k, format);
             let terms = (k / act_block(format)) as f64;
             let tol = |i: usize| 1e-5 * want[i].abs().max(1.0) + 2.0 * terms * f32::EPSILON as f64 * mag[i];
+            // AMX scales its stored tiles as the AVX-512 GEMM scales its registers: the same
+            // bits.
+            let bits = |name: &str| {
+                let kern = kernels.iter().find(|k| k.name() == name && k.is_available())?;
+                Some(run(kern, &wm, &am, 0..n, 0..m).iter().map(|v| v.to_bits()).collect::<Vec<_>>())
+            };
+            if let (Some(amx), Some(zmm)) = (bits("bitnet_gemm/amx"), bits("bitnet_gemm/avx512vnni")) {
+                assert_eq!(amx, zmm, "{format} m={m} n={n} k={k}: AMX against the AVX-512 GEMM");
+            }
             for kern in kernels.iter().filter(|k| k.is_available()) {
                 for (rows, tokens) in [(0..n, 0..m), (n / 3..n - 1, m / 2..m)] {
                     let got = run(kern, &wm, &am, rows.clone(), tokens.clone());
@@ -252,6 +261,28 @@ fn per_block_scales_beat_per_token() {
                 block < token / 1.1,
                 "{format} outliers {outliers}: per-block {block:.3e} vs per-token {token:.3e}"
             );
+        }
+    }
+}
+
+/// Under the flag every accurate pair runs a SIMD kernel at every token count on a CPU that
+/// has SIMD kernels (on plain NEON, where Q2_0 x I8_BLOCK32 has no GEMV, its panel GEMM
+/// serves from one token), never the reference.
+#[test]
+fn accurate_pairs_run_simd_kernels_at_every_m() {
+    if !cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        return;
+    }
+    let (n, k) = (16, 512);
+    for format in BLOCKED {
+        let w = Tensor::encode(format, &Rng(0x51d).weights(n * k, 1.0), n, k).unwrap();
+        for m in [1, 2, 8, 128] {
+            let act = Tensor::encode(Format::F32, &Rng(m as u64).vec(m * k, 1.0), m, k).unwrap();
+            let sink = Arc::new(RecordingSink::default());
+            let mut out = vec![0f32; m * n];
+            dispatcher(true, &sink).matmul(&act, &w, Some(&mut Scope::new(0).unwrap()), &mut out).unwrap();
+            let ran = sink.events().last().expect("a kernel event").name().to_owned();
+            assert_ne!(ran, REFERENCE, "{format}, m = {m}");
         }
     }
 }

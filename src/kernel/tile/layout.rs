@@ -42,28 +42,38 @@ pub(crate) trait Tq<S: Simd>: Codes {
         a: [*const i8; T],
         acc: &mut [[S::V; T]; R],
     );
-    /// `f[t] += float(acc[t]) * scale` for the scale(s) of the step at `w` (`n` blocks),
-    /// times token `t`'s scales of the step at `a[t]` (`n * ACT_SCALES`) when the
-    /// activations have them per block (`d * a` first: the reference's order).
+    /// One token's per-block activation scales of a step (`n * ACT_SCALES` f32 at `a`) in
+    /// the lanes [`Tq::scale_add`] multiplies them into: the block's one scale in every lane.
+    /// Built once per step and token, not per row.
     ///
     /// # Safety
-    /// The CPU must have `S`'s features; `w` points at `n` whole blocks, and each `a[t]` at
-    /// `n * ACT_SCALES` readable f32.
+    /// The CPU must have `S`'s features; `n * ACT_SCALES` f32 are readable at `a`.
+    #[inline(always)]
+    unsafe fn act_scales(a: *const f32, _n: usize) -> S::F {
+        // SAFETY: the caller's contract.
+        unsafe { S::fsplat(*a) }
+    }
+    /// `f[t] += float(acc[t]) * scale` for the scale(s) of the step at `w` (`n` blocks),
+    /// times token `t`'s activation scales `a[t]` ([`Tq::act_scales`]) when the activations
+    /// have them per block (`d * a` first: the reference's order).
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features; `w` points at `n` whole blocks.
     #[inline(always)]
     unsafe fn scale_add<const T: usize>(
         w: *const u8,
         _n: usize,
         acc: &[S::V; T],
-        a: Option<[*const f32; T]>,
+        a: Option<&[S::F; T]>,
         f: &mut [S::F; T],
     ) {
-        // SAFETY: the block's f16 scale lies at `SCALE_AT` and each token's one scale at
-        // `a[t]`, as the caller guarantees; its features.
+        // SAFETY: the block's f16 scale lies at `SCALE_AT`, as the caller guarantees; its
+        // features.
         unsafe {
-            let d = S::f16(w.add(Self::SCALE_AT));
+            let d = S::fsplat(S::f16(w.add(Self::SCALE_AT)));
             for t in 0..T {
-                let d = a.map_or(d, |a| d * *a[t]);
-                f[t] = S::fmadd(acc[t], d, f[t]);
+                let s = a.map_or(d, |a| S::fmul(d, a[t]));
+                f[t] = S::fmadd_lanes(acc[t], s, f[t]);
             }
         }
     }

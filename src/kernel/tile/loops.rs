@@ -184,11 +184,12 @@ impl<S: Simd, L: Tq<S>, const PB: bool> Tiles for TqCtx<'_, S, L, PB> {
                 }
                 let mut acc = [block_seeds; R];
                 L::block::<R, T>(w, n, a, &mut acc);
-                // With `PB`, each token's scales of this step.
-                let a_scales: Option<[*const f32; T]> =
-                    PB.then(|| std::array::from_fn(|t| scales.as_ptr().add(t * per_token + b * step_scales)));
+                // With `PB`, each token's scales of this step, in their lanes.
+                let a_scales: Option<[S::F; T]> = PB.then(|| {
+                    std::array::from_fn(|t| L::act_scales(scales.as_ptr().add(t * per_token + b * step_scales), n))
+                });
                 for r in 0..R {
-                    L::scale_add::<T>(w[r], n, &acc[r], a_scales, &mut f[r]);
+                    L::scale_add::<T>(w[r], n, &acc[r], a_scales.as_ref(), &mut f[r]);
                 }
             }
             for r in 0..R {

@@ -43,8 +43,6 @@ pub(crate) trait Simd: 'static {
     unsafe fn fsplat(x: f32) -> Self::F;
     /// `a * b`, lane by lane.
     unsafe fn fmul(a: Self::F, b: Self::F) -> Self::F;
-    /// `f + float(acc) * d`.
-    unsafe fn fmadd(acc: Self::V, d: f32, f: Self::F) -> Self::F;
     /// `f + float(acc) * s`, lane by lane.
     unsafe fn fmadd_lanes(acc: Self::V, s: Self::F, f: Self::F) -> Self::F;
     unsafe fn fsum(f: Self::F) -> f32;

@@ -66,19 +66,25 @@ impl<S: Pieces> Tq<S> for Q2 {
     }
 
     #[inline(always)]
+    unsafe fn act_scales(a: *const f32, n: usize) -> S::F {
+        // SAFETY: the caller's contract: `2 n` f32 at `a`.
+        unsafe { S::f32_halves(a, n) }
+    }
+
+    #[inline(always)]
     unsafe fn scale_add<const T: usize>(
         w: *const u8,
         n: usize,
         acc: &[S::V; T],
-        a: Option<[*const f32; T]>,
+        a: Option<&[S::F; T]>,
         f: &mut [S::F; T],
     ) {
-        // SAFETY: the `n` blocks' scales lie at `w + SCALE_AT`, `BLOCK_BYTES` apart, and each
-        // token's `2 n` activation scales at `a[t]`, as the caller guarantees; its features.
+        // SAFETY: the `n` blocks' scales lie at `w + SCALE_AT`, `BLOCK_BYTES` apart, as the
+        // caller guarantees; its features.
         unsafe {
             let d = S::f16_pieces(w.add(<Self as Tq<S>>::SCALE_AT), Self::BLOCK_BYTES, n);
             for t in 0..T {
-                let s = a.map_or(d, |a| S::fmul(d, S::f32_halves(a[t], n)));
+                let s = a.map_or(d, |a| S::fmul(d, a[t]));
                 f[t] = S::fmadd_lanes(acc[t], s, f[t]);
             }
         }

@@ -197,12 +197,6 @@ impl<M: Mac<uint8x16_t>> Simd for Neon<M> {
     }
 
     #[inline(always)]
-    unsafe fn fmadd(acc: uint8x16_t, d: f32, f: float32x4_t) -> float32x4_t {
-        // SAFETY: register-only NEON, which the caller has (the trait's contract).
-        unsafe { vfmaq_n_f32(f, vcvtq_f32_s32(vreinterpretq_s32_u8(acc)), d) }
-    }
-
-    #[inline(always)]
     unsafe fn fmadd_lanes(acc: uint8x16_t, s: float32x4_t, f: float32x4_t) -> float32x4_t {
         // SAFETY: the trait's contract (this ISA's features); register operations only.
         unsafe { vfmaq_f32(f, vcvtq_f32_s32(vreinterpretq_s32_u8(acc)), s) }

@@ -297,11 +297,6 @@ impl<D: Mac<v128>> Simd for Wasm<D> {
     }
 
     #[inline(always)]
-    unsafe fn fmadd(acc: v128, d: f32, f: v128) -> v128 {
-        fmadd(acc, f32x4_splat(d), f)
-    }
-
-    #[inline(always)]
     unsafe fn fmadd_lanes(acc: v128, s: v128, f: v128) -> v128 {
         fmadd(acc, s, f)
     }

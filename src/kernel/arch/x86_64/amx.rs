@@ -11,7 +11,9 @@
 //! 2 A and 2 B loads per four `tdpbsud`; TQ1_0/TQ2_0 store their C tiles every
 //! 256-element block and apply the block scales with AVX-512 (convert + FMA, as
 //! `bitnet_gemm/avx512vnni` does), while BITNET_B1_58 and uniform-scale TQ keep int32 along
-//! the whole row (in the tiles, and in memory between chunks of 512 columns). Codes
+//! the whole row (in the tiles, and in memory between chunks of 512 columns). By I8_BLOCK256
+//! activations (TQ1_0/TQ2_0) each block's row scales are multiplied by the token's block
+//! scale before that FMA, as the AVX-512 GEMM does. Codes
 //! stay biased (`sum a*t = sum a*code - sum a`, the same seeds as the other GEMMs), so a
 //! corrupt code 3 counts +2 here too, and every result is bit-identical to
 //! `bitnet_gemm/avx512vnni`'s.
@@ -420,7 +422,10 @@ impl Panel<'_> {
 
     /// Block scales: the C tiles stored every block of the format, each converted and
     /// multiplied by the rows' block scales into float sums (`sums`, while the tiles work
-    /// on the next token block), which end scaled by the token's activation scale.
+    /// on the next token block), which end scaled by the token's activation scale; with
+    /// per-block activation scales (I8_BLOCK256) the rows' block scales are multiplied by
+    /// the token's scale of the block first (`d * a_scale`, the reference's order) and the
+    /// sums are the outputs.
     ///
     /// # Safety
     /// As for [`dot_tiles`]; the CPU must have AVX-512F and FMA.
@@ -459,10 +464,11 @@ impl Panel<'_> {
         let mut lanes = [0f32; 16];
         for (tt, sums) in blocks.iter().zip(sums.chunks_exact(BLOCK_INTS)) {
             for (token, at) in self.tokens(*tt) {
-                let a_scale = self.act.scales[token];
+                let a_scale = if self.act.per_block { 1.0 } else { self.act.scales[token] };
                 for (rp, sums) in sums.chunks_exact(4 * C_TILE).enumerate() {
                     for j in 0..2 {
                         for (x, s) in lanes.iter_mut().zip(&sums[at + j * C_TILE..][..TILE_ROWS]) {
+                            // Exact when `a_scale` is 1.
                             *x = s * a_scale;
                         }
                         self.write(out, token, 2 * rp + j, &lanes);
@@ -473,7 +479,8 @@ impl Panel<'_> {
     }
 
     /// `sums += float(c + seed) * scale` for block `b` of token block `tt`,
-    /// every row pair: the block's results `c` scaled by the rows' block scales.
+    /// every row pair: the block's results `c` scaled by the rows' block scales (times the
+    /// token's scale of the block, with per-block activation scales).
     ///
     /// # Safety
     /// The CPU must have AVX-512F and FMA.
@@ -482,6 +489,7 @@ impl Panel<'_> {
         let n_blocks = self.act.k / self.act.block;
         for (token, at) in self.tokens(tt) {
             let seed = self.act.block_seeds[token * n_blocks + b];
+            let a_scale = self.act.per_block.then(|| self.act.scales[token * n_blocks + b]);
             for (rp, (c, sums)) in c.chunks_exact(4 * C_TILE).zip(sums.chunks_exact_mut(4 * C_TILE)).enumerate() {
                 for j in 0..2 {
                     let at = at + j * C_TILE;
@@ -491,6 +499,7 @@ impl Panel<'_> {
                     unsafe {
                         let dot = _mm512_add_epi32(_mm512_loadu_si512(row.as_ptr().cast()), _mm512_set1_epi32(seed));
                         let s = _mm512_loadu_ps(scales.as_ptr());
+                        let s = a_scale.map_or(s, |a| _mm512_mul_ps(s, _mm512_set1_ps(a)));
                         let f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), s, _mm512_loadu_ps(sum.as_ptr()));
                         _mm512_storeu_ps(sum.as_mut_ptr(), f);
                     }
@@ -517,7 +526,11 @@ unsafe fn gemm<L: Layout>(w: &MatRef, a: &Packed, out: &mut OutTile) {
         a.group == TILE_BYTES && a.t == TILE_ROWS && a.padded && a.block == L::BLOCK,
         "activations packed for another kernel"
     );
-    let scale = L::tensor_scale(w.bytes).or(w.uniform_scale);
+    // Not the uniform-scale path with per-block activation scales: every block is then
+    // scaled on its own.
+    let uniform = if a.per_block { None } else { w.uniform_scale };
+    let scale = L::tensor_scale(w.bytes).or(uniform);
+    assert!(scale.is_none() || !a.per_block, "per-block activations with one weight scale");
     let (rows, tokens) = (out.rows(), out.tokens());
     // The packed 16-token blocks that hold `tokens`, in pairs, then a last single one.
     let first = tokens.start / TILE_ROWS * TILE_ROWS;
@@ -596,7 +609,7 @@ impl<L: Layout> Compute for Amx<L> {
 }
 
 /// `bitnet_gemm/amx` for TQ1_0, TQ2_0 and BITNET_B1_58, preferred from 8, 16 and 16
-/// tokens: from there on it beat both the AVX-512 VNNI GEMV and GEMM at every m measured
+/// tokens (TQ1_0 and TQ2_0 by I8_BLOCK256 too, with the same thresholds): from there on it beat both the AVX-512 VNNI GEMV and GEMM at every m measured
 /// (Intel Xeon, Sapphire Rapids class, 2560x2560, one thread, thread CPU time, the three
 /// kernels interleaved in one process); TQ1_0's GEMV, which extracts base-3 digits per
 /// token tile, is the slowest, so the crossing comes first. I2_S in both packings runs
@@ -606,11 +619,13 @@ impl<L: Layout> Compute for Amx<L> {
 /// work costs more than the four `tdpbsud` between stores; it measured slower than the
 /// AVX-512 VNNI GEMM from m = 64 on (6912 columns: 5.63 against 4.80 ms at 64, 19.5
 /// against 18.5 ms at 256).
-pub(super) fn kernels() -> [Kernel; 5] {
-    let (name, i8) = (c"bitnet_gemm/amx", Format::I8Absmax);
+pub(super) fn kernels() -> [Kernel; 7] {
+    let (name, i8, block) = (c"bitnet_gemm/amx", Format::I8Absmax, Format::I8Block256);
     [
         Kernel::new(name, Format::Tq1_0, i8, 8, &Amx::<Tq1>(PhantomData)),
+        Kernel::new(name, Format::Tq1_0, block, 8, &Amx::<Tq1>(PhantomData)),
         Kernel::new(name, Format::Tq2_0, i8, 16, &Amx::<Tq2>(PhantomData)),
+        Kernel::new(name, Format::Tq2_0, block, 16, &Amx::<Tq2>(PhantomData)),
         Kernel::new(name, Format::BitnetB158, i8, 16, &Amx::<Bitnet>(PhantomData)),
         Kernel::new(name, Format::I2S, i8, 16, &Amx::<I2s128>(PhantomData)),
         Kernel::new(name, Format::I2S64, i8, 16, &Amx::<I2s64>(PhantomData)),

@@ -151,12 +151,6 @@ impl<V: Tq1Block<M>, M: Mac<V>> Simd for X86<V, M> {
     }
 
     #[inline(always)]
-    unsafe fn fmadd(acc: V, d: f32, f: V::F) -> V::F {
-        // SAFETY: register-only; the trait's contract (this ISA's features).
-        unsafe { V::fmadd(acc, V::fsplat(d), f) }
-    }
-
-    #[inline(always)]
     unsafe fn fmadd_lanes(acc: V, s: V::F, f: V::F) -> V::F {
         // SAFETY: register-only; the trait's contract (this ISA's features).
         unsafe { V::fmadd(acc, s, f) }
