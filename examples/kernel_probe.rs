@@ -58,7 +58,8 @@ fn kernel(name: &str, weight: Format) -> &'static Kernel {
 }
 
 fn probe(args: &[String]) {
-    let format = TERNARY.into_iter().find(|x| x.name() == args[0]).expect("a ternary format name");
+    let format =
+        Format::ALL.into_iter().find(|x| x.is_ternary() && x.name() == args[0]).expect("a ternary format name");
     let [m, n, k, reps] = [2, 3, 4, 5].map(|i| args[i].parse::<usize>().expect("a number"));
     let (wbytes, abytes) = operands(&mut Rng(1), format, m, n, k);
     let w = MatRef::new(format, n, k, &wbytes).unwrap();

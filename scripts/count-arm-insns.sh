@@ -52,6 +52,16 @@ thresholds='| format | kernel | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 10 | 12 | 14 | 16 |
 | BITNET_B1_58 | bitnet_gemv/neon-dotprod | 156 | 199 | 155 | 181 | 155 | 173 | 155 | 154 | 154 | 154 | 154 |
 | BITNET_B1_58 | bitnet_gemm/neon | 483 | 384 | 328 | 300 | 277 | 264 | 251 | 236 | 225 | 218 | 213 |
 | BITNET_B1_58 | bitnet_gemv/neon | 271 | 300 | 270 | 287 | 269 | 282 | 269 | 269 | 269 | 269 | 269 |'
+# The same for Q2_0 and I2_S when i8mm took them (after the GEMV's pair tiles).
+later='| format | kernel | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 10 | 12 | 16 |
+|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+| Q2_0 | bitnet_gemm/neon-i8mm | 337 | 286 | 216 | 209 | 175 | 152 | 134 | 126 | 121 | 103 |
+| Q2_0 | bitnet_gemm/neon-dotprod | 593 | 429 | 342 | 293 | 268 | 243 | 225 | 198 | 184 | 164 |
+| Q2_0 | bitnet_gemv/neon-dotprod | 296 | 321 | 235 | 262 | 255 | 272 | 235 | 247 | 234 | 234 |
+| I2_S | bitnet_gemm/neon-i8mm | 275 | 229 | 172 | 165 | 138 | 115 | 101 | 95 | 91 | 75 |
+| I2_S | bitnet_gemm/neon-dotprod | 239 | 184 | 153 | 137 | 130 | 121 | 116 | 106 | 102 | 95 |
+| I2_S | bitnet_gemv/neon-dotprod | 171 | 191 | 170 | 182 | 169 | 178 | 169 | 169 | 169 | 169 |
+| BITNET_B1_58 | bitnet_gemm/neon-i8mm | 277 | 230 | 174 | 167 | 140 | 117 | 103 | 97 | 93 | 77 |'
 
 # Now against the baseline's path of the same name (the i8mm and dotprod GEMMs against the
 # dotprod baseline, the plain NEON GEMM against the plain NEON one).
@@ -108,8 +118,9 @@ dependence-free \`sdot\` does 16 MACs (62.5 instructions per 1,000 MACs at best)
 |---|---|---:|---:|---:|
 $counts
 
-\`bitnet_gemm/neon-i8mm\` serves from 5 / 6 / 7 tokens (TQ1_0 / TQ2_0 / BITNET_B1_58),
-\`bitnet_gemm/neon-dotprod\` (CPUs with dotprod but not i8mm) from 5 / 5 / 7 and
+\`bitnet_gemm/neon-i8mm\` serves from 5 / 6 / 7 / 3 tokens (TQ1_0 / TQ2_0 / BITNET_B1_58
+and I2_S / Q2_0), \`bitnet_gemm/neon-dotprod\` (CPUs with dotprod but not i8mm) from 5 / 5 /
+7 / 7 and
 \`bitnet_gemm/neon\` (plain NEON: Cortex-A53) from 5 / 5 / 7; the GEMMs' m = 1 column is
 what they would cost, not what the dispatcher runs.
 
@@ -125,6 +136,17 @@ counted. There is no ARM hardware to time them, so the thresholds rest on instru
 counts; the GEMVs' counts vary with m mod 4 or 2, their token tiles.
 
 $thresholds
+
+When the i8mm GEMM took Q2_0 and I2_S (the GEMV with its pair tiles, \`TERN_COUNT_M="2 3 4 5 6 7 8 10 12 16"\`):
+i8mm serves Q2_0 from 3 tokens (fewer instructions than the dotprod GEMV at every m from
+3, than the dotprod GEMM at every m), and the dotprod GEMM Q2_0 from 7 (at 5 and 6 it
+counted more than the GEMV); I2_S takes BITNET_B1_58's thresholds (the same unpack and
+tiles, the same counts). The dotprod GEMV's pair tiles (m = 2-3) moved the BITNET_B1_58
+and I2_S crossings: against these rows the dotprod GEMM would win from 3 tokens and i8mm
+from 7; the thresholds of the three formats that predate these rows are not re-derived
+here.
+
+$later
 
 ## Before issue 14 (the row-loop kernels)
 

@@ -590,22 +590,15 @@ fn requantizer_is_bit_identical_to_the_definition() {
 /// The kernels the dispatcher must pick for each of [`TERNARY`] at m = 1, 8 and 128 tokens
 /// on a CPU with `features`, stated per feature set (not derived from the registry, so a
 /// wrong order or threshold fails here). Every x86 ISA serves every format (AMX all but
-/// Q2_0); elsewhere I2_S and Q2_0 have the kernels of NEON, dotprod and wasm only (on wasm
-/// the GEMVs only), so they get BITNET_B1_58's choice on a CPU whose best features are among
-/// those (their GEMMs start at 8 tokens or fewer too), the wasm build's GEMV there, and the
-/// choice of the best of them otherwise.
+/// Q2_0); elsewhere I2_S and Q2_0 have the kernels of NEON, dotprod and i8mm (from the
+/// token counts of BITNET_B1_58's or fewer, so they get its choice) and on wasm the GEMVs
+/// only (the wasm build's GEMV at every m).
 fn expected_kernels(features: &[&str]) -> [[&'static str; 6]; 3] {
     let has = |f: &str| features.contains(&f);
     if has("avx2") {
         return x86_kernels(features);
     }
-    let newer = if has("i8mm") {
-        every_isa_kernels(&["neon", "dotprod"])
-    } else if has("simd128") {
-        [[every_isa_kernels(features)[0][2]; 3]; 3]
-    } else {
-        every_isa_kernels(features)
-    };
+    let newer = if has("simd128") { [[every_isa_kernels(features)[0][2]; 3]; 3] } else { every_isa_kernels(features) };
     let own = every_isa_kernels(features);
     std::array::from_fn(|m| [own[m][0], own[m][1], own[m][2], newer[m][2], newer[m][2], newer[m][2]])
 }
@@ -705,7 +698,7 @@ fn expected_kernels_follow_the_best_feature() {
     assert_eq!(expected_kernels(&["avx2", "avxvnni"])[1], [gemm, vnni, vnni, vnni, vnni, gemm]);
     assert_eq!(expected_kernels(&["avx2", "avx512vnni", "amx"])[2][5], "bitnet_gemm/avx512vnni");
     assert_eq!(expected_kernels(&["neon"])[0], ["bitnet_gemv/neon"; 6]);
-    assert_eq!(expected_kernels(&["neon", "dotprod", "i8mm"])[2][3], "bitnet_gemm/neon-dotprod");
+    assert_eq!(expected_kernels(&["neon", "dotprod", "i8mm"])[2][3], "bitnet_gemm/neon-i8mm");
     assert_eq!(expected_kernels(&["simd128"])[2][5], "bitnet_gemv/wasm-simd128");
     assert_eq!(expected_kernels(&[])[2], [REFERENCE; 6]);
 }

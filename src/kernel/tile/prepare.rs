@@ -187,5 +187,11 @@ pub(crate) fn prepare_one_scale_with<S: Simd, L: OneScale>(a: &MatRef, lane: Opt
 
 /// Prepares I8_ABSMAX activations for block-scaled format `L` on `S`.
 pub(crate) fn prepare_tq<S: Simd, L: Tq<S>>(a: &MatRef) -> Prepared {
-    Prepared::new(a, S::W, Some(S::M::lane), &tq_layout::<S, L>(a.cols))
+    prepare_tq_with::<S, L>(a, Some(S::M::lane))
+}
+
+/// [`prepare_tq`] with the lane sums of `lane` (`None` for kernels that unpack weights to
+/// signed trits and need none).
+pub(crate) fn prepare_tq_with<S: Simd, L: Tq<S>>(a: &MatRef, lane: Option<fn(usize) -> usize>) -> Prepared {
+    Prepared::new(a, S::W, lane, &tq_layout::<S, L>(a.cols))
 }

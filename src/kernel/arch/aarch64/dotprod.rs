@@ -106,7 +106,8 @@ impl QuadMac<uint8x16_t, int8x16_t> for Sdot {
 // one more) registers of NEON's 32 (4 x 4 executes 1-2 more instructions per 1,000 MACs at m = 128). Preferred from the
 // token count from which it executes fewer instructions than the dotprod GEMV at every m
 // counted (qemu, 256 x 2048; no ARM hardware here, so counts, not timings): 5 / 5 / 7 for
-// TQ1_0 / TQ2_0 / BITNET_B1_58 (docs/arm-instruction-counts.md).
+// TQ1_0 / TQ2_0 / BITNET_B1_58, 7 for Q2_0 (at 5 and 6 its GEMM counted 293 and 268 per
+// 1,000 MACs against the GEMV's 262 and 255) (docs/arm-instruction-counts.md).
 /// `bitnet_gemm/neon-dotprod`, then `bitnet_gemv/neon-dotprod` (4 rows per single-token
 /// tile, 4 x 4 per batch tile, 4 x 2 for BITNET_B1_58).
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
@@ -118,7 +119,7 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::BitnetB158, 7),
             (Format::I2S, 7),
             (Format::I2S64, 7),
-            (Format::Q2_0, 5),
+            (Format::Q2_0, 7),
         ],
     );
     gemm.into_iter().chain(tile::every_format::<Neon<Sdot>, 4, 4, 4, 4, 2>(c"bitnet_gemv/neon-dotprod"))

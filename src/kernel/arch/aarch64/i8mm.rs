@@ -14,10 +14,10 @@
 
 use super::neon::Smlal;
 use super::simd::{tq1_digit, tq1_qh, Neon};
-use crate::format::{bitnet, tq1_0, tq2_0, Format};
+use crate::format::{q2_0, tq1_0, tq2_0, Format};
 use crate::kernel::prep::Placement;
-use crate::kernel::tile::{self, Prepared, Simd};
-use crate::kernel::weights::{Bitnet, Tq1, Tq2};
+use crate::kernel::tile::{self, OneScale, Prepared, Simd};
+use crate::kernel::weights::{Codes, Tq1, Tq2, Q2};
 use crate::kernel::{ActI8, Compute, Geometry, Kernel, MatRef, OutTile};
 use core::arch::aarch64::*;
 use core::arch::asm;
@@ -165,7 +165,7 @@ impl PairSink {
 }
 
 /// A weight format unpacked into signed trits in the prepared activations' order.
-trait Unpack {
+trait Unpack: Codes {
     /// Blocks per row of `k` (one for BITNET_B1_58: one scale per tensor).
     fn blocks(k: usize) -> usize;
     /// Activations in the order [`Unpack::rows`] writes, interleaved in token pairs.
@@ -249,13 +249,51 @@ impl Unpack for Tq1 {
     }
 }
 
-impl Unpack for Bitnet {
+/// Q2_0: one 16-byte load per block and row, its four planes the block's four slot
+/// vectors (the GEMV's order: [`Q2`]'s placement), one f16 scale per 64 elements.
+impl Unpack for Q2 {
+    fn blocks(k: usize) -> usize {
+        k / q2_0::QK
+    }
+
+    fn pairs(a: &MatRef) -> Pairs {
+        Pairs::placed(&tile::prepare::prepare_tq_with::<Layout, Q2>(a, None))
+    }
+
+    #[inline(always)]
+    unsafe fn rows(w: &MatRef, rows: [usize; 2], sink: &PairSink) {
+        const BYTES: usize = q2_0::BLOCK_BYTES;
+        let blocks = Self::blocks(w.cols);
+        let bytes = rows.map(|row| &w.bytes[row * blocks * BYTES..][..blocks * BYTES]);
+        assert!(sink.vectors == blocks * 4);
+        // SAFETY: register-only NEON, which the caller has.
+        let mask3 = unsafe { vdupq_n_u8(3) };
+        for b in 0..blocks {
+            let block = [bytes[0][b * BYTES..].as_ptr(), bytes[1][b * BYTES..].as_ptr()];
+            // SAFETY: the 16 code bytes after each block's 2-byte scale, and the scale, in
+            // whole blocks (the rows were sliced); vectors `4 b..4 b + 4` of the rows
+            // (asserted); NEON.
+            unsafe {
+                let x = [vld1q_u8(block[0].add(Self::CODE_AT)), vld1q_u8(block[1].add(Self::CODE_AT))];
+                for plane in 0..4 {
+                    sink.put(4 * b + plane, [Layout::plane2(x[0], plane, mask3), Layout::plane2(x[1], plane, mask3)]);
+                }
+                sink.scale(b, [Layout::f16(block[0]), Layout::f16(block[1])]);
+            }
+        }
+    }
+}
+
+/// The formats with one scale per tensor (BITNET_B1_58 and the I2_S packings): rows of
+/// `k / 4` code bytes unpacked the same way, whatever their order, which the activations'
+/// placement absorbs.
+impl<L: OneScale> Unpack for L {
     fn blocks(_k: usize) -> usize {
         1
     }
 
     fn pairs(a: &MatRef) -> Pairs {
-        Pairs::placed(&tile::prepare::prepare_one_scale_with::<Layout, Bitnet>(a, None))
+        Pairs::placed(&tile::prepare::prepare_one_scale_with::<Layout, L>(a, None))
     }
 
     /// The block scale is 1: the dot stays exact, and the tensor's scale comes after it in
@@ -466,7 +504,7 @@ unsafe fn store<const R: usize, const T: usize>(
                 unsafe {
                     let (x, y) = (sums[r][t], sums[(r + 1).min(R - 1)][t]);
                     let v = if j == 0 { vuzp1q_f32(x, y) } else { vuzp2q_f32(x, y) };
-                    // BitNet in the reference's order: `a_scale * (d * dot)`.
+                    // One scale per tensor, in the reference's order: `a_scale * (d * dot)`.
                     let v = match w_scale {
                         Some(d) => vmulq_n_f32(vmulq_n_f32(v, d), a_scale),
                         None => vmulq_n_f32(v, a_scale),
@@ -525,7 +563,7 @@ unsafe fn gemm<U: Unpack>(w: &MatRef, act: &Pairs, out: &mut OutTile) {
     }
     let blocks = U::blocks(w.cols);
     let stride = act.stride;
-    let w_scale = (w.format == Format::BitnetB158).then(|| bitnet::scale(w.bytes));
+    let w_scale = U::tensor_scale(w.bytes);
     // Taken out for the call and put back after it (a panic in between only loses the
     // buffers). The work stays outside the closure: closures are compiled without the
     // caller's target features.
@@ -596,12 +634,20 @@ impl<U: Unpack + 'static> Compute for I8mm<U> {
 /// fewer instructions than the dotprod GEMV at every m counted (qemu, 256 x 2048: counts,
 /// not timings, as there is no ARM hardware here; docs/arm-instruction-counts.md): TQ1_0
 /// from 5, TQ2_0 from 6, BITNET_B1_58 from 7. Below that, unpacking a panel costs more
-/// than the GEMV's per-token-tile unpack saves.
-pub(super) fn kernels() -> [Kernel; 3] {
+/// than the GEMV's per-token-tile unpack saves. The I2_S packings run BITNET_B1_58's
+/// unpack and tiles (only the activations' placement differs) and counted the same (I2_S:
+/// fewer than the dotprod GEMV from 5 tokens, than the dotprod GEMM from 7), so they take
+/// its threshold. Q2_0 from 3: fewer than the dotprod GEMV at every m from 3 and than the
+/// dotprod GEMM at every m (m = 3: 286 against 321 and 429 per 1,000 MACs).
+pub(super) fn kernels() -> [Kernel; 6] {
+    use crate::kernel::weights::{Bitnet, I2s128, I2s64};
     let (name, i8) = (c"bitnet_gemm/neon-i8mm", Format::I8Absmax);
     [
         Kernel::new(name, Format::Tq1_0, i8, 5, &I8mm::<Tq1>(PhantomData)),
         Kernel::new(name, Format::Tq2_0, i8, 6, &I8mm::<Tq2>(PhantomData)),
         Kernel::new(name, Format::BitnetB158, i8, 7, &I8mm::<Bitnet>(PhantomData)),
+        Kernel::new(name, Format::I2S, i8, 7, &I8mm::<I2s128>(PhantomData)),
+        Kernel::new(name, Format::I2S64, i8, 7, &I8mm::<I2s64>(PhantomData)),
+        Kernel::new(name, Format::Q2_0, i8, 3, &I8mm::<Q2>(PhantomData)),
     ]
 }
