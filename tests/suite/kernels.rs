@@ -13,8 +13,9 @@ use tern::Format;
 /// The weight formats with SIMD kernels.
 const TERNARY: [Format; 6] =
     [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64, Format::Q2_0];
-/// The formats every SIMD ISA serves (the others are served by the x86 ISAs, NEON, dotprod
-/// and wasm's GEMVs only so far).
+/// The formats whose kernels the test scripts' expectations name (TERN_EXPECT_KERNEL and
+/// the like, see [`the_dispatcher_picks_the_best_kernel_for_this_cpu`]); the later formats
+/// get the same choices but on AMX, which has no Q2_0.
 const EVERY_ISA: [Format; 3] = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
 /// Weight formats checked against the decoded product, and every kernel that registers for
 /// them against the reference (I2_S_R4 has only the reference; Q2_0's +2 code and the I2_S
@@ -232,9 +233,6 @@ fn wasm_kernels_come_relaxed_first() {
     }
     want.extend(["bitnet_gemm/wasm-simd128", "bitnet_gemv/wasm-simd128", REFERENCE]);
     for format in TERNARY {
-        // The newer formats have the GEMVs only so far.
-        let want: Vec<&str> =
-            want.iter().copied().filter(|n| EVERY_ISA.contains(&format) || !n.starts_with("bitnet_gemm/")).collect();
         let names: Vec<&str> = registry()
             .iter()
             .filter(|k| k.weight() == format && k.act() == Format::I8Absmax)
@@ -590,17 +588,15 @@ fn requantizer_is_bit_identical_to_the_definition() {
 /// The kernels the dispatcher must pick for each of [`TERNARY`] at m = 1, 8 and 128 tokens
 /// on a CPU with `features`, stated per feature set (not derived from the registry, so a
 /// wrong order or threshold fails here). Every x86 ISA serves every format (AMX all but
-/// Q2_0); elsewhere I2_S and Q2_0 have the kernels of NEON, dotprod and i8mm (from the
-/// token counts of BITNET_B1_58's or fewer, so they get its choice) and on wasm the GEMVs
-/// only (the wasm build's GEMV at every m).
+/// Q2_0); elsewhere I2_S and Q2_0 have the kernels BITNET_B1_58 has, their GEMMs from
+/// BITNET_B1_58's token counts or fewer, so they get its choice at 1, 8 and 128 tokens.
 fn expected_kernels(features: &[&str]) -> [[&'static str; 6]; 3] {
     let has = |f: &str| features.contains(&f);
     if has("avx2") {
         return x86_kernels(features);
     }
-    let newer = if has("simd128") { [[every_isa_kernels(features)[0][2]; 3]; 3] } else { every_isa_kernels(features) };
     let own = every_isa_kernels(features);
-    std::array::from_fn(|m| [own[m][0], own[m][1], own[m][2], newer[m][2], newer[m][2], newer[m][2]])
+    std::array::from_fn(|m| [own[m][0], own[m][1], own[m][2], own[m][2], own[m][2], own[m][2]])
 }
 
 /// [`expected_kernels`] on x86_64, columns in the order of [`TERNARY`].
@@ -699,7 +695,7 @@ fn expected_kernels_follow_the_best_feature() {
     assert_eq!(expected_kernels(&["avx2", "avx512vnni", "amx"])[2][5], "bitnet_gemm/avx512vnni");
     assert_eq!(expected_kernels(&["neon"])[0], ["bitnet_gemv/neon"; 6]);
     assert_eq!(expected_kernels(&["neon", "dotprod", "i8mm"])[2][3], "bitnet_gemm/neon-i8mm");
-    assert_eq!(expected_kernels(&["simd128"])[2][5], "bitnet_gemv/wasm-simd128");
+    assert_eq!(expected_kernels(&["simd128"])[2][5], "bitnet_gemm/wasm-simd128");
     assert_eq!(expected_kernels(&[])[2], [REFERENCE; 6]);
 }
 

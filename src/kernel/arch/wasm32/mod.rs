@@ -43,7 +43,11 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 // - relaxed: TQ1_0 from 6 (1.77x at 6, 0.83x at 4, measured before the GEMM took the int16
 //   dot, which made it faster still), TQ2_0 from 4 (1.29x at 4), BITNET_B1_58 from 8 (0.99x
 //   at 4, 1.06x at 8, 1.15x at 12).
-// Q2_0 and I2_S have the GEMVs only so far (their GEMM thresholds are unmeasured here).
+// Q2_0 and the I2_S packings, measured later (Intel Xeon, Sapphire Rapids class, node 22,
+// 2560x2560, `scripts/bench-wasm-gemm.sh --tokens 2,3,4,6,8 --rounds 3`, GEMV time / GEMM
+// time): I2_S and I2_S_64 from 2 in both builds (1.90-1.96x simd128, 1.31-1.32x relaxed at
+// 2); Q2_0 from 3 with simd128 (1.08x at 3, 0.82x at 2, 1.23x at 8) and from 4 relaxed
+// (1.00x at 3, 1.10x at 4, 1.46x at 8).
 
 #[cfg(target_feature = "simd128")]
 mod plain {
@@ -65,7 +69,14 @@ mod plain {
 
     /// `bitnet_gemm/wasm-simd128`, then `bitnet_gemv/wasm-simd128`.
     pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
-        let every = [(Format::Tq1_0, 4), (Format::Tq2_0, 12), (Format::BitnetB158, 2)];
+        let every = [
+            (Format::Tq1_0, 4),
+            (Format::Tq2_0, 12),
+            (Format::BitnetB158, 2),
+            (Format::I2S, 2),
+            (Format::I2S64, 2),
+            (Format::Q2_0, 3),
+        ];
         let gemm = gemm::kernels::<Wasm<Widening>, 2, 2>(c"bitnet_gemm/wasm-simd128", &every);
         gemm.into_iter().chain(tile::every_format::<Wasm<Widening>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-simd128"))
     }
@@ -91,7 +102,14 @@ mod relaxed {
 
     /// `bitnet_gemm/wasm-relaxed-simd128`, then `bitnet_gemv/wasm-relaxed-simd128`.
     pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
-        let every = [(Format::Tq1_0, 6), (Format::Tq2_0, 4), (Format::BitnetB158, 8)];
+        let every = [
+            (Format::Tq1_0, 6),
+            (Format::Tq2_0, 4),
+            (Format::BitnetB158, 8),
+            (Format::I2S, 2),
+            (Format::I2S64, 2),
+            (Format::Q2_0, 4),
+        ];
         let gemm = gemm::kernels::<Wasm<RelaxedDot>, 2, 4>(c"bitnet_gemm/wasm-relaxed-simd128", &every);
         gemm.into_iter()
             .chain(tile::every_format::<Wasm<RelaxedDot>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128"))
