@@ -14,10 +14,10 @@
 
 use super::neon::Smlal;
 use super::simd::{tq1_digit, tq1_qh, Neon};
-use crate::format::{q2_0, tq1_0, tq2_0, Format};
+use crate::format::{q2_0, tq1_0, Format};
 use crate::kernel::prep::Placement;
 use crate::kernel::tile::{self, OneScale, Prepared, Simd};
-use crate::kernel::weights::{Codes, Tq1, Tq2, Q2};
+use crate::kernel::weights::{Codes, Scale, Tq1, Tq2, Q2};
 use crate::kernel::{ActI8, Compute, Geometry, Kernel, MatRef, OutTile};
 use core::arch::aarch64::*;
 use core::arch::asm;
@@ -189,27 +189,41 @@ impl Unpack for Tq2 {
 
     #[inline(always)]
     unsafe fn rows(w: &MatRef, rows: [usize; 2], sink: &PairSink) {
-        const BYTES: usize = tq2_0::BLOCK_BYTES;
-        let blocks = Self::blocks(w.cols);
-        let bytes = rows.map(|row| &w.bytes[row * blocks * BYTES..][..blocks * BYTES]);
-        assert!(sink.vectors == blocks * 16);
-        // SAFETY: register-only NEON, which the caller has.
-        let mask3 = unsafe { vdupq_n_u8(3) };
-        for b in 0..blocks {
-            let block = [bytes[0][b * BYTES..].as_ptr(), bytes[1][b * BYTES..].as_ptr()];
-            // SAFETY: four 16-byte loads in each block's 64 code bytes, the scales' 2 bytes in
-            // the blocks (whole blocks: the rows were sliced); vectors `16 b..16 b + 16` of
-            // the rows (asserted); NEON.
-            unsafe {
-                for c in 0..4 {
-                    let x = [vld1q_u8(block[0].add(16 * c)), vld1q_u8(block[1].add(16 * c))];
-                    for plane in 0..4 {
-                        let codes = [Layout::plane2(x[0], plane, mask3), Layout::plane2(x[1], plane, mask3)];
-                        sink.put(16 * b + 4 * c + plane, codes);
-                    }
+        // SAFETY: the caller's contract.
+        unsafe { plane_rows::<Self>(w, rows, sink) }
+    }
+}
+
+/// [`Unpack::rows`] of a format of 2-bit codes in planes with an f16 scale per block (TQ2_0,
+/// Q2_0): each 16-byte load of a block's codes is four slot vectors, its bit planes, in the
+/// GEMV's slot order.
+///
+/// # Safety
+/// The CPU must have NEON.
+#[inline(always)]
+unsafe fn plane_rows<L: Codes>(w: &MatRef, rows: [usize; 2], sink: &PairSink) {
+    let (bytes_per_block, loads) = (L::BLOCK_BYTES, L::CODE_BYTES / 16);
+    let Scale::Block(scale_at) = L::SCALE else { unreachable!("a format with block scales") };
+    let blocks = w.cols / L::BLOCK;
+    let bytes = rows.map(|row| &w.bytes[row * blocks * bytes_per_block..][..blocks * bytes_per_block]);
+    assert!(sink.vectors == blocks * 4 * loads && L::CODE_BYTES == 16 * loads);
+    // SAFETY: register-only NEON, which the caller has.
+    let mask3 = unsafe { vdupq_n_u8(3) };
+    for b in 0..blocks {
+        let block = [bytes[0][b * bytes_per_block..].as_ptr(), bytes[1][b * bytes_per_block..].as_ptr()];
+        // SAFETY: `loads` 16-byte loads in each block's code bytes and the scale's 2 bytes,
+        // in whole blocks (the rows were sliced); vectors `4 loads b..4 loads (b + 1)` of the
+        // rows (asserted); NEON.
+        unsafe {
+            for c in 0..loads {
+                let at = L::CODE_AT + 16 * c;
+                let x = [vld1q_u8(block[0].add(at)), vld1q_u8(block[1].add(at))];
+                for plane in 0..4 {
+                    let codes = [Layout::plane2(x[0], plane, mask3), Layout::plane2(x[1], plane, mask3)];
+                    sink.put(4 * loads * b + 4 * c + plane, codes);
                 }
-                sink.scale(b, [Layout::f16(block[0].add(tq2_0::QS_BYTES)), Layout::f16(block[1].add(tq2_0::QS_BYTES))]);
             }
+            sink.scale(b, [Layout::f16(block[0].add(scale_at)), Layout::f16(block[1].add(scale_at))]);
         }
     }
 }
@@ -262,25 +276,8 @@ impl Unpack for Q2 {
 
     #[inline(always)]
     unsafe fn rows(w: &MatRef, rows: [usize; 2], sink: &PairSink) {
-        const BYTES: usize = q2_0::BLOCK_BYTES;
-        let blocks = Self::blocks(w.cols);
-        let bytes = rows.map(|row| &w.bytes[row * blocks * BYTES..][..blocks * BYTES]);
-        assert!(sink.vectors == blocks * 4);
-        // SAFETY: register-only NEON, which the caller has.
-        let mask3 = unsafe { vdupq_n_u8(3) };
-        for b in 0..blocks {
-            let block = [bytes[0][b * BYTES..].as_ptr(), bytes[1][b * BYTES..].as_ptr()];
-            // SAFETY: the 16 code bytes after each block's 2-byte scale, and the scale, in
-            // whole blocks (the rows were sliced); vectors `4 b..4 b + 4` of the rows
-            // (asserted); NEON.
-            unsafe {
-                let x = [vld1q_u8(block[0].add(Self::CODE_AT)), vld1q_u8(block[1].add(Self::CODE_AT))];
-                for plane in 0..4 {
-                    sink.put(4 * b + plane, [Layout::plane2(x[0], plane, mask3), Layout::plane2(x[1], plane, mask3)]);
-                }
-                sink.scale(b, [Layout::f16(block[0]), Layout::f16(block[1])]);
-            }
-        }
+        // SAFETY: the caller's contract.
+        unsafe { plane_rows::<Self>(w, rows, sink) }
     }
 }
 
