@@ -33,35 +33,39 @@ before='| TQ1_0 | bitnet_gemv/neon-dotprod | 441 | 211 | 170 |
 | BITNET_B1_58 | bitnet_gemv/neon-dotprod | 328 | 245 | 224 |
 | BITNET_B1_58 | bitnet_gemv/neon | 377 | 374 | 312 |'
 
-# Counts at small m from which the GEMMs' min_tokens were chosen (issue 14; see the
-# section "Where the GEMMs take over" below): TERN_COUNT_M="2 3 4 5 6 7 8 10 12 14 16".
+# Counts at small m from which the GEMMs' min_tokens were chosen (after the GEMVs' pair
+# tiles; see the section "Where the GEMMs take over" below):
+# TERN_COUNT_M="2 3 4 5 6 7 8 10 12 14 16".
 thresholds='| format | kernel | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 10 | 12 | 14 | 16 |
 |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
-| TQ1_0 | bitnet_gemm/neon-i8mm | 423 | 336 | 254 | 236 | 198 | 162 | 143 | 131 | 123 | 118 | 100 |
-| TQ1_0 | bitnet_gemm/neon-dotprod | 486 | 350 | 279 | 238 | 215 | 195 | 181 | 159 | 147 | 136 | 130 |
-| TQ1_0 | bitnet_gemv/neon-dotprod | 431 | 430 | 224 | 265 | 292 | 311 | 223 | 264 | 223 | 252 | 223 |
-| TQ1_0 | bitnet_gemm/neon | 579 | 451 | 381 | 344 | 315 | 298 | 282 | 262 | 248 | 239 | 232 |
-| TQ1_0 | bitnet_gemv/neon | 353 | 407 | 352 | 385 | 351 | 375 | 351 | 351 | 351 | 351 | 351 |
-| TQ2_0 | bitnet_gemm/neon-i8mm | 344 | 284 | 215 | 205 | 172 | 141 | 124 | 117 | 111 | 108 | 92 |
-| TQ2_0 | bitnet_gemm/neon-dotprod | 273 | 208 | 172 | 153 | 144 | 134 | 127 | 116 | 111 | 105 | 103 |
-| TQ2_0 | bitnet_gemv/neon-dotprod | 279 | 279 | 159 | 183 | 198 | 210 | 159 | 182 | 159 | 175 | 158 |
-| TQ2_0 | bitnet_gemm/neon | 367 | 309 | 274 | 259 | 243 | 237 | 228 | 219 | 213 | 209 | 205 |
-| TQ2_0 | bitnet_gemv/neon | 270 | 301 | 268 | 288 | 268 | 282 | 268 | 268 | 268 | 268 | 268 |
-| BITNET_B1_58 | bitnet_gemm/neon-i8mm | 397 | 314 | 237 | 219 | 184 | 151 | 133 | 122 | 115 | 109 | 93 |
-| BITNET_B1_58 | bitnet_gemm/neon-dotprod | 391 | 285 | 229 | 197 | 180 | 164 | 153 | 136 | 127 | 118 | 114 |
-| BITNET_B1_58 | bitnet_gemv/neon-dotprod | 156 | 199 | 155 | 181 | 155 | 173 | 155 | 154 | 154 | 154 | 154 |
-| BITNET_B1_58 | bitnet_gemm/neon | 483 | 384 | 328 | 300 | 277 | 264 | 251 | 236 | 225 | 218 | 213 |
-| BITNET_B1_58 | bitnet_gemv/neon | 271 | 300 | 270 | 287 | 269 | 282 | 269 | 269 | 269 | 269 | 269 |'
-# The same for Q2_0 and I2_S when i8mm took them (after the GEMV's pair tiles).
-later='| format | kernel | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 10 | 12 | 16 |
-|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
-| Q2_0 | bitnet_gemm/neon-i8mm | 337 | 286 | 216 | 209 | 175 | 152 | 134 | 126 | 121 | 103 |
-| Q2_0 | bitnet_gemm/neon-dotprod | 593 | 429 | 342 | 293 | 268 | 243 | 225 | 198 | 184 | 164 |
-| Q2_0 | bitnet_gemv/neon-dotprod | 296 | 321 | 235 | 262 | 255 | 272 | 235 | 247 | 234 | 234 |
-| I2_S | bitnet_gemm/neon-i8mm | 275 | 229 | 172 | 165 | 138 | 115 | 101 | 95 | 91 | 75 |
-| I2_S | bitnet_gemm/neon-dotprod | 239 | 184 | 153 | 137 | 130 | 121 | 116 | 106 | 102 | 95 |
-| I2_S | bitnet_gemv/neon-dotprod | 171 | 191 | 170 | 182 | 169 | 178 | 169 | 169 | 169 | 169 |
-| BITNET_B1_58 | bitnet_gemm/neon-i8mm | 277 | 230 | 174 | 167 | 140 | 117 | 103 | 97 | 93 | 77 |'
+| TQ1_0 | bitnet_gemm/neon-i8mm | 336 | 273 | 205 | 194 | 161 | 134 | 117 | 109 | 103 | 99 | 85 |
+| TQ1_0 | bitnet_gemm/neon-dotprod | 579 | 413 | 326 | 277 | 249 | 224 | 206 | 179 | 165 | 152 | 145 |
+| TQ1_0 | bitnet_gemv/neon-dotprod | 275 | 322 | 219 | 259 | 237 | 263 | 219 | 230 | 219 | 226 | 219 |
+| TQ1_0 | bitnet_gemm/neon | 672 | 517 | 430 | 385 | 349 | 328 | 308 | 284 | 268 | 256 | 247 |
+| TQ1_0 | bitnet_gemv/neon | 359 | 400 | 358 | 383 | 357 | 375 | 357 | 357 | 357 | 357 | 357 |
+| TQ2_0 | bitnet_gemm/neon-i8mm | 260 | 223 | 167 | 164 | 136 | 112 | 98 | 94 | 90 | 88 | 75 |
+| TQ2_0 | bitnet_gemm/neon-dotprod | 278 | 213 | 176 | 156 | 148 | 138 | 131 | 119 | 115 | 109 | 107 |
+| TQ2_0 | bitnet_gemv/neon-dotprod | 191 | 216 | 155 | 177 | 167 | 181 | 154 | 161 | 154 | 159 | 154 |
+| TQ2_0 | bitnet_gemm/neon | 371 | 316 | 279 | 264 | 248 | 242 | 233 | 223 | 217 | 213 | 209 |
+| TQ2_0 | bitnet_gemv/neon | 276 | 295 | 276 | 287 | 275 | 283 | 275 | 275 | 275 | 275 | 275 |
+| BITNET_B1_58 | bitnet_gemm/neon-i8mm | 277 | 230 | 174 | 167 | 140 | 117 | 103 | 97 | 93 | 90 | 77 |
+| BITNET_B1_58 | bitnet_gemm/neon-dotprod | 390 | 285 | 229 | 198 | 181 | 165 | 154 | 136 | 127 | 119 | 114 |
+| BITNET_B1_58 | bitnet_gemv/neon-dotprod | 173 | 193 | 172 | 184 | 171 | 180 | 171 | 171 | 171 | 171 | 171 |
+| BITNET_B1_58 | bitnet_gemm/neon | 482 | 385 | 328 | 300 | 277 | 264 | 251 | 236 | 226 | 218 | 213 |
+| BITNET_B1_58 | bitnet_gemv/neon | 289 | 301 | 288 | 295 | 288 | 293 | 288 | 287 | 287 | 287 | 287 |
+| I2_S | bitnet_gemm/neon-i8mm | 275 | 229 | 172 | 165 | 138 | 115 | 101 | 95 | 91 | 88 | 75 |
+| I2_S | bitnet_gemm/neon-dotprod | 239 | 184 | 153 | 137 | 130 | 121 | 116 | 106 | 102 | 97 | 95 |
+| I2_S | bitnet_gemv/neon-dotprod | 171 | 191 | 170 | 182 | 169 | 178 | 169 | 169 | 169 | 169 | 169 |
+| I2_S | bitnet_gemm/neon | 331 | 284 | 253 | 240 | 227 | 221 | 213 | 206 | 200 | 197 | 194 |
+| I2_S | bitnet_gemv/neon | 287 | 299 | 286 | 293 | 286 | 291 | 286 | 285 | 285 | 285 | 285 |
+| I2_S_64 | bitnet_gemm/neon-i8mm | 277 | 230 | 174 | 167 | 140 | 117 | 103 | 96 | 92 | 89 | 77 |
+| I2_S_64 | bitnet_gemm/neon-dotprod | 241 | 186 | 154 | 138 | 131 | 122 | 116 | 106 | 102 | 97 | 96 |
+| I2_S_64 | bitnet_gemv/neon-dotprod | 173 | 193 | 171 | 184 | 171 | 180 | 171 | 171 | 171 | 171 | 171 |
+| Q2_0 | bitnet_gemm/neon-i8mm | 337 | 286 | 216 | 209 | 175 | 152 | 134 | 126 | 121 | 117 | 103 |
+| Q2_0 | bitnet_gemm/neon-dotprod | 593 | 429 | 342 | 293 | 268 | 243 | 225 | 198 | 184 | 171 | 164 |
+| Q2_0 | bitnet_gemv/neon-dotprod | 296 | 321 | 235 | 262 | 255 | 272 | 235 | 247 | 234 | 243 | 234 |
+| Q2_0 | bitnet_gemm/neon | 718 | 567 | 479 | 436 | 399 | 380 | 359 | 335 | 319 | 308 | 299 |
+| Q2_0 | bitnet_gemv/neon | 362 | 391 | 361 | 378 | 360 | 373 | 360 | 360 | 360 | 360 | 360 |'
 
 # Now against the baseline's path of the same name (the i8mm and dotprod GEMMs against the
 # dotprod baseline, the plain NEON GEMM against the plain NEON one).
@@ -118,35 +122,27 @@ dependence-free \`sdot\` does 16 MACs (62.5 instructions per 1,000 MACs at best)
 |---|---|---:|---:|---:|
 $counts
 
-\`bitnet_gemm/neon-i8mm\` serves from 5 / 6 / 7 / 3 tokens (TQ1_0 / TQ2_0 / BITNET_B1_58
-and I2_S / Q2_0), \`bitnet_gemm/neon-dotprod\` (CPUs with dotprod but not i8mm) from 5 / 5 /
-7 / 7 and
-\`bitnet_gemm/neon\` (plain NEON: Cortex-A53) from 5 / 5 / 7; the GEMMs' m = 1 column is
-what they would cost, not what the dispatcher runs.
+\`bitnet_gemm/neon-i8mm\` serves from 3 / 6 / 5 / 7 / 7 / 3 tokens (TQ1_0 / TQ2_0 /
+BITNET_B1_58 / I2_S / I2_S_64 / Q2_0), \`bitnet_gemm/neon-dotprod\` (CPUs with dotprod but not
+i8mm) from 7 / 5 / 7 / 3 / 3 / 7 and \`bitnet_gemm/neon\` (plain NEON: Cortex-A53) from 6 /
+5 / 6 / 3 / 3 / 8; the GEMMs' m = 1 column is what they would cost, not what the dispatcher
+runs.
 
 ## Where the GEMMs take over (\`min_tokens\`)
 
 The same count at small m (\`TERN_COUNT_M="2 3 4 5 6 7 8 10 12 14 16"\` for
-\`count-arm-insns.py\`), made when the thresholds were set and not regenerated here (it
-takes three times as long as this script): the i8mm and dotprod GEMV rows with issue 14,
-the dotprod GEMM and plain NEON rows with its follow-up (the GEMMs' faster packing). Each
-GEMM is preferred from the token count from which it executes fewer instructions than its
-GEMV (the dotprod one for i8mm and dotprod, the plain one for plain NEON) at every m
-counted. There is no ARM hardware to time them, so the thresholds rest on instruction
-counts; the GEMVs' counts vary with m mod 4 or 2, their token tiles.
+\`count-arm-insns.py\`), made when the thresholds were last set (after the GEMVs' pair
+tiles) and not regenerated here (it takes three times as long as this script). Each GEMM
+is preferred from the token count from which it executes fewer instructions, at every m
+counted, than the kernel the dispatcher would run otherwise: for i8mm the dotprod GEMV, or
+the dotprod GEMM past its own threshold; for the dotprod and plain GEMMs their GEMV. There
+is no ARM hardware to time them, so the thresholds rest on instruction counts; the GEMVs'
+counts vary with m mod 4 or 2, their token tiles. I2_S_64's plain-NEON rows were not
+counted: it takes I2_S's threshold (their dotprod rows agree within 2). BITNET_B1_58's
+panel unpack costs more than I2_S's (the dotprod GEMM at m = 2: 390 against 239), so the
+two single-scale layouts have different thresholds.
 
 $thresholds
-
-When the i8mm GEMM took Q2_0 and I2_S (the GEMV with its pair tiles, \`TERN_COUNT_M="2 3 4 5 6 7 8 10 12 16"\`):
-i8mm serves Q2_0 from 3 tokens (fewer instructions than the dotprod GEMV at every m from
-3, than the dotprod GEMM at every m), and the dotprod GEMM Q2_0 from 7 (at 5 and 6 it
-counted more than the GEMV); I2_S takes BITNET_B1_58's thresholds (the same unpack and
-tiles, the same counts). The dotprod GEMV's pair tiles (m = 2-3) moved the BITNET_B1_58
-and I2_S crossings: against these rows the dotprod GEMM would win from 3 tokens and i8mm
-from 7; the thresholds of the three formats that predate these rows are not re-derived
-here.
-
-$later
 
 ## Before issue 14 (the row-loop kernels)
 

@@ -19,8 +19,8 @@ cargo test --target "$TRIPLE" --test '*' --no-run -q "$@"
 
 cpus="${TERN_QEMU_CPUS:-max cortex-a76 cortex-a53}"
 for cpu in $cpus; do
-    # The kernels the test must find best for m = 1, 8 and 128 (i8mm serves from 5 to 7
-    # tokens on, by format, the dotprod GEMM from 5 to 7, the plain NEON GEMM from 5 to 7); for
+    # The kernels the test must find best for m = 1, 8 and 128 (i8mm serves from 3 to 7
+    # tokens on, by format, the dotprod GEMM from 3 to 7, the plain NEON GEMM from 3 to 8); for
     # CPUs not listed here it only checks that the choice agrees with the detected features.
     case "$cpu" in
         max | neoverse-v1)

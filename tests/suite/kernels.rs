@@ -623,10 +623,10 @@ fn x86_kernels(features: &[&str]) -> [[&'static str; 6]; 3] {
 fn every_isa_kernels(features: &[&str]) -> [[&'static str; 3]; 3] {
     let has = |f: &str| features.contains(&f);
     if has("i8mm") {
-        // i8mm from 5 / 6 / 7 tokens; every CPU with i8mm that tern knows has dotprod.
+        // i8mm from 3 / 6 / 5 tokens; every CPU with i8mm that tern knows has dotprod.
         [["bitnet_gemv/neon-dotprod"; 3], ["bitnet_gemm/neon-i8mm"; 3], ["bitnet_gemm/neon-i8mm"; 3]]
     } else if has("dotprod") {
-        // The GEMMs from 5 / 5 / 7 tokens.
+        // The GEMMs from 7 / 5 / 7 tokens (plain NEON: 6 / 5 / 6).
         [["bitnet_gemv/neon-dotprod"; 3], ["bitnet_gemm/neon-dotprod"; 3], ["bitnet_gemm/neon-dotprod"; 3]]
     } else if has("neon") {
         [["bitnet_gemv/neon"; 3], ["bitnet_gemm/neon"; 3], ["bitnet_gemm/neon"; 3]]

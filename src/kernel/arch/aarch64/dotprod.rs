@@ -105,20 +105,20 @@ impl QuadMac<uint8x16_t, int8x16_t> for Sdot {
 // GEMM: 4 x 5 register blocks: 20 accumulators, 4 weight (v24-v27) and 5 activation (v28-v31 and
 // one more) registers of NEON's 32 (4 x 4 executes 1-2 more instructions per 1,000 MACs at m = 128). Preferred from the
 // token count from which it executes fewer instructions than the dotprod GEMV at every m
-// counted (qemu, 256 x 2048; no ARM hardware here, so counts, not timings): 5 / 5 / 7 for
-// TQ1_0 / TQ2_0 / BITNET_B1_58, 7 for Q2_0 (at 5 and 6 its GEMM counted 293 and 268 per
-// 1,000 MACs against the GEMV's 262 and 255) (docs/arm-instruction-counts.md).
+// counted (qemu, 256 x 2048; no ARM hardware here, so counts, not timings; recounted after
+// the GEMV's pair tiles): 7 / 5 / 7 / 3 / 3 / 7 for TQ1_0 / TQ2_0 / BITNET_B1_58 / I2_S /
+// I2_S_64 / Q2_0 (docs/arm-instruction-counts.md).
 /// `bitnet_gemm/neon-dotprod`, then `bitnet_gemv/neon-dotprod` (4 rows per single-token
 /// tile, 4 x 4 per batch tile, 4 x 2 for BITNET_B1_58).
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
     let gemm = gemm::kernels::<Neon<Sdot>, 4, 5>(
         c"bitnet_gemm/neon-dotprod",
         &[
-            (Format::Tq1_0, 5),
+            (Format::Tq1_0, 7),
             (Format::Tq2_0, 5),
             (Format::BitnetB158, 7),
-            (Format::I2S, 7),
-            (Format::I2S64, 7),
+            (Format::I2S, 3),
+            (Format::I2S64, 3),
             (Format::Q2_0, 7),
         ],
     );

@@ -628,21 +628,19 @@ impl<U: Unpack + 'static> Compute for I8mm<U> {
 }
 
 /// The registry entries. Preferred from the token count from which the kernel executes
-/// fewer instructions than the dotprod GEMV at every m counted (qemu, 256 x 2048: counts,
+/// fewer instructions than the dotprod kernel the dispatcher would pick otherwise (its GEMV,
+/// or its GEMM past that one's threshold) at every m counted (qemu, 256 x 2048: counts,
 /// not timings, as there is no ARM hardware here; docs/arm-instruction-counts.md): TQ1_0
-/// from 5, TQ2_0 from 6, BITNET_B1_58 from 7. Below that, unpacking a panel costs more
-/// than the GEMV's per-token-tile unpack saves. The I2_S packings run BITNET_B1_58's
-/// unpack and tiles (only the activations' placement differs) and counted the same (I2_S:
-/// fewer than the dotprod GEMV from 5 tokens, than the dotprod GEMM from 7), so they take
-/// its threshold. Q2_0 from 3: fewer than the dotprod GEMV at every m from 3 and than the
-/// dotprod GEMM at every m (m = 3: 286 against 321 and 429 per 1,000 MACs).
+/// from 3, TQ2_0 from 6, BITNET_B1_58 from 5, I2_S and I2_S_64 from 7 (their dotprod GEMM,
+/// from 3, is cheaper than BITNET_B1_58's), Q2_0 from 3. Below that, unpacking a panel
+/// costs more than the GEMV's per-token-tile unpack saves.
 pub(super) fn kernels() -> [Kernel; 6] {
     use crate::kernel::weights::{Bitnet, I2s128, I2s64};
     let (name, i8) = (c"bitnet_gemm/neon-i8mm", Format::I8Absmax);
     [
-        Kernel::new(name, Format::Tq1_0, i8, 5, &I8mm::<Tq1>(PhantomData)),
+        Kernel::new(name, Format::Tq1_0, i8, 3, &I8mm::<Tq1>(PhantomData)),
         Kernel::new(name, Format::Tq2_0, i8, 6, &I8mm::<Tq2>(PhantomData)),
-        Kernel::new(name, Format::BitnetB158, i8, 7, &I8mm::<Bitnet>(PhantomData)),
+        Kernel::new(name, Format::BitnetB158, i8, 5, &I8mm::<Bitnet>(PhantomData)),
         Kernel::new(name, Format::I2S, i8, 7, &I8mm::<I2s128>(PhantomData)),
         Kernel::new(name, Format::I2S64, i8, 7, &I8mm::<I2s64>(PhantomData)),
         Kernel::new(name, Format::Q2_0, i8, 3, &I8mm::<Q2>(PhantomData)),
