@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Fuzz smoke test: builds the cargo-fuzz targets (nightly) and runs each for a few seconds
 # from its committed seed corpus; fails on the first crash. For long runs see
-# docs/testing.md. Environment: FUZZ_SECONDS (per target, default 10), CARGO_TARGET_DIR
+# docs/testing.md. Environment: FUZZ_SECONDS (per target, default 5), CARGO_TARGET_DIR
 # (default target/fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds=${FUZZ_SECONDS:-10}
+seconds=${FUZZ_SECONDS:-5}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target/fuzz}
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 
