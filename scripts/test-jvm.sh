@@ -93,10 +93,11 @@ if [ "${TERN_JVM_AARCH64:-1}" != 0 ]; then
             -Wl,-rpath,"$out/lib-aarch64" -o "$out/reference-aarch64"
         export QEMU_CPU=max
         qemu-aarch64 -L / "$out/reference-aarch64" reference "$out/reference-aarch64.bin" "${ggufs[@]}"
-        # 1,000 memory cycles (10,000 take minutes emulated; the x86 runs do 10,000), and 24 MiB
-        # of slack for qemu's translation cache (a leaked cycle would add about 60 MiB).
+        # 400 memory cycles (the x86 runs do 10,000; emulated, each takes ~70 ms) and 16 MiB of
+        # slack for qemu's translation cache, which grew 5-8 MiB over 200-1,000 cycles: a cycle
+        # leaked whole (~60 KB) would add 24 MiB.
         tern_test "$out/reference-aarch64.bin" jni aarch64-jni qemu-aarch64 -L / "$jdk/bin/java" -Xcheck:jni \
-            -Dtern.test.cycles=1000 -Dtern.test.rss-slack-mib=24 -cp "$cp"
+            -Dtern.test.cycles=400 -Dtern.test.rss-slack-mib=16 -cp "$cp"
     )
 fi
 

@@ -629,7 +629,7 @@ fun churn(cycles: Int, cycle: (Int) -> Unit): List<Long> {
 
 fun memoryTests() {
     // Fewer under emulation, with more slack: qemu's own translation cache grows with the
-    // code HotSpot compiles (scripts/test-jvm.sh passes 1000 and 24 for aarch64 under qemu).
+    // code HotSpot compiles (scripts/test-jvm.sh passes 400 and 16 for aarch64 under qemu).
     val cycles = System.getProperty("tern.test.cycles")?.toInt() ?: 10_000
     val slackKiB = 1024 * (System.getProperty("tern.test.rss-slack-mib")?.toInt() ?: 32)
     // Each cycle allocates about 60 KB of native memory: a 4 x 1024 F32 activation, a 64 x 1024
