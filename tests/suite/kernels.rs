@@ -497,6 +497,37 @@ fn amx_configures_its_tiles_on_every_thread_and_call() {
 /// weight and an activation of different widths, an output of the wrong shape, or operands
 /// of formats the kernel does not serve are refused, and the output stays as it was. (Before
 /// the check, a 256-wide activation with a 16384-wide weight read out of bounds.)
+/// `bitnet_gemm/amx` unpacks each panel in chunks of 4,096 elements of the row: on rows of
+/// about two and a half chunks (BITNET_B1_58's with a short last step) and two and a half
+/// panels of rows, its results are bit-identical to the AVX-512 GEMM's for every format and
+/// activation format it serves. Skipped, visibly, without AMX.
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn amx_rows_longer_than_a_chunk_equal_the_avx512_gemm() {
+    match tern::kernel::amx_status() {
+        Some(Ok(())) => {}
+        other => return eprintln!("note: skipping the long-row AMX test: {other:?} (None: this CPU has no AMX-INT8)"),
+    }
+    let mut rng = Rng(0x5EED_1234_ABCD_00C4);
+    let (n, m) = (300, 33);
+    let amx: Vec<&Kernel> = registry().iter().filter(|k| k.name() == "bitnet_gemm/amx").collect();
+    assert!(amx.len() >= 5, "AMX serves TQ1_0, TQ2_0, BITNET_B1_58 and the I2_S packings");
+    for kern in amx {
+        let (format, act) = (kern.weight(), kern.act());
+        let zmm = registry()
+            .iter()
+            .find(|k| k.name() == "bitnet_gemm/avx512vnni" && k.weight() == format && k.act() == act)
+            .expect("the AVX-512 GEMM serves every pair AMX does");
+        let k = if format == Format::BitnetB158 { 10_340 } else { 10_240 };
+        let wbytes = weights(&mut rng, format, n, k);
+        let src: Vec<f32> = (0..m * k).map(|_| rng.unit() * 3.0).collect();
+        let abytes = encode(act, &src, m, k);
+        let (w, a) = (MatRef::new(format, n, k, &wbytes).unwrap(), MatRef::new(act, m, k, &abytes).unwrap());
+        let bits = |kern| run(kern, &w, &a, 0..n, 0..m).iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(kern), bits(zmm), "{format} by {act}, k = {k}: AMX against the AVX-512 GEMM");
+    }
+}
+
 #[test]
 fn every_kernel_refuses_mismatched_operands() {
     let mut rng = Rng(0x5EED_1234_ABCD_0007);

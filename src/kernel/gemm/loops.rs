@@ -248,8 +248,9 @@ pub(crate) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usiz
     let rows = out.rows();
     for r0 in rows.clone().step_by(p) {
         let prows = r0..(r0 + p).min(rows.end);
+        let blocks = 0..w.cols.div_ceil(L::BLOCK);
         // SAFETY: `S`'s features, as the caller guarantees.
-        unsafe { pack_panel::<S, L>(w, prows.clone(), p, panel, scale.is_none().then_some(&mut *scales)) };
+        unsafe { pack_panel::<S, L>(w, prows.clone(), blocks, p, panel, scale.is_none().then_some(&mut *scales)) };
         let ctx = Ctx { act: a, panel, scales, p, w_block: L::BLOCK, rows: prows, scale };
         // The packed blocks that hold `tokens`.
         let mut t0 = tokens.start / T * T;

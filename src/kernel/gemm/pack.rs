@@ -230,9 +230,11 @@ pub(crate) unsafe fn block<S: GemmSimd, L: Layout>(
     }
 }
 
-/// Unpacks weight rows `rows` (at most `p` of them, at least one) into `panel`
-/// (`[k/4][p][4]`; lanes past the range repeat the last row, which no output reads) and, if
-/// asked (TQ), their block scales into `scales` (`[blocks][p]`, 0 past the range).
+/// Unpacks weight rows `rows` (at most `p` of them, at least one), over the format's
+/// blocks `blocks` (of `L::BLOCK` elements; `k.div_ceil(L::BLOCK)` of them in a row), into
+/// `panel` (`[quads of those blocks][p][4]`; lanes past the range repeat the last row, which
+/// no output reads) and, if asked (TQ), their block scales into `scales` (`[blocks][p]`, 0
+/// past the range).
 ///
 /// # Safety
 /// The CPU must have `S`'s features.
@@ -240,6 +242,7 @@ pub(crate) unsafe fn block<S: GemmSimd, L: Layout>(
 pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
     w: &MatRef,
     rows: Range<usize>,
+    blocks: Range<usize>,
     p: usize,
     panel: &mut [u8],
     scales: Option<&mut [f32]>,
@@ -248,12 +251,14 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
     let quads = k / 4;
     let row_bytes = L::row_bytes(k);
     let block_quads = L::BLOCK / 4;
-    let blocks = quads.div_ceil(block_quads);
     assert!(
         !rows.is_empty() && rows.end <= w.rows && rows.len() <= p && p.is_multiple_of(S::LANES),
         "panel rows out of range"
     );
-    assert!(panel.len() >= quads * p * 4 && w.bytes.len() >= w.rows * row_bytes, "panel buffer too small");
+    assert!(blocks.start < blocks.end && blocks.end <= quads.div_ceil(block_quads), "panel blocks out of range");
+    // The quads of `blocks` (the last block of one scale per tensor may be short).
+    let range_quads = quads.min(blocks.end * block_quads) - blocks.start * block_quads;
+    assert!(panel.len() >= range_quads * p * 4 && w.bytes.len() >= w.rows * row_bytes, "panel buffer too small");
     // Rows of a format with block scales are whole blocks; only a format with one scale per
     // tensor has a short last step.
     let blocked = matches!(L::SCALE, Scale::Block(_));
@@ -262,7 +267,7 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
     // in L1 (a separate pass over the rows afterwards took a fifth of a TQ2_0 GEMM at m = 1).
     let mut scales = scales.map(|scales| {
         let Scale::Block(scale_at) = L::SCALE else { panic!("{} has no block scales", L::FORMAT) };
-        assert!(scale_at + 2 <= L::BLOCK_BYTES && scales.len() >= blocks * p, "block scales out of range");
+        assert!(scale_at + 2 <= L::BLOCK_BYTES && scales.len() >= blocks.len() * p, "block scales out of range");
         (scales, scale_at)
     });
     let base = w.bytes.as_ptr();
@@ -274,13 +279,13 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
             // (asserted).
             *s = unsafe { base.add((rows.start + g + lane).min(rows.end - 1) * row_bytes) };
         }
-        for b in 0..blocks {
+        for b in blocks.clone() {
             // Code bytes of this block (the last step of one scale per tensor may be short).
             let code_bytes = L::CODE_BYTES.min(row_bytes - b * L::BLOCK_BYTES - L::CODE_AT);
-            // SAFETY: quad `b * block_quads < k / 4` of rows `g..g + LANES` (`g + LANES <= p`)
-            // lies in the panel (`k / 4 * p * 4` bytes, asserted), and so do the block's
-            // quads after it.
-            let dst = unsafe { panel.as_mut_ptr().add((b * block_quads * p + g) * 4) };
+            // SAFETY: quad `(b - blocks.start) * block_quads < range_quads` of rows `g..g +
+            // LANES` (`g + LANES <= p`) lies in the panel (`range_quads * p * 4` bytes,
+            // asserted), and so do the block's quads after it.
+            let dst = unsafe { panel.as_mut_ptr().add(((b - blocks.start) * block_quads * p + g) * 4) };
             let quads = block_quads.min(quads - b * block_quads);
             let at = b * L::BLOCK_BYTES + L::CODE_AT;
             // SAFETY: the block's code bytes lie in every row at `src` (`at + code_bytes <=
@@ -297,7 +302,7 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
                 }
             }
             if let Some((scales, scale_at)) = scales.as_mut().map(|(s, at)| (s, *at)) {
-                let group = &mut scales[b * p + g..][..S::LANES];
+                let group = &mut scales[(b - blocks.start) * p + g..][..S::LANES];
                 for (lane, (d, s)) in group.iter_mut().zip(&src).enumerate() {
                     // SAFETY: rows are whole blocks (asserted), so the scale's 2 bytes at
                     // `scale_at < BLOCK_BYTES - 1` (asserted) of block `b` lie in the row at

@@ -2,9 +2,10 @@
 //! tile registers. One `tdpbsud` multiplies a 16 x 64 tile of signed activations by a
 //! 64 x 16 tile of unsigned weight codes into 16 x 16 int32: 16,384 multiply-adds.
 //!
-//! The weights are unpacked once per 128-row panel by the shared panel packer
-//! ([`pack_panel`], with the AVX-512 vectors): its `[k/4][128][4]` layout is AMX's
-//! VNNI-packed B operand as it is, so a B tile is 16 rows of 64 bytes at a stride of 512.
+//! The weights are unpacked per 128-row panel by the shared panel packer ([`pack_panel`],
+//! with the AVX-512 vectors), [`CHUNK_K`] elements of the row at a time: its
+//! `[k/4][128][4]` layout is AMX's VNNI-packed B operand as it is, so a B tile is 16 rows of
+//! 64 bytes at a stride of 512.
 //! The activations are packed once per call ([`Packed::padded`]) in blocks of 16 tokens by
 //! 64-byte groups: each A tile is 1 KiB of contiguous memory (tokens past `m` repeat the
 //! last one; no output reads them). A block of 2 x 2 C tiles (32 tokens x 32 rows) takes
@@ -291,13 +292,20 @@ struct TokenTiles {
     pair: bool,
 }
 
-/// One call's view of a panel: the activations, the unpacked rows and their scales.
+/// One call's view of a panel: the activations, the unpacked rows and their scales, over
+/// one chunk of the row ([`CHUNK_K`]).
 struct Panel<'a> {
     act: &'a Packed,
+    /// The chunk's codes: its steps' `B_STEP` bytes each, from `steps.start`.
     codes: &'a [u8],
+    /// The chunk's block scales, `PANEL` per block from `blocks.start`.
     scales: &'a [f32],
     /// The weight rows of this panel (at most [`PANEL`]; the rest is zero padding).
     rows: std::ops::Range<usize>,
+    /// The 64-element steps of the row this chunk holds.
+    steps: std::ops::Range<usize>,
+    /// The format's blocks of the row this chunk holds.
+    blocks: std::ops::Range<usize>,
 }
 
 impl Panel<'_> {
@@ -324,12 +332,17 @@ impl Panel<'_> {
             (second + TILE_ROWS) * kg <= self.act.codes().len() && (step + steps) * TILE_BYTES <= kg,
             "A tiles out of range"
         );
-        assert!(rp < ROW_PAIRS && (step + steps) * B_STEP <= self.codes.len(), "B tiles out of range");
+        assert!(
+            rp < ROW_PAIRS && step >= self.steps.start && step + steps <= self.steps.end,
+            "B tiles out of the chunk"
+        );
+        let step_in = step - self.steps.start;
+        assert!((step_in + steps) * B_STEP <= self.codes.len(), "B tiles out of range");
         assert!(c.len() >= 4 * C_TILE, "C tiles out of range");
         let codes = self.act.codes();
         let a = |t: usize| codes[t * kg + step * A_TILE..].as_ptr();
         let (a, b, c) =
-            ([a(tt.t0), a(second)], self.codes[step * B_STEP + rp * 2 * TILE_BYTES..].as_ptr(), c.as_mut_ptr());
+            ([a(tt.t0), a(second)], self.codes[step_in * B_STEP + rp * 2 * TILE_BYTES..].as_ptr(), c.as_mut_ptr());
         // SAFETY: the spans asserted above; `tiles` is this thread's configuration.
         unsafe {
             if tt.pair {
@@ -369,15 +382,16 @@ impl Panel<'_> {
     /// One scale for the tensor: int32 along the whole row (in the tiles, and in `c`
     /// between chunks of the row), then `a_scale * (d * dot)` per output, the order of the
     /// reference. Each token block's outputs are made while the tiles work on the next
-    /// block (the out-of-order core overlaps the two).
+    /// block (the out-of-order core overlaps the two). This panel chunk's steps; the
+    /// outputs once the chunk ends the row.
     ///
     /// # Safety
     /// As for [`dot_tiles`]; the CPU must have AVX-512F.
     #[inline(always)]
     unsafe fn uniform(&self, tiles: &Tiles, out: &mut OutTile, blocks: &[TokenTiles], d: f32, c: &mut [i32]) {
         let steps = self.act.kg / TILE_BYTES;
-        for chunk in (0..steps).step_by(CHUNK_STEPS) {
-            let (n, last) = (CHUNK_STEPS.min(steps - chunk), chunk + CHUNK_STEPS >= steps);
+        for chunk in self.steps.clone().step_by(CHUNK_STEPS) {
+            let (n, last) = (CHUNK_STEPS.min(self.steps.end - chunk), chunk + CHUNK_STEPS >= steps);
             for (bi, &tt) in blocks.iter().enumerate() {
                 for rp in 0..ROW_PAIRS {
                     let c = &mut c[(bi * ROW_PAIRS + rp) * 4 * C_TILE..][..4 * C_TILE];
@@ -390,9 +404,11 @@ impl Panel<'_> {
                 }
             }
         }
-        let bi = blocks.len() - 1;
-        // SAFETY: AVX-512F (the caller's promise).
-        unsafe { self.finish_uniform(out, blocks[bi], &c[bi * BLOCK_INTS..][..BLOCK_INTS], d) };
+        if self.steps.end == steps {
+            let bi = blocks.len() - 1;
+            // SAFETY: AVX-512F (the caller's promise).
+            unsafe { self.finish_uniform(out, blocks[bi], &c[bi * BLOCK_INTS..][..BLOCK_INTS], d) };
+        }
     }
 
     /// The outputs of token block `tt` from its C tiles `c` (all row pairs), one scale `d`.
@@ -425,7 +441,8 @@ impl Panel<'_> {
     /// on the next token block), which end scaled by the token's activation scale; with
     /// per-block activation scales (I8_BLOCK256) the rows' block scales are multiplied by
     /// the token's scale of the block first (`d * a_scale`, the reference's order) and the
-    /// sums are the outputs.
+    /// sums are the outputs. This panel chunk's blocks; the outputs once the chunk ends the
+    /// row.
     ///
     /// # Safety
     /// As for [`dot_tiles`]; the CPU must have AVX-512F and FMA.
@@ -440,9 +457,14 @@ impl Panel<'_> {
     ) {
         // The activations were packed with seeds per block of the format (`gemm` checks).
         let (n_blocks, block_steps) = (self.act.k / self.act.block, self.act.block / TILE_BYTES);
-        assert!(self.act.k == self.act.kg && self.scales.len() >= n_blocks * PANEL, "rows of whole blocks");
-        sums.fill(0.0);
-        for b in 0..n_blocks {
+        assert!(
+            self.act.k == self.act.kg && self.blocks.end <= n_blocks && self.scales.len() >= self.blocks.len() * PANEL,
+            "rows of whole blocks"
+        );
+        if self.blocks.start == 0 {
+            sums.fill(0.0);
+        }
+        for b in self.blocks.clone() {
             for (bi, &tt) in blocks.iter().enumerate() {
                 for rp in 0..ROW_PAIRS {
                     let c = &mut c[(bi * ROW_PAIRS + rp) * 4 * C_TILE..][..4 * C_TILE];
@@ -460,6 +482,9 @@ impl Panel<'_> {
             unsafe {
                 self.add_block(blocks[blocks.len() - 1], b, &c[at..][..BLOCK_INTS], &mut sums[at..][..BLOCK_INTS])
             };
+        }
+        if self.blocks.end < n_blocks {
+            return;
         }
         let mut lanes = [0f32; 16];
         for (tt, sums) in blocks.iter().zip(sums.chunks_exact(BLOCK_INTS)) {
@@ -494,7 +519,8 @@ impl Panel<'_> {
                 for j in 0..2 {
                     let at = at + j * C_TILE;
                     let (row, sum) = (&c[at..][..TILE_ROWS], &mut sums[at..][..TILE_ROWS]);
-                    let scales = &self.scales[b * PANEL + (2 * rp + j) * TILE_ROWS..][..TILE_ROWS];
+                    let scales =
+                        &self.scales[(b - self.blocks.start) * PANEL + (2 * rp + j) * TILE_ROWS..][..TILE_ROWS];
                     // SAFETY: 16 elements at each pointer; AVX-512F and FMA (the caller's).
                     unsafe {
                         let dot = _mm512_add_epi32(_mm512_loadu_si512(row.as_ptr().cast()), _mm512_set1_epi32(seed));
@@ -508,6 +534,13 @@ impl Panel<'_> {
         }
     }
 }
+
+/// Elements of a row per panel chunk: a whole panel's unpacked rows (`k x 128` bytes) and
+/// the activations did not fit L2 from k ~ 12,000 on, and from there the kernel fell behind
+/// the AVX-512 GEMM (Intel Xeon, 2560 x k TQ2_0, 32 tokens: k = 10,240 3.46 ms against 3.77,
+/// 12,288 5.83 against 4.47); each chunk is unpacked and run by every token block before
+/// the next, 512 KiB of codes. A multiple of every format's block and of `CHUNK_STEPS`.
+const CHUNK_K: usize = 4096;
 
 /// 64-element steps per chunk of a row on the one-scale path: each chunk of the panel
 /// (128 rows x 512 codes, 64 KiB: a row pair's 16 KiB fits L1) stays in cache while every
@@ -541,9 +574,12 @@ unsafe fn gemm<L: Layout>(w: &MatRef, a: &Packed, out: &mut OutTile) {
     if blocks.is_empty() {
         return; // No tokens in the block of `out`: nothing to write.
     }
+    const { assert!(CHUNK_K.is_multiple_of(L::BLOCK) && CHUNK_K >= L::BLOCK, "chunks of whole blocks") };
     let mut s = Scratch::take();
-    let codes = aligned(&mut s.panel, a.kg * PANEL);
-    let scales = sized(&mut s.scales, a.k.div_ceil(L::BLOCK) * PANEL);
+    let chunk_blocks = CHUNK_K / L::BLOCK;
+    let codes = aligned(&mut s.panel, a.kg.min(CHUNK_K) * PANEL);
+    let scales = sized(&mut s.scales, chunk_blocks * PANEL);
+    let (n_blocks, n_steps) = (w.cols.div_ceil(L::BLOCK), a.kg / TILE_BYTES);
     let mut results = RESULTS.with(Cell::take);
     let c = aligned(&mut results.ints, blocks.len() * BLOCK_INTS);
     let sums = aligned(&mut results.sums, blocks.len() * BLOCK_INTS);
@@ -551,16 +587,29 @@ unsafe fn gemm<L: Layout>(w: &MatRef, a: &Packed, out: &mut OutTile) {
     let tiles = unsafe { Tiles::configure() };
     for r0 in rows.clone().step_by(PANEL) {
         let prows = r0..(r0 + PANEL).min(rows.end);
-        // SAFETY: AVX-512 (this function's features). Quads past k/4 keep whatever the
-        // buffer held: they meet only the zero activations past k.
-        unsafe { pack_panel::<Avx512, L>(w, prows.clone(), PANEL, codes, scale.is_none().then_some(&mut *scales)) };
-        let panel = Panel { act: a, codes, scales, rows: prows };
-        // SAFETY: AMX (the caller's promise) with this thread's configuration; the
-        // features of this function; `Panel::dot` checks every span.
-        unsafe {
-            match scale {
-                Some(d) => panel.uniform(&tiles, out, &blocks, d, c),
-                None => panel.per_block(&tiles, out, &blocks, c, sums),
+        for b0 in (0..n_blocks).step_by(chunk_blocks) {
+            let chunk = b0..n_blocks.min(b0 + chunk_blocks);
+            let steps = b0 * L::BLOCK / TILE_BYTES..n_steps.min(chunk.end * L::BLOCK / TILE_BYTES);
+            // SAFETY: AVX-512 (this function's features). Quads past k/4 keep whatever the
+            // buffer held: they meet only the zero activations past k.
+            unsafe {
+                pack_panel::<Avx512, L>(
+                    w,
+                    prows.clone(),
+                    chunk.clone(),
+                    PANEL,
+                    codes,
+                    scale.is_none().then_some(&mut *scales),
+                )
+            };
+            let panel = Panel { act: a, codes, scales, rows: prows.clone(), steps, blocks: chunk };
+            // SAFETY: AMX (the caller's promise) with this thread's configuration; the
+            // features of this function; `Panel::dot` checks every span.
+            unsafe {
+                match scale {
+                    Some(d) => panel.uniform(&tiles, out, &blocks, d, c),
+                    None => panel.per_block(&tiles, out, &blocks, c, sums),
+                }
             }
         }
     }
