@@ -493,10 +493,6 @@ fn amx_configures_its_tiles_on_every_thread_and_call() {
     assert_eq!(on(1), here);
 }
 
-/// `Kernel::run` is the only way into a kernel, and it checks the operands together: a
-/// weight and an activation of different widths, an output of the wrong shape, or operands
-/// of formats the kernel does not serve are refused, and the output stays as it was. (Before
-/// the check, a 256-wide activation with a 16384-wide weight read out of bounds.)
 /// `bitnet_gemm/amx` unpacks each panel in chunks of 4,096 elements of the row: on rows of
 /// about two and a half chunks (BITNET_B1_58's with a short last step) and two and a half
 /// panels of rows, its results are bit-identical to the AVX-512 GEMM's for every format and
@@ -528,6 +524,10 @@ fn amx_rows_longer_than_a_chunk_equal_the_avx512_gemm() {
     }
 }
 
+/// `Kernel::run` is the only way into a kernel, and it checks the operands together: a
+/// weight and an activation of different widths, an output of the wrong shape, or operands
+/// of formats the kernel does not serve are refused, and the output stays as it was. (Before
+/// the check, a 256-wide activation with a 16384-wide weight read out of bounds.)
 #[test]
 fn every_kernel_refuses_mismatched_operands() {
     let mut rng = Rng(0x5EED_1234_ABCD_0007);

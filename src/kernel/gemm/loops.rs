@@ -246,11 +246,13 @@ pub(crate) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usiz
     let panel = aligned(&mut s.panel, a.kg * p);
     let scales = sized(&mut s.scales, a.k / L::BLOCK * p);
     let rows = out.rows();
+    let blocks = 0..w.cols.div_ceil(L::BLOCK);
     for r0 in rows.clone().step_by(p) {
         let prows = r0..(r0 + p).min(rows.end);
-        let blocks = 0..w.cols.div_ceil(L::BLOCK);
         // SAFETY: `S`'s features, as the caller guarantees.
-        unsafe { pack_panel::<S, L>(w, prows.clone(), blocks, p, panel, scale.is_none().then_some(&mut *scales)) };
+        unsafe {
+            pack_panel::<S, L>(w, prows.clone(), blocks.clone(), p, panel, scale.is_none().then_some(&mut *scales))
+        };
         let ctx = Ctx { act: a, panel, scales, p, w_block: L::BLOCK, rows: prows, scale };
         // The packed blocks that hold `tokens`.
         let mut t0 = tokens.start / T * T;
