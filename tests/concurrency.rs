@@ -5,15 +5,21 @@
 //! Checks: every thread's output is bit-identical to the single-threaded run of the same
 //! inputs; the sink receives every thread's events on that thread, the adapter before its
 //! kernel. Under ThreadSanitizer (scripts/test-sanitizers.sh) this is also the data-race
-//! test of the dispatcher, its pool, the sink and shared tensors.
+//! test of the dispatcher, its pool, the sink and shared tensors. The pool's own contract
+//! (every task once, panics reported, work sharing, failed spawns, the thread limit) is
+//! tested at the end, directly.
 //!
 //! Not built for wasm32, which has no threads (the dispatcher refuses `n_threads > 1` there:
 //! tests/suite/dispatch.rs).
 #![cfg(not(target_family = "wasm"))]
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::thread::{self, ThreadId};
+use std::time::{Duration, Instant};
+use tern::dispatch::pool::{Pool, PoolError};
+use tern::dispatch::MAX_THREADS;
 use tern::{Dispatcher, DispatcherOptions, Event, EventKind, EventSink, Format, Scope, Tensor};
 
 const THREADS: usize = 4;
@@ -165,4 +171,77 @@ fn random_sizes_on_several_pools_match_single_threaded() {
             }
         }
     });
+}
+
+#[test]
+fn every_task_runs_exactly_once() {
+    let pool = Pool::new(3).unwrap();
+    for n in [0, 1, 2, 3, 7, 64, 1000] {
+        let counts: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+        assert!(pool.for_each(n, &|i| {
+            counts[i].fetch_add(1, Ordering::Relaxed);
+        }));
+        assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1), "{n} tasks");
+    }
+}
+
+#[test]
+fn a_panicking_task_is_reported_and_the_others_still_run() {
+    let pool = Pool::new(2).unwrap();
+    let ran = AtomicU32::new(0);
+    let ok = pool.for_each(16, &|i| {
+        ran.fetch_add(1, Ordering::Relaxed);
+        assert!(i != 5, "task 5 fails on purpose");
+    });
+    assert!(!ok);
+    assert_eq!(ran.load(Ordering::Relaxed), 16);
+    // The pool still works afterwards.
+    assert!(pool.for_each(4, &|_| {}));
+}
+
+#[test]
+fn a_blocked_worker_does_not_hold_the_call() {
+    // One task blocks until every other task has run: with a static split it would
+    // wait for a part nobody runs; with work sharing the other participant takes the
+    // rest.
+    let pool = Pool::new(2).unwrap();
+    let others = AtomicU32::new(0);
+    let n = 32;
+    assert!(pool.for_each(n, &|i| {
+        if i == 0 {
+            let start = Instant::now();
+            while others.load(Ordering::Acquire) < n as u32 - 1 {
+                assert!(start.elapsed() < Duration::from_secs(10), "the other tasks never ran");
+                std::thread::yield_now();
+            }
+        } else {
+            others.fetch_add(1, Ordering::Release);
+        }
+    }));
+}
+
+#[test]
+fn a_failed_spawn_stops_the_workers_already_started() {
+    let live = Arc::new(AtomicU32::new(0));
+    let mut started = 0;
+    let result = Pool::with_spawner(4, |name, body| {
+        started += 1;
+        if started == 3 {
+            return Err(std::io::Error::other("refused on purpose"));
+        }
+        let live = Arc::clone(&live);
+        live.fetch_add(1, Ordering::SeqCst);
+        std::thread::Builder::new().name(name).spawn(move || {
+            body();
+            live.fetch_sub(1, Ordering::SeqCst);
+        })
+    });
+    assert!(matches!(result, Err(PoolError::Spawn { index: 3, .. })));
+    // The error returns after the two started workers were joined.
+    assert_eq!(live.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn too_many_threads_are_refused() {
+    assert!(matches!(Pool::new(MAX_THREADS + 1), Err(PoolError::TooManyThreads(n)) if n == MAX_THREADS + 1));
 }

@@ -27,6 +27,18 @@ fn probe(what: &str, mut call: impl FnMut() -> tern_status, mut untouched: impl 
     assert_eq!(call(), TERN_OK, "{what}: the next call fails");
 }
 
+/// The guard itself, without an export around it: the probe fires in `guard` and
+/// `guard_value` alike, once per arming.
+#[test]
+fn the_probe_fires_once_inside_the_guard() {
+    panic_probe::arm();
+    assert_eq!(guard(|| Ok(())), TERN_ERR_PANIC);
+    assert_eq!(guard(|| Ok(())), TERN_OK, "the probe is one shot");
+    panic_probe::arm();
+    assert_eq!(guard_value(7u32, || 3), 7);
+    assert_eq!(guard_value(7u32, || 3), 3);
+}
+
 #[test]
 fn panicking_exports_report_panic_and_write_nothing() {
     let tq2 = encoding(TERN_FORMAT_TQ2_0);

@@ -20,7 +20,9 @@
 //! one dispatch: the activation is requantized and prepared once.
 
 mod executor;
-mod pool;
+// Public (hidden) for its tests in tests/concurrency.rs, which ThreadSanitizer runs.
+#[doc(hidden)]
+pub mod pool;
 
 use crate::adapter::requantize_i8_on;
 use crate::error::{Error, Result};

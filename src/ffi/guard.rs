@@ -73,7 +73,7 @@ pub fn last_error() -> *const c_char {
 /// `TERN_ERR_PANIC` instead of unwinding into C.
 pub fn guard(body: impl FnOnce() -> FfiResult) -> tern_status {
     let result = catch_unwind(AssertUnwindSafe(|| {
-        #[cfg(any(test, feature = "panic-probe"))]
+        #[cfg(feature = "panic-probe")]
         panic_probe::fire();
         body()
     }))
@@ -101,7 +101,7 @@ pub fn guard_value<T>(on_panic: T, body: impl FnOnce() -> T) -> T {
     // AssertUnwindSafe: after a panic nothing the body touched is looked at again, and
     // out-parameters are only written as a body's last step.
     catch_unwind(AssertUnwindSafe(|| {
-        #[cfg(any(test, feature = "panic-probe"))]
+        #[cfg(feature = "panic-probe")]
         panic_probe::fire();
         body()
     }))
@@ -111,7 +111,7 @@ pub fn guard_value<T>(on_panic: T, body: impl FnOnce() -> T) -> T {
 /// Test-only fault injection (cargo feature `panic-probe`, off by default and absent from
 /// the shipped library and header): proves that a panic inside a real export becomes
 /// `TERN_ERR_PANIC` (or the export's `on_panic` value) and that the process lives on.
-#[cfg(any(test, feature = "panic-probe"))]
+#[cfg(feature = "panic-probe")]
 pub mod panic_probe {
     use std::cell::Cell;
 
@@ -226,82 +226,5 @@ impl<T> Out<T> {
     pub fn write(self, value: T) {
         // SAFETY: `new`'s caller promised the pointer is valid for writes during the call.
         unsafe { self.0.as_ptr().write(value) }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::ffi::CStr;
-
-    fn last() -> String {
-        // SAFETY: last_error points to the thread's NUL-terminated buffer.
-        unsafe { CStr::from_ptr(last_error()) }.to_str().unwrap().to_owned()
-    }
-
-    #[test]
-    #[cfg_attr(not(panic = "unwind"), ignore = "panics abort on this target (wasm32): nothing can catch them")]
-    fn guard_maps_ok_errors_and_panics_and_sets_the_last_error() {
-        assert_eq!(guard(|| Err(Error::StaleTensor.into())), TERN_ERR_STALE_TENSOR);
-        assert_eq!(last(), Error::StaleTensor.to_string());
-        assert_eq!(guard(|| Ok(())), TERN_OK);
-        assert_eq!(last(), "", "a success clears the message");
-        assert_eq!(guard(|| Err(Status::null("out"))), TERN_ERR_NULL_POINTER);
-        assert_eq!(last(), "argument `out` is NULL");
-        assert_eq!(guard(|| panic!("bug {}", 42)), TERN_ERR_PANIC);
-        assert_eq!(last(), "tern panicked (a bug in tern): bug 42");
-        assert_eq!(guard(|| Err(Status::new(TERN_ERR_INVALID_ARGUMENT, "a\0b"))), TERN_ERR_INVALID_ARGUMENT);
-        assert_eq!(last(), "ab", "an interior NUL would cut the C string");
-        assert_eq!(guard_value(7u32, || panic!("bug")), 7);
-        assert_eq!(guard_value(7u32, || 3), 3);
-        assert_eq!(last(), "ab", "value exports leave the message alone");
-    }
-
-    #[test]
-    #[cfg_attr(not(panic = "unwind"), ignore = "panics abort on this target (wasm32): nothing can catch them")]
-    fn panic_probe_fires_once_inside_the_guard() {
-        panic_probe::arm();
-        assert_eq!(guard(|| Ok(())), TERN_ERR_PANIC);
-        assert_eq!(guard(|| Ok(())), TERN_OK, "the probe is one shot");
-        panic_probe::arm();
-        assert_eq!(guard_value(7u32, || 3), 7);
-        assert_eq!(guard_value(7u32, || 3), 3);
-    }
-
-    #[test]
-    fn slices_refuse_null_misaligned_and_oversized() {
-        let xs = [1.0f32, 2.0];
-        let code = |r: FfiResult<&[f32]>| r.err().map(|s| s.code);
-        // SAFETY: (all calls): each pointer is NULL, misaligned or oversized (refused before
-        // any read), or points into `xs` with a length inside it.
-        unsafe {
-            assert_eq!(slice::<f32>(std::ptr::null(), 0, "src"), Err(Status::null("src")));
-            assert_eq!(slice(xs.as_ptr(), 2, "src").unwrap(), &xs);
-            assert_eq!(slice(xs.as_ptr(), 0, "src").unwrap(), &[] as &[f32]);
-            let huge = slice(xs.as_ptr(), usize::MAX / 2, "src").unwrap_err();
-            assert_eq!(huge.code, TERN_ERR_INVALID_ARGUMENT);
-            assert!(huge.message.starts_with("argument `src`: "), "{}", huge.message);
-            let raw = [0u32; 2];
-            let odd = (raw.as_ptr() as *const u8).add(1) as *const f32;
-            assert_eq!(code(slice(odd, 1, "src")), Some(TERN_ERR_INVALID_ARGUMENT));
-            assert_eq!(try_ref::<u32>(std::ptr::null(), "d"), Err(Status::null("d")));
-            assert!(Out::<u32>::new(std::ptr::null_mut(), "out").is_err());
-        }
-    }
-
-    #[test]
-    fn disjointness() {
-        let buf = [0u32; 4];
-        let p = buf.as_ptr();
-        let bytes = p.cast::<u8>();
-        let overlap = |a: (*const u32, usize), b: (*const u8, usize)| {
-            check_disjoint((a.0, a.1, "src"), (b.0, b.1, "dst")).map_err(|s| s.message)
-        };
-        assert_eq!(check_disjoint((p, 2, "src"), (p.wrapping_add(2), 2, "dst")), Ok(()));
-        assert_eq!(overlap((p, 2), (bytes.wrapping_add(7), 1)), Err("argument `dst`: overlaps `src`".into()));
-        assert_eq!(overlap((p, 2), (bytes.wrapping_add(8), 8)), Ok(()));
-        assert!(overlap((p.wrapping_add(1), 1), (bytes, 16)).is_err());
-        assert_eq!(overlap((p, 0), (bytes, 16)), Ok(()));
-        assert_eq!(overlap((p, 4), (std::ptr::null(), usize::MAX)), Ok(()));
     }
 }

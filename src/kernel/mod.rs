@@ -28,7 +28,10 @@ pub(crate) mod gemm;
 pub(crate) mod isa;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
 pub(crate) mod mac;
-pub(crate) mod prep;
+// Public (hidden) for its tests in tests/suite/prep.rs, which need no build of tern of
+// their own.
+#[doc(hidden)]
+pub mod prep;
 pub(crate) mod reference;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
 pub(crate) mod tile;
