@@ -3,7 +3,7 @@
 //! there (a GEMM past its `min_tokens`), m = 128 also for the best GEMV, and the activation
 //! adapter (1 and 128 rows of 4096).
 //!
-//! `cargo bench --bench gemv -- avx512vnni` runs one kernel's cases.
+//! `cargo bench -p tern-benches --bench gemv -- avx512vnni` runs one kernel's cases.
 //!
 //! `threads/N` times the [`Dispatcher`] on TQ2_0 at m = 1 with N threads (the caller and
 //! N - 1 pool workers), in wall time: the 2-thread speedup includes the pool's wake-up.

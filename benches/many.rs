@@ -4,9 +4,10 @@
 //! threads. Interleaved rounds, medians; the ratio separate / many is measured in the same
 //! rounds, so a busy machine disturbs both sides alike.
 //!
-//! `cargo bench --bench many` prints one line per case. On a shared machine the wall times
-//! are noisy; instructions are not: `target/release/deps/many-* --count separate|many N`
-//! under `valgrind --tool=callgrind` runs N single-thread attention calls of one kind.
+//! `cargo bench -p tern-benches --bench many` prints one line per case. On a shared machine
+//! the wall times are noisy; instructions are not: `target/release/deps/many-* --count
+//! separate|many N` under `valgrind --tool=callgrind` runs N single-thread attention calls
+//! of one kind.
 
 mod common;
 use common::{median, median_time, values};

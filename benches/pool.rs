@@ -4,9 +4,9 @@
 //! of the pool's two threads for part of every call: a static split waits for that part,
 //! work sharing lets the caller take it over.
 //!
-//! `cargo bench --bench pool` prints one line per case and the ratios the pool's targets
-//! are stated in: idle 1-thread / 2-thread time (>= 1.85), busy 2-thread / 1-thread time
-//! (<= 1.05).
+//! `cargo bench -p tern-benches --bench pool` prints one line per case and the ratios the
+//! pool's targets are stated in: idle 1-thread / 2-thread time (>= 1.85), busy 2-thread /
+//! 1-thread time (<= 1.05).
 
 mod common;
 use common::{median, median_time, values};

@@ -13,6 +13,5 @@ mod ffi_engine;
 mod ffi_guard;
 mod formats;
 mod gguf;
-mod header;
 mod kernels;
 mod prep;
