@@ -634,11 +634,12 @@ fn expected_kernels(features: &[&str]) -> [[&'static str; 6]; 3] {
 fn x86_kernels(features: &[&str]) -> [[&'static str; 6]; 3] {
     let has = |f: &str| features.contains(&f);
     if has("avx512vnni") {
-        // The AVX-512 GEMM from 4 / 24 / 24 / 12 / 12 / 6 tokens; AMX (not for Q2_0) from 8
-        // tokens for TQ1_0 and 16 for the others.
+        // The AVX-512 GEMM from 3 / 8 / 10 / 12 / 12 / 6 tokens on Intel, 4 / 24 / 24 / 12 /
+        // 12 / 6 elsewhere; AMX (not for Q2_0) from 16 / 28 / 10 / 10 / 10 tokens.
         let (gemv, gemm) = ("bitnet_gemv/avx512vnni", "bitnet_gemm/avx512vnni");
         let big = if has("amx") { "bitnet_gemm/amx" } else { gemm };
-        [[gemv; 6], [big, gemv, gemv, gemv, gemv, gemm], [big, big, big, big, big, gemm]]
+        let tq2 = if has("intel") { gemm } else { gemv };
+        [[gemv; 6], [gemm, tq2, gemv, gemv, gemv, gemm], [big, big, big, big, big, gemm]]
     } else if has("avxvnni") {
         // The GEMM from 6 / 14 / 24 / 12 / 12 / 8 tokens.
         let (gemv, gemm) = ("bitnet_gemv/avxvnni", "bitnet_gemm/avxvnni");
@@ -696,6 +697,8 @@ fn cpu_features() -> Vec<&'static str> {
             ("avx512vnni", avx512),
             // AMX also needs the OS's tile permission, which only asking tells.
             ("amx", avx512 && tern::kernel::amx_status() == Some(Ok(()))),
+            // The AVX-512 GEMM's thresholds differ by vendor.
+            ("intel", is_intel()),
         ] {
             if on {
                 found.push(name);
@@ -717,6 +720,14 @@ fn cpu_features() -> Vec<&'static str> {
     #[cfg(all(target_arch = "wasm32", target_feature = "relaxed-simd"))]
     found.push("relaxed-simd");
     found
+}
+
+/// CPUID's vendor string, read here rather than through tern.
+#[cfg(target_arch = "x86_64")]
+fn is_intel() -> bool {
+    let id = std::arch::x86_64::__cpuid(0);
+    let vendor: Vec<u8> = [id.ebx, id.edx, id.ecx].iter().flat_map(|r| r.to_le_bytes()).collect();
+    vendor == b"GenuineIntel"
 }
 
 #[test]

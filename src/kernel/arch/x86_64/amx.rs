@@ -657,13 +657,17 @@ impl<L: Layout> Compute for Amx<L> {
     }
 }
 
-/// `bitnet_gemm/amx` for TQ1_0, TQ2_0 and BITNET_B1_58, preferred from 8, 16 and 16
-/// tokens (TQ1_0 and TQ2_0 by I8_BLOCK256 too, with the same thresholds): from there on it beat both the AVX-512 VNNI GEMV and GEMM at every m measured
-/// (Intel Xeon, Sapphire Rapids class, 2560x2560, one thread, thread CPU time, the three
-/// kernels interleaved in one process); TQ1_0's GEMV, which extracts base-3 digits per
-/// token tile, is the slowest, so the crossing comes first. I2_S in both packings runs
-/// BITNET_B1_58's path (one scale, the same panel) and measured the same (m = 16: 342 and
-/// 336 µs against BITNET's 345 and the AVX-512 GEMM's 474), so it has BITNET's threshold.
+/// `bitnet_gemm/amx` for TQ1_0, TQ2_0 and BITNET_B1_58, preferred from 16, 28 and 10
+/// tokens (TQ1_0 and TQ2_0 by I8_BLOCK256 too, with the same thresholds): from there on it
+/// beat both the AVX-512 VNNI GEMV and GEMM at every m measured (Intel Xeon, Sapphire
+/// Rapids class, one thread, thread CPU time, 2560x2560, 6912x2560, 2560x6912, 4096x14336
+/// and 14336x4096). Below, the AVX-512 GEMM is as fast or faster: TQ1_0 ties at 12 (394
+/// against 394 µs at 2560x2560; 3.61 against 3.59 ms at 4096x14336) and wins at 8; TQ2_0's
+/// panel unpack costs AMX more, it loses at 20 and 24 (4096x14336: 5.30 against 5.12 ms)
+/// and wins from 28 (5.60 against 5.86); BITNET_B1_58 wins from 10 (2.80 against 2.89 ms,
+/// 289 against 308 µs). I2_S in both packings runs BITNET_B1_58's path (one scale, the same
+/// panel) and measured the same (m = 16: 342 and 336 µs against BITNET's 345 and the AVX-512
+/// GEMM's 474), so it has BITNET's threshold.
 /// Not Q2_0: its C tiles would be stored and scaled every 64 elements, and that float
 /// work costs more than the four `tdpbsud` between stores; it measured slower than the
 /// AVX-512 VNNI GEMM from m = 64 on (6912 columns: 5.63 against 4.80 ms at 64, 19.5
@@ -671,12 +675,12 @@ impl<L: Layout> Compute for Amx<L> {
 pub(super) fn kernels() -> [Kernel; 7] {
     let (name, i8, block) = (c"bitnet_gemm/amx", Format::I8Absmax, Format::I8Block256);
     [
-        Kernel::new(name, Format::Tq1_0, i8, 8, &Amx::<Tq1>(PhantomData)),
-        Kernel::new(name, Format::Tq1_0, block, 8, &Amx::<Tq1>(PhantomData)),
-        Kernel::new(name, Format::Tq2_0, i8, 16, &Amx::<Tq2>(PhantomData)),
-        Kernel::new(name, Format::Tq2_0, block, 16, &Amx::<Tq2>(PhantomData)),
-        Kernel::new(name, Format::BitnetB158, i8, 16, &Amx::<Bitnet>(PhantomData)),
-        Kernel::new(name, Format::I2S, i8, 16, &Amx::<I2s128>(PhantomData)),
-        Kernel::new(name, Format::I2S64, i8, 16, &Amx::<I2s64>(PhantomData)),
+        Kernel::new(name, Format::Tq1_0, i8, 16, &Amx::<Tq1>(PhantomData)),
+        Kernel::new(name, Format::Tq1_0, block, 16, &Amx::<Tq1>(PhantomData)),
+        Kernel::new(name, Format::Tq2_0, i8, 28, &Amx::<Tq2>(PhantomData)),
+        Kernel::new(name, Format::Tq2_0, block, 28, &Amx::<Tq2>(PhantomData)),
+        Kernel::new(name, Format::BitnetB158, i8, 10, &Amx::<Bitnet>(PhantomData)),
+        Kernel::new(name, Format::I2S, i8, 10, &Amx::<I2s128>(PhantomData)),
+        Kernel::new(name, Format::I2S64, i8, 10, &Amx::<I2s64>(PhantomData)),
     ]
 }

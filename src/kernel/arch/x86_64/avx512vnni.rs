@@ -353,22 +353,30 @@ unsafe fn opaque(mut v: __m512i) -> __m512i {
 // cycle, leaves loads idle either way), and m = 128 splits into whole blocks: on an Intel
 // Xeon (Emerald Rapids, KVM, one thread, m = 128, 2560x2560 and 6912x2560) 1-6 points of
 // the `vpdpbusd zmm` peak more for every format, measured in one process.
-// Thresholds on an AMD EPYC Zen 4 core, 2560x2560, one thread (thread CPU time): the GEMM
-// overtakes the GEMV at 4 tokens for TQ1_0 (whose GEMV extracts digits per token tile),
-// at about 24 for TQ2_0 and BITNET_B1_58 (the panel unpack costs about what 8 tokens of
-// GEMV do).
-// The formats added later, on an Intel Xeon (Sapphire Rapids class, KVM, 2560x2560, one
-// thread, one run per m): Q2_0's GEMM wins from 6 tokens (407 against 447 µs; 534 against
-// 616 at 12), I2_S's from 12 (a tie, 384 against 381 µs; 443 against 584 at 16).
+// Thresholds, one thread, thread CPU time: they depend on the CPU more than on the shape.
+// - AMD EPYC Zen 4 (2560x2560): the GEMM overtakes the GEMV at 4 tokens for TQ1_0 (whose GEMV
+//   extracts digits per token tile), at about 24 for TQ2_0 and BITNET_B1_58 (the panel
+//   unpack costs about what 8 tokens of GEMV do; Zen 4 runs 512-bit `vpdpbusd` in two
+//   halves, so the GEMM's advantage comes late). Every other vendor keeps these.
+// - Intel Xeon (Sapphire Rapids class, KVM; 2560x2560, 6912x2560, 2560x6912, 4096x14336 and
+//   14336x4096, 7-21 runs per point): the GEMM wins from 3 tokens for TQ1_0 at every shape,
+//   from 8 for TQ2_0 (2560x2560 303 against 367 µs; 4096x14336 2.94 against 3.08 ms; at 6 a
+//   tie or the GEMV) and from 10 for BITNET_B1_58 (at 8 the GEMV still wins at k >= 4096:
+//   2.28 against 2.52 ms at 4096x14336; at 10 the GEMM wins everywhere: 2.89 against 3.41).
+//   At the old thresholds m = 12 ran the GEMV 1.36x (TQ2_0) and 1.2-1.4x (BITNET) slower.
+// The formats added later, on the same Xeon (2560x2560, one run per m), for every vendor:
+// Q2_0's GEMM wins from 6 tokens (407 against 447 µs; 534 against 616 at 12), I2_S's from
+// 12 (a tie, 384 against 381 µs; 443 against 584 at 16).
 /// `bitnet_gemm/avx512vnni`, then `bitnet_gemv/avx512vnni` (4 rows per single-token tile,
 /// 2 x 4 per batch tile).
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
+    let (tq1, tq2, bitnet) = if super::is_intel() { (3, 8, 10) } else { (4, 24, 24) };
     let gemm = gemm::kernels::<Avx512, 3, 8>(
         c"bitnet_gemm/avx512vnni",
         &[
-            (Format::Tq1_0, 4),
-            (Format::Tq2_0, 24),
-            (Format::BitnetB158, 24),
+            (Format::Tq1_0, tq1),
+            (Format::Tq2_0, tq2),
+            (Format::BitnetB158, bitnet),
             (Format::I2S, 12),
             (Format::I2S64, 12),
             (Format::Q2_0, 6),
