@@ -294,8 +294,7 @@ impl<S: Simd> Tiles for OneScaleCtx<'_, S> {
             }
             for r in 0..R {
                 for t in 0..T {
-                    // Exact: every product in `hi` is a multiple of 4.
-                    let dot = (S::hsum(lo[r][t]) + (S::hsum(hi[r][t]) >> 2)) as f32;
+                    let dot = S::hsum_planes(lo[r][t], hi[r][t]) as f32;
                     // The reference's order: one block, `a_scale * (d * dot)`.
                     out.set(t0 + t, r0 + r, self.act.scales()[t0 + t] * (self.scale * dot));
                 }

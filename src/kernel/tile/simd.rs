@@ -46,7 +46,10 @@ pub(crate) trait Simd: 'static {
     /// `f + float(acc) * s`, lane by lane.
     unsafe fn fmadd_lanes(acc: Self::V, s: Self::F, f: Self::F) -> Self::F;
     unsafe fn fsum(f: Self::F) -> f32;
-    unsafe fn hsum(v: Self::V) -> i32;
+    /// The sum of `lo`'s int32 lanes and a quarter of `hi`'s, whose lanes are multiples of
+    /// 4 (the dots of the planes [`dot_2bit_x4`] masks in place), so the quarter is exact:
+    /// one horizontal sum for both.
+    unsafe fn hsum_planes(lo: Self::V, hi: Self::V) -> i32;
     /// The f16 (little-endian, at `p`) of a TQ block scale, as f32.
     unsafe fn f16(p: *const u8) -> f32;
     /// Asks for the cache line at `p` in L2 ahead of its use (see [`prefetch_ahead`]). Never

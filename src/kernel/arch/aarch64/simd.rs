@@ -209,9 +209,9 @@ impl<M: Mac<uint8x16_t>> Simd for Neon<M> {
     }
 
     #[inline(always)]
-    unsafe fn hsum(v: uint8x16_t) -> i32 {
+    unsafe fn hsum_planes(lo: uint8x16_t, hi: uint8x16_t) -> i32 {
         // SAFETY: register-only NEON, which the caller has (the trait's contract).
-        unsafe { vaddvq_s32(vreinterpretq_s32_u8(v)) }
+        unsafe { vaddvq_s32(vsraq_n_s32::<2>(vreinterpretq_s32_u8(lo), vreinterpretq_s32_u8(hi))) }
     }
 
     /// `fcvt` from half is base ARMv8 FP: no FEAT_FP16 needed.

@@ -308,7 +308,8 @@ impl<D: Mac<v128>> Simd for Wasm<D> {
     }
 
     #[inline(always)]
-    unsafe fn hsum(v: v128) -> i32 {
+    unsafe fn hsum_planes(lo: v128, hi: v128) -> i32 {
+        let v = i32x4_add(lo, i32x4_shr(hi, 2));
         let pairs = i32x4_add(v, i32x4_shuffle::<2, 3, 0, 1>(v, v));
         i32x4_extract_lane::<0>(i32x4_add(pairs, i32x4_shuffle::<1, 0, 3, 2>(pairs, pairs)))
     }

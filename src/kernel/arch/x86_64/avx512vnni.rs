@@ -178,9 +178,9 @@ impl Vector for __m512i {
     }
 
     #[inline(always)]
-    unsafe fn hsum(v: __m512i) -> i32 {
+    unsafe fn hsum_planes(lo: __m512i, hi: __m512i) -> i32 {
         // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
-        unsafe { _mm512_reduce_add_epi32(v) }
+        unsafe { _mm512_reduce_add_epi32(_mm512_add_epi32(lo, _mm512_srai_epi32::<2>(hi))) }
     }
 
     #[inline(always)]

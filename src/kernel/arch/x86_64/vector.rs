@@ -40,7 +40,8 @@ pub(super) trait Vector: Copy + 'static {
     unsafe fn slli32<const N: u32>(x: Self) -> Self;
     /// Transposes `v` (`W / 4` vectors) as a square matrix of int32.
     unsafe fn transpose(v: &mut [Self]);
-    unsafe fn hsum(v: Self) -> i32;
+    /// See [`Simd::hsum_planes`].
+    unsafe fn hsum_planes(lo: Self, hi: Self) -> i32;
     unsafe fn fzero() -> Self::F;
     unsafe fn fsplat(x: f32) -> Self::F;
     /// `a * b`, lane by lane.
@@ -163,9 +164,9 @@ impl<V: Tq1Block<M>, M: Mac<V>> Simd for X86<V, M> {
     }
 
     #[inline(always)]
-    unsafe fn hsum(v: V) -> i32 {
+    unsafe fn hsum_planes(lo: V, hi: V) -> i32 {
         // SAFETY: register-only; the trait's contract (this ISA's features).
-        unsafe { V::hsum(v) }
+        unsafe { V::hsum_planes(lo, hi) }
     }
 
     #[inline(always)]

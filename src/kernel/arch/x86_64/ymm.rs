@@ -147,9 +147,10 @@ impl Vector for __m256i {
     }
 
     #[inline(always)]
-    unsafe fn hsum(v: __m256i) -> i32 {
+    unsafe fn hsum_planes(lo: __m256i, hi: __m256i) -> i32 {
         // SAFETY: register-only AVX2, which the caller has (the trait's contract).
         unsafe {
+            let v = _mm256_add_epi32(lo, _mm256_srai_epi32::<2>(hi));
             let x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
             let x = _mm_add_epi32(x, _mm_unpackhi_epi64(x, x));
             _mm_cvtsi128_si32(_mm_add_epi32(x, _mm_shuffle_epi32::<1>(x)))
