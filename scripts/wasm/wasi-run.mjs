@@ -7,7 +7,15 @@
 // pthread stubs; see scripts/test-wasm.sh) become functions that trap: tern never calls
 // them, since it spawns no thread on wasm, and a call would fail loudly, not silently.
 import { readFile } from 'node:fs/promises';
+import { setFlagsFromString } from 'node:v8';
 import { WASI } from 'node:wasi';
+
+// node 22 calls WASI's fd_write from wasm through V8's fast API path, where uvwasi's
+// allocation can report memory pressure and start a garbage collection that cannot walk
+// the stack: a segfault in `InnerPointerToCodeCache::GetCacheEntry` (gdb), seen running
+// `tern bench` at 6912x2560 (~75 MB of wasm memory), 3 runs in 4. Without fast API calls
+// (set before anything is compiled) 5 runs in 5 pass; node 20 never crashed.
+setFlagsFromString('--no-turbo-fast-api-calls');
 
 const [program, ...args] = process.argv.slice(2);
 const wasi = new WASI({
