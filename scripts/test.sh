@@ -10,10 +10,10 @@
 #   6. the aarch64 suite (Rust and C) under qemu on three CPU models (max: i8mm and dotprod,
 #      cortex-a76: dotprod, cortex-a53: plain NEON);
 #   7. WebAssembly: the Rust suite and the C harness for wasm32-wasip1 under node (SIMD128
-#      and relaxed-SIMD builds), the JS package's tests, and its browser page end to end in
-#      headless Chromium;
+#      and relaxed-SIMD builds) and the JS package's tests, and
 #   8. the JVM library (scripts/test-jvm.sh): Kotlin tests through FFM on JDK 25 and JNI on
-#      JDK 17, the docs' example, the calling overhead;
+#      JDK 17, the docs' example, the calling overhead: 7 and 8 side by side; then the JS
+#      package's browser page end to end in headless Chromium;
 #   9. llama.cpp on tern: the ggml backend libggml-tern under llama.cpp's own tests and
 #      llama-bench (scripts/test-ggml.sh; the llama.cpp source comes from PyPI, cached).
 # Missing system tools are installed when running as root on Debian (scripts/setup.sh,
@@ -68,15 +68,44 @@ if ! skip aarch64; then
     bash scripts/test-aarch64.sh
 fi
 
+# The wasm and JVM legs run side by side: most of their time is one node, one JVM or one
+# qemu process on one core, so the two cores are half idle with either alone. Their
+# installs (apt, npm, pip) run first, one after the other; each leg's output is shown
+# when both have finished.
+parallel_names=() parallel_pids=()
+parallel() {
+    local name=$1
+    shift
+    "$@" >"$logs/$name.log" 2>&1 &
+    parallel_names+=("$name") parallel_pids+=($!)
+}
+logs=$(mktemp -d)
+skip wasm && skip jvm || leg "WebAssembly and JVM, in parallel"
 if ! skip wasm; then
-    leg "WebAssembly (node, clang wasm32-wasi, the JS package, headless Chromium)"
-    bash scripts/test-wasm.sh
-    bash scripts/test-browser.sh
+    (. scripts/setup-wasm.sh)
+    parallel "WebAssembly (node, clang wasm32-wasi, the JS package)" bash scripts/test-wasm.sh
+fi
+if ! skip jvm; then
+    (. scripts/setup-jvm.sh)
+    parallel "JVM (Kotlin over FFM on JDK 25 and JNI on JDK 17)" bash scripts/test-jvm.sh
+fi
+failed=()
+for i in "${!parallel_pids[@]}"; do
+    wait "${parallel_pids[$i]}" || failed+=("${parallel_names[$i]}")
+done
+for name in "${parallel_names[@]}"; do
+    leg "$name: its output"
+    cat "$logs/$name.log"
+done
+rm -rf "$logs"
+if [ ${#failed[@]} -gt 0 ]; then
+    printf 'tern tests: FAILED: %s\n' "${failed[@]}" >&2
+    exit 1
 fi
 
-if ! skip jvm; then
-    leg "JVM (Kotlin over FFM on JDK 25 and JNI on JDK 17)"
-    bash scripts/test-jvm.sh
+if ! skip wasm; then
+    leg "WebAssembly: the browser page in headless Chromium"
+    bash scripts/test-browser.sh
 fi
 
 if ! skip ggml; then
