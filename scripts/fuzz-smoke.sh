@@ -21,11 +21,24 @@ cargo +nightly fuzz build "${build[@]}"
 # New inputs go to a scratch copy: the committed corpora stay small and hand-made.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for target in $(cargo +nightly fuzz list); do
+# Two targets at a time: a fuzzer is one process on one core.
+smoke() {
+    local target=$1
     mkdir -p "$work/$target"
-    echo "== $target (${seconds}s)"
-    if ! cargo +nightly fuzz run "${build[@]}" "$target" "$work/$target" "fuzz/corpus/$target" -- \
+    if cargo +nightly fuzz run "${build[@]}" "$target" "$work/$target" "fuzz/corpus/$target" -- \
         -max_total_time="$seconds" >"$work/$target.log" 2>&1; then
+        touch "$work/$target.ok"
+    fi
+}
+targets=$(cargo +nightly fuzz list)
+for target in $targets; do
+    smoke "$target" &
+    [ "$(jobs -pr | wc -l)" -lt 2 ] || wait -n || true
+done
+wait
+for target in $targets; do
+    echo "== $target (${seconds}s)"
+    if ! [ -e "$work/$target.ok" ]; then
         tail -n 40 "$work/$target.log"
         echo "fuzz target $target crashed (artifact in fuzz/artifacts/$target/)" >&2
         exit 1
