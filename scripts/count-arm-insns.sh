@@ -33,38 +33,40 @@ before='| TQ1_0 | bitnet_gemv/neon-dotprod | 441 | 211 | 170 |
 | BITNET_B1_58 | bitnet_gemv/neon-dotprod | 328 | 245 | 224 |
 | BITNET_B1_58 | bitnet_gemv/neon | 377 | 374 | 312 |'
 
-# Counts at small m from which the GEMMs' min_tokens were chosen (after the GEMVs' pair
-# tiles; see the section "Where the GEMMs take over" below):
+# Counts at small m from which the GEMMs' min_tokens were chosen (the GEMVs and i8mm after
+# the GEMVs' pair tiles, the dotprod and plain GEMMs after the panel packer's straight-line
+# chunks and `tbl` spread; see the section "Where the GEMMs take over" below):
 # TERN_COUNT_M="2 3 4 5 6 7 8 10 12 14 16".
 thresholds='| format | kernel | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 10 | 12 | 14 | 16 |
 |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 | TQ1_0 | bitnet_gemm/neon-i8mm | 336 | 273 | 205 | 194 | 161 | 134 | 117 | 109 | 103 | 99 | 85 |
-| TQ1_0 | bitnet_gemm/neon-dotprod | 579 | 413 | 326 | 277 | 249 | 224 | 206 | 179 | 165 | 152 | 145 |
+| TQ1_0 | bitnet_gemm/neon-dotprod | 324 | 243 | 199 | 175 | 164 | 151 | 143 | 128 | 122 | 116 | 113 |
 | TQ1_0 | bitnet_gemv/neon-dotprod | 275 | 322 | 219 | 259 | 237 | 263 | 219 | 230 | 219 | 226 | 219 |
-| TQ1_0 | bitnet_gemm/neon | 672 | 517 | 430 | 385 | 349 | 328 | 308 | 284 | 268 | 256 | 247 |
+| TQ1_0 | bitnet_gemm/neon | 418 | 347 | 302 | 283 | 264 | 255 | 244 | 233 | 225 | 220 | 215 |
 | TQ1_0 | bitnet_gemv/neon | 359 | 400 | 358 | 383 | 357 | 375 | 357 | 357 | 357 | 357 | 357 |
 | TQ2_0 | bitnet_gemm/neon-i8mm | 260 | 223 | 167 | 164 | 136 | 112 | 98 | 94 | 90 | 88 | 75 |
-| TQ2_0 | bitnet_gemm/neon-dotprod | 278 | 213 | 176 | 156 | 148 | 138 | 131 | 119 | 115 | 109 | 107 |
+| TQ2_0 | bitnet_gemm/neon-dotprod | 260 | 201 | 167 | 149 | 142 | 133 | 127 | 116 | 112 | 106 | 105 |
 | TQ2_0 | bitnet_gemv/neon-dotprod | 191 | 216 | 155 | 177 | 167 | 181 | 154 | 161 | 154 | 159 | 154 |
-| TQ2_0 | bitnet_gemm/neon | 371 | 316 | 279 | 264 | 248 | 242 | 233 | 223 | 217 | 213 | 209 |
+| TQ2_0 | bitnet_gemm/neon | 353 | 304 | 270 | 257 | 242 | 237 | 228 | 220 | 214 | 210 | 207 |
 | TQ2_0 | bitnet_gemv/neon | 276 | 295 | 276 | 287 | 275 | 283 | 275 | 275 | 275 | 275 | 275 |
 | BITNET_B1_58 | bitnet_gemm/neon-i8mm | 277 | 230 | 174 | 167 | 140 | 117 | 103 | 97 | 93 | 90 | 77 |
-| BITNET_B1_58 | bitnet_gemm/neon-dotprod | 390 | 285 | 229 | 198 | 181 | 165 | 154 | 136 | 127 | 119 | 114 |
+| BITNET_B1_58 | bitnet_gemm/neon-dotprod | 265 | 202 | 167 | 148 | 139 | 129 | 122 | 111 | 106 | 101 | 99 |
 | BITNET_B1_58 | bitnet_gemv/neon-dotprod | 173 | 193 | 172 | 184 | 171 | 180 | 171 | 171 | 171 | 171 | 171 |
-| BITNET_B1_58 | bitnet_gemm/neon | 482 | 385 | 328 | 300 | 277 | 264 | 251 | 236 | 226 | 218 | 213 |
+| BITNET_B1_58 | bitnet_gemm/neon | 357 | 301 | 266 | 251 | 236 | 229 | 221 | 212 | 206 | 201 | 198 |
 | BITNET_B1_58 | bitnet_gemv/neon | 289 | 301 | 288 | 295 | 288 | 293 | 288 | 287 | 287 | 287 | 287 |
 | I2_S | bitnet_gemm/neon-i8mm | 275 | 229 | 172 | 165 | 138 | 115 | 101 | 95 | 91 | 88 | 75 |
-| I2_S | bitnet_gemm/neon-dotprod | 239 | 184 | 153 | 137 | 130 | 121 | 116 | 106 | 102 | 97 | 95 |
+| I2_S | bitnet_gemm/neon-dotprod | 224 | 175 | 146 | 131 | 126 | 117 | 112 | 103 | 100 | 95 | 94 |
 | I2_S | bitnet_gemv/neon-dotprod | 171 | 191 | 170 | 182 | 169 | 178 | 169 | 169 | 169 | 169 | 169 |
-| I2_S | bitnet_gemm/neon | 331 | 284 | 253 | 240 | 227 | 221 | 213 | 206 | 200 | 197 | 194 |
+| I2_S | bitnet_gemm/neon | 316 | 274 | 245 | 234 | 222 | 217 | 210 | 203 | 198 | 195 | 192 |
 | I2_S | bitnet_gemv/neon | 287 | 299 | 286 | 293 | 286 | 291 | 286 | 285 | 285 | 285 | 285 |
 | I2_S_64 | bitnet_gemm/neon-i8mm | 277 | 230 | 174 | 167 | 140 | 117 | 103 | 96 | 92 | 89 | 77 |
-| I2_S_64 | bitnet_gemm/neon-dotprod | 241 | 186 | 154 | 138 | 131 | 122 | 116 | 106 | 102 | 97 | 96 |
+| I2_S_64 | bitnet_gemm/neon-dotprod | 224 | 175 | 146 | 131 | 126 | 117 | 112 | 103 | 100 | 95 | 94 |
 | I2_S_64 | bitnet_gemv/neon-dotprod | 173 | 193 | 171 | 184 | 171 | 180 | 171 | 171 | 171 | 171 | 171 |
+| I2_S_64 | bitnet_gemm/neon | 316 | 274 | 245 | 234 | 222 | 217 | 210 | 203 | 198 | 195 | 192 |
 | Q2_0 | bitnet_gemm/neon-i8mm | 337 | 286 | 216 | 209 | 175 | 152 | 134 | 126 | 121 | 117 | 103 |
-| Q2_0 | bitnet_gemm/neon-dotprod | 593 | 429 | 342 | 293 | 268 | 243 | 225 | 198 | 184 | 171 | 164 |
+| Q2_0 | bitnet_gemm/neon-dotprod | 389 | 293 | 240 | 211 | 199 | 184 | 174 | 156 | 150 | 141 | 138 |
 | Q2_0 | bitnet_gemv/neon-dotprod | 296 | 321 | 235 | 262 | 255 | 272 | 235 | 247 | 234 | 243 | 234 |
-| Q2_0 | bitnet_gemm/neon | 718 | 567 | 479 | 436 | 399 | 380 | 359 | 335 | 319 | 308 | 299 |
+| Q2_0 | bitnet_gemm/neon | 515 | 431 | 378 | 355 | 332 | 322 | 309 | 295 | 286 | 279 | 275 |
 | Q2_0 | bitnet_gemv/neon | 362 | 391 | 361 | 378 | 360 | 373 | 360 | 360 | 360 | 360 | 360 |'
 
 # Now against the baseline's path of the same name (the i8mm and dotprod GEMMs against the
@@ -122,25 +124,27 @@ dependence-free \`sdot\` does 16 MACs (62.5 instructions per 1,000 MACs at best)
 |---|---|---:|---:|---:|
 $counts
 
-\`bitnet_gemm/neon-i8mm\` serves from 3 / 6 / 5 / 7 / 7 / 3 tokens (TQ1_0 / TQ2_0 /
-BITNET_B1_58 / I2_S / I2_S_64 / Q2_0), \`bitnet_gemm/neon-dotprod\` (CPUs with dotprod but not
-i8mm) from 7 / 5 / 7 / 3 / 3 / 7 and \`bitnet_gemm/neon\` (plain NEON: Cortex-A53) from 6 /
-5 / 6 / 3 / 3 / 8; the GEMMs' m = 1 column is what they would cost, not what the dispatcher
-runs.
+\`bitnet_gemm/neon-i8mm\` serves from 6 / 6 / 7 / 7 / 8 / 3 tokens (TQ1_0 / TQ2_0 /
+BITNET_B1_58 / I2_S / I2_S_64 / Q2_0), \`bitnet_gemm/neon-dotprod\` from 3 / 5 / 4 / 3 / 3 / 5
+(on CPUs without i8mm, and below i8mm's thresholds on CPUs with it) and \`bitnet_gemm/neon\`
+(plain NEON: Cortex-A53) from 3 / 4 / 4 / 3 / 3 / 5; the GEMMs' m = 1 column is what they
+would cost, not what the dispatcher runs.
 
 ## Where the GEMMs take over (\`min_tokens\`)
 
 The same count at small m (\`TERN_COUNT_M="2 3 4 5 6 7 8 10 12 14 16"\` for
-\`count-arm-insns.py\`), made when the thresholds were last set (after the GEMVs' pair
-tiles) and not regenerated here (it takes three times as long as this script). Each GEMM
+\`count-arm-insns.py\`), made when the thresholds were last set and not regenerated here (it
+takes three times as long as this script): the GEMV and i8mm rows after the GEMVs' pair
+tiles, the dotprod and plain GEMMs' after the panel packer's straight-line chunks and
+\`tbl\` spread (which moved their thresholds down by up to 4 tokens, and i8mm's up). Each GEMM
 is preferred from the token count from which it executes fewer instructions, at every m
 counted, than the kernel the dispatcher would run otherwise: for i8mm the dotprod GEMV, or
 the dotprod GEMM past its own threshold; for the dotprod and plain GEMMs their GEMV. There
 is no ARM hardware to time them, so the thresholds rest on instruction counts; the GEMVs'
-counts vary with m mod 4 or 2, their token tiles. I2_S_64's plain-NEON rows were not
-counted: it takes I2_S's threshold (their dotprod rows agree within 2). BITNET_B1_58's
-panel unpack costs more than I2_S's (the dotprod GEMM at m = 2: 390 against 239), so the
-two single-scale layouts have different thresholds.
+counts vary with m mod 4 or 2, their token tiles. I2_S_64's plain-NEON GEMV was not
+counted: I2_S's stands in (their dotprod GEMV rows agree within 2). BITNET_B1_58's panel
+unpack costs more than I2_S's (the dotprod GEMM at m = 2: 265 against 224), so the two
+single-scale layouts have different thresholds.
 
 $thresholds
 

@@ -1,7 +1,7 @@
 //! What the GEMM needs of a weight format ([`Layout`]: its codes expanded to one biased code
 //! per byte, in quads), and the expansions the 2-bit formats share.
 
-use super::simd::{spread, GemmSimd};
+use super::simd::GemmSimd;
 use crate::kernel::weights::Codes;
 
 /// Elements per packing step of the formats with one scale per tensor, and per block of
@@ -64,8 +64,7 @@ pub(crate) unsafe fn expand_planes<S: GemmSimd>(v: S::V, quads: [usize; 4], out:
 }
 
 /// Expands dword `i` of 2-bit codes whose byte `j` holds elements `4 j .. 4 j + 4` at
-/// shifts 0, 2, 4, 6: byte `c` of the dword is quad `4 i + c`, spread to one code per byte
-/// by `x | x << 6`, then `| << 12`.
+/// shifts 0, 2, 4, 6: byte `c` of the dword is quad `4 i + c` ([`GemmSimd::spread_byte`]).
 ///
 /// # Safety
 /// As for [`Layout::expand`].
@@ -73,10 +72,9 @@ pub(crate) unsafe fn expand_planes<S: GemmSimd>(v: S::V, quads: [usize; 4], out:
 pub(crate) unsafe fn expand_bytes<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
     // SAFETY: register operations and `put`, under the caller's contract.
     unsafe {
-        let ff = S::splat32(0xFF);
-        out.put::<S>(4 * i, spread::<S>(S::and(v, ff)));
-        out.put::<S>(4 * i + 1, spread::<S>(S::and(S::srli32::<8>(v), ff)));
-        out.put::<S>(4 * i + 2, spread::<S>(S::and(S::srli32::<16>(v), ff)));
-        out.put::<S>(4 * i + 3, spread::<S>(S::srli32::<24>(v)));
+        out.put::<S>(4 * i, S::spread_byte::<0>(v));
+        out.put::<S>(4 * i + 1, S::spread_byte::<1>(v));
+        out.put::<S>(4 * i + 2, S::spread_byte::<2>(v));
+        out.put::<S>(4 * i + 3, S::spread_byte::<3>(v));
     }
 }

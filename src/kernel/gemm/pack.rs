@@ -191,8 +191,9 @@ impl Packed {
     }
 }
 
-/// Unpacks the `code_bytes` code bytes at offset `at` of the rows `src` (one per lane, each
-/// `row_bytes` long) into the block's quads `out`: [`pack_panel`]'s step.
+/// Unpacks the `code_bytes` code bytes (at most 64) at offset `at` of the rows `src` (one
+/// per lane, each `row_bytes` long) into the block's quads `out`: [`pack_panel`]'s step, in
+/// chunks of one vector per row ([`chunk`]).
 ///
 /// # Safety
 /// The CPU must have `S`'s features; `at + code_bytes` bytes lie in each row at `src`, and
@@ -205,27 +206,58 @@ pub(crate) unsafe fn block<S: GemmSimd, L: Layout>(
     row_bytes: usize,
     out: &mut Quads,
 ) {
-    let chunk = 4 * S::LANES;
-    for c in (0..code_bytes).step_by(chunk) {
-        let len = chunk.min(code_bytes - c);
-        // SAFETY: `S`'s features, as the caller guarantees (so for every block below).
-        let mut v = [unsafe { S::zero() }; 16];
-        let v = &mut v[..S::LANES];
-        for (x, s) in v.iter_mut().zip(src) {
-            // SAFETY: bytes `at + c..at + c + len` lie in the row at `s` (`c + len <= code_bytes`).
-            *x = unsafe { load_first::<S>(s.add(at + c), len) };
-            // The same bytes of the row `LANES` below, for the next group: a group reads
-            // its rows as short streams that the hardware prefetcher barely follows
-            // from L3 (Intel Xeon, m = 128: 2-4% faster at 6912x2560 and 2560x2560).
-            // SAFETY: a prefetch never faults, whatever the address.
-            unsafe { S::prefetch_l2(s.wrapping_add(S::LANES * row_bytes + at + c)) };
+    let bytes = 4 * S::LANES;
+    assert!(code_bytes <= 4 * bytes, "at most four chunks per block");
+    // Chunks by constant index: every dword index `expand` sees is a constant, so its
+    // quads and digits are straight-line code (a loop over the chunks stayed a loop on NEON,
+    // four chunks of a TQ1_0 block, with a branch per digit).
+    // SAFETY: chunk `C` holds bytes `C bytes..` below `code_bytes`; the caller's contract.
+    unsafe {
+        chunk::<S, L, 0>(src, at, code_bytes, row_bytes, out);
+        if code_bytes > bytes {
+            chunk::<S, L, 1>(src, at, code_bytes, row_bytes, out);
         }
-        // SAFETY: see above; `v` holds `LANES` vectors, `out` the block's quads.
-        unsafe {
-            S::transpose(v);
-            for (i, &x) in v.iter().enumerate().take(len.div_ceil(4)) {
-                L::expand::<S>(c / 4 + i, x, out);
-            }
+        if code_bytes > 2 * bytes {
+            chunk::<S, L, 2>(src, at, code_bytes, row_bytes, out);
+        }
+        if code_bytes > 3 * bytes {
+            chunk::<S, L, 3>(src, at, code_bytes, row_bytes, out);
+        }
+    }
+}
+
+/// Chunk `C` of [`block`]: `4 LANES` bytes (fewer at the end) of each row, transposed so that
+/// vector `i` holds dword `C LANES + i` of every row, each expanded into its quads.
+///
+/// # Safety
+/// As for [`block`]; `C * 4 LANES < code_bytes`.
+#[inline(always)]
+unsafe fn chunk<S: GemmSimd, L: Layout, const C: usize>(
+    src: &[*const u8; 16],
+    at: usize,
+    code_bytes: usize,
+    row_bytes: usize,
+    out: &mut Quads,
+) {
+    let c = C * 4 * S::LANES;
+    let len = (4 * S::LANES).min(code_bytes - c);
+    // SAFETY: `S`'s features, as the caller guarantees (so for every block below).
+    let mut v = [unsafe { S::zero() }; 16];
+    let v = &mut v[..S::LANES];
+    for (x, s) in v.iter_mut().zip(src) {
+        // SAFETY: bytes `at + c..at + c + len` lie in the row at `s` (`c + len <= code_bytes`).
+        *x = unsafe { load_first::<S>(s.add(at + c), len) };
+        // The same bytes of the row `LANES` below, for the next group: a group reads
+        // its rows as short streams that the hardware prefetcher barely follows
+        // from L3 (Intel Xeon, m = 128: 2-4% faster at 6912x2560 and 2560x2560).
+        // SAFETY: a prefetch never faults, whatever the address.
+        unsafe { S::prefetch_l2(s.wrapping_add(S::LANES * row_bytes + at + c)) };
+    }
+    // SAFETY: see above; `v` holds `LANES` vectors, `out` the block's quads.
+    unsafe {
+        S::transpose(v);
+        for (i, &x) in v.iter().enumerate().take(len.div_ceil(4)) {
+            L::expand::<S>(c / 4 + i, x, out);
         }
     }
 }

@@ -25,6 +25,24 @@ pub(crate) trait GemmSimd: Simd {
     unsafe fn srli32<const N: u32>(x: Self::V) -> Self::V;
     unsafe fn slli32<const N: u32>(x: Self::V) -> Self::V;
     unsafe fn or(a: Self::V, b: Self::V) -> Self::V;
+    /// The four 2-bit codes of byte `C` (0..4) of each int32 lane, one per byte (bits
+    /// `2 j..2 j + 2` to byte `j`): a quad of the formats whose bytes hold four consecutive
+    /// elements.
+    #[inline(always)]
+    unsafe fn spread_byte<const C: u32>(x: Self::V) -> Self::V {
+        // SAFETY: register operations; the caller guarantees this ISA's features.
+        unsafe {
+            let ff = Self::splat32(0xFF);
+            let byte = match C {
+                0 => Self::and(x, ff),
+                1 => Self::and(Self::srli32::<8>(x), ff),
+                2 => Self::and(Self::srli32::<16>(x), ff),
+                _ => Self::srli32::<24>(x),
+            };
+            let y = Self::or(byte, Self::slli32::<6>(byte));
+            Self::and(Self::or(y, Self::slli32::<12>(y)), Self::splat8(3))
+        }
+    }
     /// The top base-3 digit `q * 3 >> 8` of every byte (TQ1_0's digits, see [`Tq1`]).
     unsafe fn top_trit(q: Self::V) -> Self::V;
     /// `3 q mod 256` in every byte.
@@ -93,18 +111,5 @@ pub(crate) unsafe fn load_first<S: GemmSimd>(p: *const u8, len: usize) -> S::V {
         } else {
             S::load_short(p, len)
         }
-    }
-}
-
-/// The four 2-bit codes of the low byte of each int32 lane, one per byte.
-///
-/// # Safety
-/// The CPU must have `S`'s features.
-#[inline(always)]
-pub(crate) unsafe fn spread<S: GemmSimd>(x: S::V) -> S::V {
-    // SAFETY: register operations; the caller guarantees `S`'s features.
-    unsafe {
-        let y = S::or(x, S::slli32::<6>(x));
-        S::and(S::or(y, S::slli32::<12>(y)), S::splat8(3))
     }
 }

@@ -631,18 +631,18 @@ impl<U: Unpack + 'static> Compute for I8mm<U> {
 /// fewer instructions than the dotprod kernel the dispatcher would pick otherwise (its GEMV,
 /// or its GEMM past that one's threshold) at every m counted (qemu, 256 x 2048: counts,
 /// not timings, as there is no ARM hardware here; docs/arm-instruction-counts.md): TQ1_0
-/// from 3, TQ2_0 from 6, BITNET_B1_58 from 5, I2_S and I2_S_64 from 7 (their dotprod GEMM,
-/// from 3, is cheaper than BITNET_B1_58's), Q2_0 from 3. Below that, unpacking a panel
-/// costs more than the GEMV's per-token-tile unpack saves.
+/// and TQ2_0 from 6, BITNET_B1_58 and I2_S from 7, I2_S_64 from 8, Q2_0 from 3. Below that,
+/// the dotprod kernels execute fewer (the dotprod GEMM's shared panel packer unpacks more
+/// cheaply than this kernel's per-row-pair unpack pays back at a few tokens).
 pub(super) fn kernels() -> [Kernel; 6] {
     use crate::kernel::weights::{Bitnet, I2s128, I2s64};
     let (name, i8) = (c"bitnet_gemm/neon-i8mm", Format::I8Absmax);
     [
-        Kernel::new(name, Format::Tq1_0, i8, 3, &I8mm::<Tq1>(PhantomData)),
+        Kernel::new(name, Format::Tq1_0, i8, 6, &I8mm::<Tq1>(PhantomData)),
         Kernel::new(name, Format::Tq2_0, i8, 6, &I8mm::<Tq2>(PhantomData)),
-        Kernel::new(name, Format::BitnetB158, i8, 5, &I8mm::<Bitnet>(PhantomData)),
+        Kernel::new(name, Format::BitnetB158, i8, 7, &I8mm::<Bitnet>(PhantomData)),
         Kernel::new(name, Format::I2S, i8, 7, &I8mm::<I2s128>(PhantomData)),
-        Kernel::new(name, Format::I2S64, i8, 7, &I8mm::<I2s64>(PhantomData)),
+        Kernel::new(name, Format::I2S64, i8, 8, &I8mm::<I2s64>(PhantomData)),
         Kernel::new(name, Format::Q2_0, i8, 3, &I8mm::<Q2>(PhantomData)),
     ]
 }

@@ -325,6 +325,22 @@ impl<M: Mac<uint8x16_t> + QuadMac<uint8x16_t, int8x16_t>> GemmSimd for Neon<M> {
         unsafe { vorrq_u8(a, b) }
     }
 
+    /// One table lookup copies byte `C` of each lane to its four bytes, one `ushl` by 0,
+    /// -2, -4, -6 moves code `j` down in byte `j`, one `and` keeps it: three instructions,
+    /// where the shifts and ors take six.
+    #[inline(always)]
+    unsafe fn spread_byte<const C: u32>(x: uint8x16_t) -> uint8x16_t {
+        let c = C as u8;
+        let bytes: [u8; 16] = std::array::from_fn(|i| (i / 4 * 4) as u8 + c);
+        let shifts: [i8; 16] = std::array::from_fn(|i| -2 * (i % 4) as i8);
+        // SAFETY: loads of the two 16-byte local arrays, then register operations; NEON,
+        // which the caller has (the trait's contract).
+        unsafe {
+            let copied = vqtbl1q_u8(x, vld1q_u8(bytes.as_ptr()));
+            vandq_u8(vshlq_u8(copied, vld1q_s8(shifts.as_ptr())), vdupq_n_u8(3))
+        }
+    }
+
     /// Three instructions with byte shifts ([`super::simd::top_trit`]); x86 needs five.
     #[inline(always)]
     unsafe fn top_trit(q: uint8x16_t) -> uint8x16_t {
