@@ -655,24 +655,24 @@ fn x86_kernels(features: &[&str]) -> [[&'static str; 6]; 3] {
 fn every_isa_kernels(features: &[&str]) -> [[&'static str; 3]; 3] {
     let has = |f: &str| features.contains(&f);
     if has("i8mm") {
-        // i8mm from 3 / 6 / 5 tokens; every CPU with i8mm that tern knows has dotprod.
+        // i8mm from 6 / 6 / 7 tokens; every CPU with i8mm that tern knows has dotprod.
         [["bitnet_gemv/neon-dotprod"; 3], ["bitnet_gemm/neon-i8mm"; 3], ["bitnet_gemm/neon-i8mm"; 3]]
     } else if has("dotprod") {
-        // The GEMMs from 7 / 5 / 7 tokens (plain NEON: 6 / 5 / 6).
+        // The GEMMs from 3 / 5 / 4 tokens (plain NEON: 3 / 4 / 4).
         [["bitnet_gemv/neon-dotprod"; 3], ["bitnet_gemm/neon-dotprod"; 3], ["bitnet_gemm/neon-dotprod"; 3]]
     } else if has("neon") {
         [["bitnet_gemv/neon"; 3], ["bitnet_gemm/neon"; 3], ["bitnet_gemm/neon"; 3]]
     } else if has("relaxed-simd") {
-        // The GEMM from 6 / 4 / 8 tokens.
+        // The GEMM from 2 / 2 / 3 tokens.
         [
             ["bitnet_gemv/wasm-relaxed-simd128"; 3],
             ["bitnet_gemm/wasm-relaxed-simd128"; 3],
             ["bitnet_gemm/wasm-relaxed-simd128"; 3],
         ]
     } else if has("simd128") {
-        // The GEMM from 4 / 12 / 2 tokens.
+        // The GEMM from 2 / 3 / 2 tokens.
         let (gemv, gemm) = ("bitnet_gemv/wasm-simd128", "bitnet_gemm/wasm-simd128");
-        [[gemv; 3], [gemm, gemv, gemm], [gemm; 3]]
+        [[gemv; 3], [gemm; 3], [gemm; 3]]
     } else {
         [[REFERENCE; 3]; 3]
     }

@@ -35,19 +35,16 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 // GEMM register blocks (`gemm::kernels::<_, RV, T>`: RV vectors of 4 rows x T tokens): plain
 // 2 x 2 (two int32 partial sums per (vector, token), 8 of the 16 xmm registers, as the GEMV's
 // batch tiles), relaxed 2 x 4 (one int16 partial sum each, 8 registers). Each GEMM serves
-// from the token count at which it beat the same build's GEMV, both forced, under node 22
-// (scripts/bench-wasm-gemm.sh, 2560x2560, 3 interleaved rounds, docs/wasm.md):
-// - simd128: TQ1_0 from 4 (1.12x at 4, 0.77x at 2), TQ2_0 from 12 (1.38x at 12; within
-//   0.95-1.03x from 4 to 8), BITNET_B1_58 from 2 (1.61x at 2: the plain GEMV's batch tiles
-//   run BitNet at 3-4x their one-token time per token);
-// - relaxed: TQ1_0 from 6 (1.77x at 6, 0.83x at 4, measured before the GEMM took the int16
-//   dot, which made it faster still), TQ2_0 from 4 (1.29x at 4), BITNET_B1_58 from 8 (0.99x
-//   at 4, 1.06x at 8, 1.15x at 12).
-// Q2_0 and the I2_S packings, measured later (Intel Xeon, Sapphire Rapids class, node 22,
-// 2560x2560, `scripts/bench-wasm-gemm.sh --tokens 2,3,4,6,8 --rounds 3`, GEMV time / GEMM
-// time): I2_S and I2_S_64 from 2 in both builds (1.90-1.96x simd128, 1.31-1.32x relaxed at
-// 2); Q2_0 from 3 with simd128 (1.08x at 3, 0.82x at 2, 1.23x at 8) and from 4 relaxed
-// (1.00x at 3, 1.10x at 4, 1.46x at 8).
+// from the token count from which it beat the same build's GEMV, both forced, at every m
+// measured (Intel Xeon, Sapphire Rapids class, node 22, 2560x2560, 3 rounds, GEMV time /
+// GEMM time, after the panel packer's constant chunk indices; `tern bench --kernel
+// bitnet_gemm/<isa>,bitnet_gemv/<isa> --tokens M`, as scripts/bench-wasm-gemm.sh runs it):
+// - simd128: TQ1_0 from 2 (1.28x at 2), TQ2_0 from 3 (1.01x at 2, 1.15-1.25x from 3 to 12),
+//   BITNET_B1_58 from 2 (1.46x), I2_S and I2_S_64 from 2 (1.90-1.96x), Q2_0 from 3 (0.83x at
+//   2, 1.05-1.06x at 3-4, 1.21x at 8);
+// - relaxed: TQ1_0 from 2 (1.34-1.41x at 2 in 10 runs), TQ2_0 from 2 (1.30x),
+//   BITNET_B1_58 from 3 (0.89x at 2, 1.25x at 4, 1.56x at 8), I2_S and I2_S_64 from 2
+//   (1.31-1.32x), Q2_0 from 4 (0.77x at 2, 1.00x at 3, 1.11x at 4, 1.43x at 8).
 
 #[cfg(target_feature = "simd128")]
 mod plain {
@@ -70,8 +67,8 @@ mod plain {
     /// `bitnet_gemm/wasm-simd128`, then `bitnet_gemv/wasm-simd128`.
     pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
         let every = [
-            (Format::Tq1_0, 4),
-            (Format::Tq2_0, 12),
+            (Format::Tq1_0, 2),
+            (Format::Tq2_0, 3),
             (Format::BitnetB158, 2),
             (Format::I2S, 2),
             (Format::I2S64, 2),
@@ -103,9 +100,9 @@ mod relaxed {
     /// `bitnet_gemm/wasm-relaxed-simd128`, then `bitnet_gemv/wasm-relaxed-simd128`.
     pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
         let every = [
-            (Format::Tq1_0, 6),
-            (Format::Tq2_0, 4),
-            (Format::BitnetB158, 8),
+            (Format::Tq1_0, 2),
+            (Format::Tq2_0, 2),
+            (Format::BitnetB158, 3),
             (Format::I2S, 2),
             (Format::I2S64, 2),
             (Format::Q2_0, 4),
