@@ -641,11 +641,11 @@ fn x86_kernels(features: &[&str]) -> [[&'static str; 6]; 3] {
         let tq2 = if has("intel") { gemm } else { gemv };
         [[gemv; 6], [gemm, tq2, gemv, gemv, gemv, gemm], [big, big, big, big, big, gemm]]
     } else if has("avxvnni") {
-        // The GEMM from 6 / 14 / 24 / 12 / 12 / 8 tokens.
+        // The GEMM from 3 / 14 / 24 / 12 / 12 / 8 tokens.
         let (gemv, gemm) = ("bitnet_gemv/avxvnni", "bitnet_gemm/avxvnni");
         [[gemv; 6], [gemm, gemv, gemv, gemv, gemv, gemm], [gemm; 6]]
     } else {
-        // The GEMM from 8 tokens for every format.
+        // The GEMM from 8 tokens for every format but TQ1_0 (from 3).
         [["bitnet_gemv/avx2"; 6], ["bitnet_gemm/avx2"; 6], ["bitnet_gemm/avx2"; 6]]
     }
 }

@@ -51,14 +51,17 @@ impl Mac<__m256i> for Maddubs {
 // Register block 2 vectors (16 rows) x 4 tokens: 8 int16 partials, 2 weight vectors, a
 // broadcast and a product fit the 16 ymm registers; 2 x 6, 3 x 4 and 4 x 3 spill and measured
 // 10-50% slower (Zen 4, 2560x2560, m = 128). Thresholds measured against the AVX2 GEMV on
-// the same core: about 8 tokens for every format.
+// the same core: about 8 tokens for every format; TQ1_0 from 3 since the panel packer took a
+// block's chunks by constant index (Intel Xeon, Sapphire Rapids class, 2560x2560, 3
+// rounds, GEMV time / GEMM time: 1.47x at 3, 0.96x at 2; before the change 0.97x at 3,
+// 1.01x at 4, 1.21x at 5).
 /// `bitnet_gemm/avx2`, then `bitnet_gemv/avx2` (2 rows per single-token tile, 2 x 2 per
 /// batch tile).
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
     let gemm = gemm::kernels::<Ymm<Maddubs>, 2, 4>(
         c"bitnet_gemm/avx2",
         &[
-            (Format::Tq1_0, 8),
+            (Format::Tq1_0, 3),
             (Format::Tq2_0, 8),
             (Format::BitnetB158, 8),
             (Format::I2S, 8),

@@ -53,7 +53,9 @@ impl Mac<__m256i> for Dpbusd {
 // BITNET_B1_58 at 24 (73 against 68; 64 against 70 at 20).
 // Later, on an Intel Xeon (Sapphire Rapids class, KVM, same shape, one run per m): Q2_0 at 8
 // (596 against 616 µs; 532 against 509 at 6), I2_S at 12 (529 against 593 µs; 469 against
-// 426 at 8).
+// 426 at 8). After the panel packer took a block's chunks by constant index (TQ1_0's
+// digits unrolled), on that Xeon, 3 rounds, GEMV time / GEMM time: TQ1_0 at 3 (1.27x;
+// 0.75x at 2; before the change 0.83x at 3 and 1.21x at 5).
 //
 // The GEMV on AVX2's tiles. Forced on an Intel Xeon (Emerald Rapids, one thread, 2560x2560,
 // m = 1) it beats `bitnet_gemv/avx2`: TQ1_0 302 against 336 µs, TQ2_0 119 against 168,
@@ -63,7 +65,7 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
     let gemm = gemm::kernels::<Ymm<Dpbusd>, 2, 6>(
         c"bitnet_gemm/avxvnni",
         &[
-            (Format::Tq1_0, 6),
+            (Format::Tq1_0, 3),
             (Format::Tq2_0, 14),
             (Format::BitnetB158, 24),
             (Format::I2S, 12),
