@@ -33,40 +33,41 @@ before='| TQ1_0 | bitnet_gemv/neon-dotprod | 441 | 211 | 170 |
 | BITNET_B1_58 | bitnet_gemv/neon-dotprod | 328 | 245 | 224 |
 | BITNET_B1_58 | bitnet_gemv/neon | 377 | 374 | 312 |'
 
-# Counts at small m from which the GEMMs' min_tokens were chosen (the GEMVs and i8mm after
-# the GEMVs' pair tiles, the dotprod and plain GEMMs after the panel packer's straight-line
+# Counts at small m from which the GEMMs' min_tokens were chosen (the GEMVs after the GEMVs'
+# pair tiles, the GEMMs after i8mm became a micro-tile of the shared GEMM; before that the
+# dotprod and plain GEMMs were counted after the panel packer's straight-line
 # chunks and `tbl` spread; see the section "Where the GEMMs take over" below):
 # TERN_COUNT_M="2 3 4 5 6 7 8 10 12 14 16".
 thresholds='| format | kernel | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 10 | 12 | 14 | 16 |
 |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
-| TQ1_0 | bitnet_gemm/neon-i8mm | 336 | 273 | 205 | 194 | 161 | 134 | 117 | 109 | 103 | 99 | 85 |
-| TQ1_0 | bitnet_gemm/neon-dotprod | 324 | 243 | 199 | 175 | 164 | 151 | 143 | 128 | 122 | 116 | 113 |
+| TQ1_0 | bitnet_gemm/neon-i8mm | 299 | 230 | 172 | 157 | 131 | 125 | 109 | 103 | 94 | 87 | 82 |
+| TQ1_0 | bitnet_gemm/neon-dotprod | 312 | 233 | 189 | 167 | 158 | 146 | 137 | 123 | 118 | 111 | 109 |
 | TQ1_0 | bitnet_gemv/neon-dotprod | 275 | 322 | 219 | 259 | 237 | 263 | 219 | 230 | 219 | 226 | 219 |
-| TQ1_0 | bitnet_gemm/neon | 418 | 347 | 302 | 283 | 264 | 255 | 244 | 233 | 225 | 220 | 215 |
+| TQ1_0 | bitnet_gemm/neon | 403 | 336 | 293 | 275 | 257 | 249 | 238 | 228 | 220 | 215 | 211 |
 | TQ1_0 | bitnet_gemv/neon | 359 | 400 | 358 | 383 | 357 | 375 | 357 | 357 | 357 | 357 | 357 |
-| TQ2_0 | bitnet_gemm/neon-i8mm | 260 | 223 | 167 | 164 | 136 | 112 | 98 | 94 | 90 | 88 | 75 |
-| TQ2_0 | bitnet_gemm/neon-dotprod | 260 | 201 | 167 | 149 | 142 | 133 | 127 | 116 | 112 | 106 | 105 |
+| TQ2_0 | bitnet_gemm/neon-i8mm | 240 | 190 | 143 | 133 | 111 | 108 | 95 | 91 | 84 | 79 | 74 |
+| TQ2_0 | bitnet_gemm/neon-dotprod | 248 | 191 | 158 | 142 | 137 | 128 | 121 | 111 | 108 | 102 | 101 |
 | TQ2_0 | bitnet_gemv/neon-dotprod | 191 | 216 | 155 | 177 | 167 | 181 | 154 | 161 | 154 | 159 | 154 |
-| TQ2_0 | bitnet_gemm/neon | 353 | 304 | 270 | 257 | 242 | 237 | 228 | 220 | 214 | 210 | 207 |
+| TQ2_0 | bitnet_gemm/neon | 339 | 294 | 262 | 250 | 236 | 231 | 223 | 215 | 210 | 206 | 203 |
 | TQ2_0 | bitnet_gemv/neon | 276 | 295 | 276 | 287 | 275 | 283 | 275 | 275 | 275 | 275 | 275 |
-| BITNET_B1_58 | bitnet_gemm/neon-i8mm | 277 | 230 | 174 | 167 | 140 | 117 | 103 | 97 | 93 | 90 | 77 |
-| BITNET_B1_58 | bitnet_gemm/neon-dotprod | 265 | 202 | 167 | 148 | 139 | 129 | 122 | 111 | 106 | 101 | 99 |
+| BITNET_B1_58 | bitnet_gemm/neon-i8mm | 251 | 195 | 146 | 134 | 112 | 108 | 94 | 89 | 81 | 75 | 71 |
+| BITNET_B1_58 | bitnet_gemm/neon-dotprod | 264 | 201 | 166 | 147 | 139 | 129 | 122 | 111 | 106 | 100 | 98 |
 | BITNET_B1_58 | bitnet_gemv/neon-dotprod | 173 | 193 | 172 | 184 | 171 | 180 | 171 | 171 | 171 | 171 | 171 |
-| BITNET_B1_58 | bitnet_gemm/neon | 357 | 301 | 266 | 251 | 236 | 229 | 221 | 212 | 206 | 201 | 198 |
+| BITNET_B1_58 | bitnet_gemm/neon | 356 | 301 | 265 | 250 | 235 | 228 | 219 | 210 | 204 | 200 | 197 |
 | BITNET_B1_58 | bitnet_gemv/neon | 289 | 301 | 288 | 295 | 288 | 293 | 288 | 287 | 287 | 287 | 287 |
-| I2_S | bitnet_gemm/neon-i8mm | 275 | 229 | 172 | 165 | 138 | 115 | 101 | 95 | 91 | 88 | 75 |
-| I2_S | bitnet_gemm/neon-dotprod | 224 | 175 | 146 | 131 | 126 | 117 | 112 | 103 | 100 | 95 | 94 |
+| I2_S | bitnet_gemm/neon-i8mm | 212 | 169 | 127 | 118 | 99 | 97 | 84 | 81 | 74 | 70 | 66 |
+| I2_S | bitnet_gemm/neon-dotprod | 223 | 174 | 145 | 131 | 125 | 117 | 112 | 102 | 99 | 95 | 93 |
 | I2_S | bitnet_gemv/neon-dotprod | 171 | 191 | 170 | 182 | 169 | 178 | 169 | 169 | 169 | 169 | 169 |
-| I2_S | bitnet_gemm/neon | 316 | 274 | 245 | 234 | 222 | 217 | 210 | 203 | 198 | 195 | 192 |
+| I2_S | bitnet_gemm/neon | 315 | 274 | 245 | 234 | 221 | 217 | 209 | 202 | 197 | 194 | 192 |
 | I2_S | bitnet_gemv/neon | 287 | 299 | 286 | 293 | 286 | 291 | 286 | 285 | 285 | 285 | 285 |
-| I2_S_64 | bitnet_gemm/neon-i8mm | 277 | 230 | 174 | 167 | 140 | 117 | 103 | 96 | 92 | 89 | 77 |
-| I2_S_64 | bitnet_gemm/neon-dotprod | 224 | 175 | 146 | 131 | 126 | 117 | 112 | 103 | 100 | 95 | 94 |
+| I2_S_64 | bitnet_gemm/neon-i8mm | 212 | 169 | 127 | 118 | 99 | 96 | 84 | 81 | 74 | 70 | 66 |
+| I2_S_64 | bitnet_gemm/neon-dotprod | 224 | 175 | 146 | 131 | 125 | 117 | 112 | 103 | 99 | 95 | 93 |
 | I2_S_64 | bitnet_gemv/neon-dotprod | 173 | 193 | 171 | 184 | 171 | 180 | 171 | 171 | 171 | 171 | 171 |
-| I2_S_64 | bitnet_gemm/neon | 316 | 274 | 245 | 234 | 222 | 217 | 210 | 203 | 198 | 195 | 192 |
-| Q2_0 | bitnet_gemm/neon-i8mm | 337 | 286 | 216 | 209 | 175 | 152 | 134 | 126 | 121 | 117 | 103 |
-| Q2_0 | bitnet_gemm/neon-dotprod | 389 | 293 | 240 | 211 | 199 | 184 | 174 | 156 | 150 | 141 | 138 |
+| I2_S_64 | bitnet_gemm/neon | 316 | 274 | 245 | 234 | 221 | 217 | 209 | 202 | 198 | 194 | 192 |
+| Q2_0 | bitnet_gemm/neon-i8mm | 334 | 263 | 197 | 183 | 152 | 151 | 132 | 124 | 113 | 106 | 102 |
+| Q2_0 | bitnet_gemm/neon-dotprod | 354 | 267 | 218 | 193 | 183 | 170 | 160 | 145 | 139 | 131 | 129 |
 | Q2_0 | bitnet_gemv/neon-dotprod | 296 | 321 | 235 | 262 | 255 | 272 | 235 | 247 | 234 | 243 | 234 |
-| Q2_0 | bitnet_gemm/neon | 515 | 431 | 378 | 355 | 332 | 322 | 309 | 295 | 286 | 279 | 275 |
+| Q2_0 | bitnet_gemm/neon | 467 | 399 | 346 | 329 | 305 | 299 | 285 | 273 | 265 | 259 | 255 |
 | Q2_0 | bitnet_gemv/neon | 362 | 391 | 361 | 378 | 360 | 373 | 360 | 360 | 360 | 360 | 360 |'
 
 # Now against the baseline's path of the same name (the i8mm and dotprod GEMMs against the
@@ -116,7 +117,7 @@ blocks' lengths. The probe calls one kernel 1 and 3 times (\`Kernel::run\`: acti
 preparation and the kernel, one thread); half the difference is one call, the probe's
 setup cancelling out. Weights: $n x $k (8 TQ blocks per row); m = 1, 8 and 128 tokens. A
 dependence-free \`sdot\` does 16 MACs (62.5 instructions per 1,000 MACs at best),
-\`smmla\` 32 (31.3).
+\`usmmla\` 32 (31.3).
 
 ## tern
 
@@ -124,19 +125,20 @@ dependence-free \`sdot\` does 16 MACs (62.5 instructions per 1,000 MACs at best)
 |---|---|---:|---:|---:|
 $counts
 
-\`bitnet_gemm/neon-i8mm\` serves from 6 / 6 / 7 / 7 / 8 / 3 tokens (TQ1_0 / TQ2_0 /
-BITNET_B1_58 / I2_S / I2_S_64 / Q2_0), \`bitnet_gemm/neon-dotprod\` from 3 / 5 / 4 / 3 / 3 / 5
+\`bitnet_gemm/neon-i8mm\` serves from 3 / 3 / 4 / 3 / 3 / 3 tokens (TQ1_0 / TQ2_0 /
+BITNET_B1_58 / I2_S / I2_S_64 / Q2_0), \`bitnet_gemm/neon-dotprod\` from 3 / 5 / 4 / 3 / 3 / 3
 (on CPUs without i8mm, and below i8mm's thresholds on CPUs with it) and \`bitnet_gemm/neon\`
-(plain NEON: Cortex-A53) from 3 / 4 / 4 / 3 / 3 / 5; the GEMMs' m = 1 column is what they
+(plain NEON: Cortex-A53) from 3 / 3 / 4 / 3 / 3 / 4; the GEMMs' m = 1 column is what they
 would cost, not what the dispatcher runs.
 
 ## Where the GEMMs take over (\`min_tokens\`)
 
 The same count at small m (\`TERN_COUNT_M="2 3 4 5 6 7 8 10 12 14 16"\` for
 \`count-arm-insns.py\`), made when the thresholds were last set and not regenerated here (it
-takes three times as long as this script): the GEMV and i8mm rows after the GEMVs' pair
-tiles, the dotprod and plain GEMMs' after the panel packer's straight-line chunks and
-\`tbl\` spread (which moved their thresholds down by up to 4 tokens, and i8mm's up). Each GEMM
+takes three times as long as this script): the GEMV rows after the GEMVs' pair tiles, the
+GEMM rows after i8mm became a micro-tile of the shared panel GEMM (with the shared loops'
+per-tile seeds and constant block loops, which moved i8mm's thresholds down by up to 4
+tokens, Q2_0's dotprod GEMM by 2 and the plain GEMM's TQ2_0 and Q2_0 by 1). Each GEMM
 is preferred from the token count from which it executes fewer instructions, at every m
 counted, than the kernel the dispatcher would run otherwise: for i8mm the dotprod GEMV, or
 the dotprod GEMM past its own threshold; for the dotprod and plain GEMMs their GEMV. There
@@ -169,14 +171,17 @@ $ratios
 
 What limits the GEMMs at m = 128 (TQ2_0 unless said; counted per basic block with the same
 qemu log when this was written, per 1,000 MACs):
-- \`neon-i8mm\` (TQ1_0 56, TQ2_0 55, BITNET_B1_58 55: all within 0.33, TQ1_0 with less
-  than one instruction to spare): the inner loop, 64 \`smmla\` + 16 \`ldp\` + 7 other
-  instructions per 2,048 MACs, 42.5 (\`smmla\` alone is 31.3); the end of every 256-element
-  block, about 5.3: 16 accumulators converted, multiplied by the row scales into float sums
-  and zeroed, the sums on the stack because accumulators and sums would fill all 32
-  registers (BITNET_B1_58 has no block ends); the panel unpack 2.7 (TQ1_0 3.9, its digits);
-  the output 2.3 (\`uzp1\`/\`uzp2\`, scaling, one run per token); the activations' gather
-  into token pairs 0.8 (BITNET_B1_58: 5.8 with its plane de-interleave).
+- \`neon-i8mm\` (a micro-tile of the shared panel GEMM; TQ1_0 58, TQ2_0 57, BITNET_B1_58 51
+  when this was written): the inner loop, 64 \`usmmla\` + 16 \`ldp\` + 5 other instructions
+  per 2,048 MACs, 41.5 (\`usmmla\` alone is 31.3); the end of every block, about 4: the
+  next block's seeds (a token pair's two loaded into both row lanes), 16 accumulators
+  converted and scaled by \`zip\`ped row scales into float sums on the stack; the activation
+  packing (\`Packed::new\`: 8-byte groups, summed into seeds as they are copied, about one
+  instruction per byte), 3.7 at this shape's 256 rows, which is why TQ1_0 and TQ2_0 execute
+  1.03x / 1.04x what the kernel with its own unpack (before) did at m = 128 here, and 0.98x /
+  0.99x at 2560 x 2560 (where no format executes more than before; at m = 4 and 8 here
+  0.74-0.99x); the panel unpack 2.1 (TQ1_0 about 3.5); the output, \`uzp\`s once per tile and a
+  run per token, about 1.
 - \`neon-dotprod\` GEMM (TQ1_0 88, TQ2_0 84, BITNET_B1_58 80: TQ2_0 and
   BITNET_B1_58 within the 0.5 target of 85, TQ1_0 3 over it; a variant whose inner loop
   carried its pointers across blocks and wrote TQ output per token counted 85 / 82 / 79,

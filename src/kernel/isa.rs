@@ -87,6 +87,9 @@ macro_rules! enter {
 
         #[inline(always)]
         unsafe fn enter<J: crate::kernel::isa::Job>(job: J) -> J::Out {
+            // Its own function: a job's constants stay out of its caller's register
+            // allocation.
+            #[inline(never)]
             #[target_feature(enable = $features)]
             unsafe fn with_features<J: crate::kernel::isa::Job>(job: J) -> J::Out {
                 // SAFETY: the features are enabled here, as the caller of `enter` guarantees.

@@ -12,8 +12,9 @@
 //! - `tile`: the GEMV skeleton (activation preparation, row x token tiles, the block loop);
 //!   `arch/<arch>/<isa>.rs` supplies vector operations through `tile::Simd`.
 //! - `gemm`: the panel GEMM skeleton (x86_64, aarch64 and wasm32 with SIMD128), over
-//!   `gemm::GemmSimd`.
-//! - `arch/x86_64/amx.rs`, `arch/aarch64/i8mm.rs`: GEMMs with loop nests of their own.
+//!   `gemm::GemmSimd` and a register tile (`gemm::MicroTile`: the broadcast ISAs' own, or
+//!   `arch/aarch64/i8mm.rs`).
+//! - `arch/x86_64/amx.rs`: a GEMM with a loop nest of its own over the shared panel packer.
 //! - `prep`: where activations go in a kernel's unpack order, and their lane sums.
 //!
 //! The registry lists kernels in preference order; the dispatcher (`crate::dispatch`)

@@ -16,12 +16,22 @@ pub(crate) trait Layout: Codes {
     ///
     /// # Safety
     /// The CPU must have `S`'s features; `out` must be valid for the block's quads.
-    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads);
+    unsafe fn expand<S: GemmSimd, O: QuadSink<S>>(i: usize, v: S::V, out: &mut O);
 }
 
-/// Where [`Layout::expand`] stores the codes of a block's quads for one group of `LANES`
-/// rows of a panel. (A struct, not a callback: closures are compiled without the caller's
-/// target features.)
+/// Where [`Layout::expand`] puts the codes of a block's quads for one group of `LANES` rows
+/// of a panel: the layout a micro-tile reads (`MicroTile::Sink`). (A type, not a callback:
+/// closures are compiled without the caller's target features.)
+pub(crate) trait QuadSink<S: GemmSimd> {
+    /// Takes the codes of quad `q` of the group's rows (dropped past the block's quads). A
+    /// block's quads come in an order where each even quad precedes the odd one after it.
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features; the sink's panel must be valid for the block's quads.
+    unsafe fn put(&mut self, q: usize, codes: S::V);
+}
+
+/// The panel as packed, `[quads][p][4]`: a quad of the group's rows is one vector store.
 pub(crate) struct Quads {
     /// Quad 0 of the block, rows of the group.
     pub(super) dst: *mut u8,
@@ -32,14 +42,11 @@ pub(crate) struct Quads {
     pub(super) quads: usize,
 }
 
-impl Quads {
-    /// Stores the codes of quad `q` (dropped past the block's quads).
-    ///
-    /// # Safety
-    /// The CPU must have `S`'s features; `dst` must be valid for `quads` quads of `step`
-    /// bytes, `4 * S::LANES` of them written each.
+impl<S: GemmSimd> QuadSink<S> for Quads {
+    /// `dst` must be valid for `quads` quads of `step` bytes, `4 * S::LANES` of them written
+    /// each.
     #[inline(always)]
-    pub(crate) unsafe fn put<S: GemmSimd>(&mut self, q: usize, codes: S::V) {
+    unsafe fn put(&mut self, q: usize, codes: S::V) {
         if q < self.quads {
             // SAFETY: quad `q < quads`, as the caller guarantees.
             unsafe { S::store(self.dst.add(q * self.step), codes) }
@@ -52,14 +59,14 @@ impl Quads {
 /// # Safety
 /// As for [`Layout::expand`].
 #[inline(always)]
-pub(crate) unsafe fn expand_planes<S: GemmSimd>(v: S::V, quads: [usize; 4], out: &mut Quads) {
+pub(crate) unsafe fn expand_planes<S: GemmSimd, O: QuadSink<S>>(v: S::V, quads: [usize; 4], out: &mut O) {
     // SAFETY: register operations and `put`, under the caller's contract.
     unsafe {
         let m = S::splat8(3);
-        out.put::<S>(quads[0], S::and(v, m));
-        out.put::<S>(quads[1], S::and(S::srli32::<2>(v), m));
-        out.put::<S>(quads[2], S::and(S::srli32::<4>(v), m));
-        out.put::<S>(quads[3], S::and(S::srli32::<6>(v), m));
+        out.put(quads[0], S::and(v, m));
+        out.put(quads[1], S::and(S::srli32::<2>(v), m));
+        out.put(quads[2], S::and(S::srli32::<4>(v), m));
+        out.put(quads[3], S::and(S::srli32::<6>(v), m));
     }
 }
 
@@ -69,12 +76,12 @@ pub(crate) unsafe fn expand_planes<S: GemmSimd>(v: S::V, quads: [usize; 4], out:
 /// # Safety
 /// As for [`Layout::expand`].
 #[inline(always)]
-pub(crate) unsafe fn expand_bytes<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
+pub(crate) unsafe fn expand_bytes<S: GemmSimd, O: QuadSink<S>>(i: usize, v: S::V, out: &mut O) {
     // SAFETY: register operations and `put`, under the caller's contract.
     unsafe {
-        out.put::<S>(4 * i, S::spread_byte::<0>(v));
-        out.put::<S>(4 * i + 1, S::spread_byte::<1>(v));
-        out.put::<S>(4 * i + 2, S::spread_byte::<2>(v));
-        out.put::<S>(4 * i + 3, S::spread_byte::<3>(v));
+        out.put(4 * i, S::spread_byte::<0>(v));
+        out.put(4 * i + 1, S::spread_byte::<1>(v));
+        out.put(4 * i + 2, S::spread_byte::<2>(v));
+        out.put(4 * i + 3, S::spread_byte::<3>(v));
     }
 }

@@ -1,83 +1,16 @@
-//! The register-blocked micro-kernel and the loop nest over panels and token blocks.
+//! The loop nest over panels and token blocks, and the scaling of each register tile's sums.
 
 // Tiles index several per-row and per-token arrays in lockstep.
 #![allow(clippy::needless_range_loop)]
 
 use super::layout::Layout;
+use super::micro::MicroTile;
 use super::pack::{aligned, pack_panel, sized, Packed, Scratch, GROUP};
 use super::simd::GemmSimd;
-use crate::kernel::mac::QuadMac;
+use crate::kernel::isa::Job;
 use crate::kernel::{MatRef, OutTile};
+use std::marker::PhantomData;
 use std::ops::Range;
-
-/// A partial accumulator of `S`'s [`QuadMac`].
-type Q<S> = <<S as GemmSimd>::Quad as QuadMac<<S as crate::kernel::tile::Simd>::V, <S as GemmSimd>::A>>::Q;
-
-/// Adds quad `L` of every group in `groups` of the panel at `w` (`RV` vectors per quad, the
-/// quads one after another) times the token block at `a` (`16 T` bytes per group) to
-/// `acc[v][t]`: the inner loop. Both operands are read front to back.
-///
-/// # Safety
-/// `w` must be valid for `4 * groups.end * RV` vectors, `a` for `groups.end * 16 * T`
-/// bytes; the CPU must have `S`'s features.
-#[inline(always)]
-pub(crate) unsafe fn micro<S: GemmSimd, const RV: usize, const T: usize>(
-    w: *const u8,
-    a: *const u8,
-    groups: Range<usize>,
-    acc: &mut [[S::V; T]; RV],
-) {
-    /// Quad `L` of a group: the `RV` weight vectors at `*wq` (moved past them), `RV x T`
-    /// dot products.
-    ///
-    /// # Safety
-    /// As for [`micro`].
-    #[inline(always)]
-    unsafe fn quad<S: GemmSimd, const RV: usize, const T: usize, const L: i32>(
-        p: &mut [[Q<S>; T]; RV],
-        wq: &mut *const u8,
-        av: &[S::A; T],
-    ) {
-        // SAFETY: `RV` vectors at `wq` lie in the panel, as the caller guarantees.
-        unsafe {
-            let wv = S::load_next::<RV>(wq);
-            for t in 0..T {
-                for v in 0..RV {
-                    p[v][t] = S::Quad::q_dot::<L>(p[v][t], wv[v], av[t]);
-                }
-            }
-        }
-    }
-    let quad_bytes = RV * 4 * S::LANES;
-    // SAFETY: every address is inside the spans the caller guarantees (group `g <
-    // groups.end`, quad `4 g + L`, vector `v < RV`, token `t < T`); `S`'s features.
-    unsafe {
-        let mut g0 = groups.start;
-        while g0 < groups.end {
-            let end = g0 + S::Quad::Q_GROUPS.min(groups.end - g0);
-            let mut p = [[S::Quad::q_start(S::zero()); T]; RV];
-            for v in 0..RV {
-                for t in 0..T {
-                    p[v][t] = S::Quad::q_start(acc[v][t]);
-                }
-            }
-            let (mut wq, mut ag) = (w.add(4 * g0 * quad_bytes), a.add(g0 * GROUP * T));
-            for _ in g0..end {
-                let av = S::a_load_next::<T>(&mut ag);
-                quad::<S, RV, T, 0>(&mut p, &mut wq, &av);
-                quad::<S, RV, T, 1>(&mut p, &mut wq, &av);
-                quad::<S, RV, T, 2>(&mut p, &mut wq, &av);
-                quad::<S, RV, T, 3>(&mut p, &mut wq, &av);
-            }
-            for v in 0..RV {
-                for t in 0..T {
-                    acc[v][t] = S::Quad::q_end(p[v][t], acc[v][t]);
-                }
-            }
-            g0 = end;
-        }
-    }
-}
 
 /// One call's shared state for the tiles of a panel.
 pub(crate) struct Ctx<'a> {
@@ -95,49 +28,60 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// Runs the packed token block that starts at token `t0` (of `T` tokens) against the
-    /// panel, writing the tokens that lie in `out`'s block.
+    /// Runs the packed token block that starts at token `t0` (of `T` tokens, the last block's
+    /// padding included) against the panel with the micro-tile `K`, writing the tokens that
+    /// lie in `out`'s block.
     ///
     /// # Safety
-    /// The CPU must have `S`'s features.
+    /// The CPU must have `K`'s features.
     #[inline(always)]
-    unsafe fn tile<S: GemmSimd, const RV: usize, const T: usize>(&self, out: &mut OutTile, t0: usize) {
-        let Packed { k, kg, m, .. } = *self.act;
+    unsafe fn tile<S: GemmSimd, K: MicroTile<S>, L: Layout, const RV: usize, const T: usize>(
+        &self,
+        out: &mut OutTile,
+        t0: usize,
+    ) {
+        let Packed { k, kg, m, pad, per_block, .. } = *self.act;
         let groups = kg / GROUP;
         let w_step = 4 * self.p;
+        // Tokens with the padding of the last block (it repeats that block's last token).
+        let mp = m.next_multiple_of(pad);
         // Bounds are checked here, once per tile; the inner loop uses raw pointers.
         assert!(RV * S::LANES == self.p && self.panel.len() >= 4 * groups * w_step, "tile outside the panel");
-        assert!(t0 + T <= m && t0.is_multiple_of(self.act.t) && (T == self.act.t || t0 + T == m), "not a packed block");
+        assert!(
+            t0 + T <= mp && t0.is_multiple_of(self.act.t) && (T == self.act.t || t0 + T == mp),
+            "not a packed block"
+        );
         let act = &self.act.codes()[t0 * kg..(t0 + T) * kg];
         let w = self.panel.as_ptr();
-        let mut lanes = [0f32; 16];
-        match self.scale {
+        // The sums of the tile, in `K`'s lane order.
+        let mut f = match self.scale {
             Some(d) => {
-                let seeds = &self.act.row_seeds[t0..t0 + T];
-                // SAFETY: `S`'s features (the caller's promise); the panel holds `4 groups`
-                // quads of `w_step` bytes and `act` `groups * 16 * T` bytes (checked above).
-                let acc = unsafe {
+                assert!(!per_block, "one scale per tensor meets one scale per token");
+                let seeds: &[i32; T] = self.act.row_seeds[t0..t0 + T].try_into().expect("a seed per token");
+                // SAFETY: `K`'s features (the caller's promise); the panel holds `4 groups`
+                // quads of `w_step` bytes and `act` `groups * 16` bytes per token (checked
+                // above).
+                unsafe {
                     let mut acc = [[S::zero(); T]; RV];
+                    for t in 0..T {
+                        let seed = K::seed(seeds, t);
+                        for v in 0..RV {
+                            acc[v][t] = seed;
+                        }
+                    }
+                    K::micro::<RV, T>(w, act.as_ptr(), groups, &mut acc);
+                    // The reference's `d * dot`, rounded once: a fused multiply-add onto -0
+                    // adds nothing to any product, +0 included.
+                    // (`d` from memory: splat before the loop, it took a register the
+                    // accumulators need, AVX-VNNI's 2 x 6 spilled.)
+                    let (d, z) = (S::fsplat(std::hint::black_box(d)), S::fsplat(-0.0));
+                    let mut f = [[z; T]; RV];
                     for v in 0..RV {
                         for t in 0..T {
-                            acc[v][t] = S::splat32(seeds[t]);
+                            f[v][t] = S::fmadd_lanes(acc[v][t], d, z);
                         }
                     }
-                    micro::<S, RV, T>(w, act.as_ptr(), 0..groups, &mut acc);
-                    acc
-                };
-                let mut dots = [0i32; 16];
-                for t in 0..T {
-                    let a_scale = self.act.scales[t0 + t];
-                    for v in 0..RV {
-                        // SAFETY: `dots` has room for 16 >= LANES int32; `S`'s features.
-                        unsafe { S::store(dots.as_mut_ptr() as *mut u8, acc[v][t]) };
-                        // The reference's order: one block, `a_scale * (d * dot)`.
-                        for (l, dot) in dots[..S::LANES].iter().enumerate() {
-                            lanes[l] = a_scale * (d * *dot as f32);
-                        }
-                        self.write::<S>(out, v, t0 + t, &lanes);
-                    }
+                    f
                 }
             }
             None => {
@@ -146,94 +90,191 @@ impl Ctx<'_> {
                 let block = self.act.block;
                 let blocks = k / block;
                 let sub = self.w_block / block;
-                assert!(self.w_block == sub * block, "activation blocks split the weight's blocks");
+                // Weight block of activation block `b`: `b >> shift` (a division per block
+                // otherwise).
+                let shift = sub.trailing_zeros();
+                assert!(
+                    self.w_block == sub * block && sub.is_power_of_two(),
+                    "activation blocks split the weight's blocks in a power of two"
+                );
                 assert!(self.scales.len() >= blocks / sub * self.p, "panel scales too short");
                 assert!(k.is_multiple_of(self.w_block) && kg == k, "rows are whole blocks");
-                let seeds = &self.act.block_seeds[t0 * blocks..(t0 + T) * blocks];
                 let block_groups = block / GROUP;
                 // Per-block activation scales: each block's weight scales times the token's
                 // block scale (`d * a_scale[block]`, the reference's order); otherwise the
                 // token's scale multiplies at the end.
-                let per_block = self.act.per_block;
                 let a_scales = &self.act.scales[if per_block { t0 * blocks..(t0 + T) * blocks } else { 0..0 }];
+                let seeds = self.act.tile_seeds(t0, T);
+                assert!(seeds.len() == blocks * T, "seeds per activation block");
+                let sums = BlockSums { w, a: act.as_ptr(), seeds, a_scales: per_block.then_some(a_scales), blocks };
                 // SAFETY: as above; block `b < blocks` spans groups `b * block_groups..(b + 1)
                 // * block_groups` of the panel and of `act`, and its weight block's `p` scales
-                // lie at `b / sub * p` (asserted).
-                let f = unsafe {
-                    // The float sums stay in memory: the accumulators fill the registers, and
-                    // LLVM's own spilling of the sums takes more instructions per block (NEON
-                    // 4 x 5: about 112 against 83; the x86 full tiles' block loops shrink too).
-                    let mut sums = [[S::fzero(); T]; RV];
-                    let f = std::hint::black_box(&mut sums);
-                    for b in 0..blocks {
-                        let mut acc = [[S::zero(); T]; RV];
-                        for v in 0..RV {
-                            for t in 0..T {
-                                acc[v][t] = S::splat32(seeds[t * blocks + b]);
-                            }
-                        }
-                        let groups = b * block_groups..(b + 1) * block_groups;
-                        micro::<S, RV, T>(w, act.as_ptr(), groups, &mut acc);
-                        for v in 0..RV {
-                            let s = S::fload(self.scales.as_ptr().add(b / sub * self.p + v * S::LANES));
-                            for t in 0..T {
-                                let s = if per_block { S::fmul(s, S::fsplat(a_scales[t * blocks + b])) } else { s };
-                                f[v][t] = S::fmadd_lanes(acc[v][t], s, f[v][t]);
-                            }
-                        }
-                    }
-                    *f
-                };
-                for v in 0..RV {
-                    for t in 0..T {
-                        // SAFETY: `lanes` has room for 16 >= LANES floats; `S`'s features.
-                        unsafe { S::fstore(lanes.as_mut_ptr(), f[v][t]) };
-                        if !per_block {
-                            let a_scale = self.act.scales[t0 + t];
-                            for x in &mut lanes[..S::LANES] {
-                                *x *= a_scale;
-                            }
-                        }
-                        self.write::<S>(out, v, t0 + t, &lanes);
+                // lie at `(b >> shift) p = b / sub * p` (asserted).
+                unsafe {
+                    // The weight's own blocks (all but I8_BLOCK32 with Q2_0): groups per block
+                    // and shift are constants, which the micro-tile's loop unrolls by.
+                    if block == L::BLOCK {
+                        self.block_sums::<S, K, RV, T>(&sums, L::BLOCK / GROUP, 0)
+                    } else {
+                        self.block_sums::<S, K, RV, T>(&sums, block_groups, shift)
                     }
                 }
             }
-        }
-    }
-
-    /// Writes the lanes of panel vector `v` that are rows of this panel, if `token` is in
-    /// `out`'s block (a block not aligned to the packing computes tokens it does not own).
-    #[inline(always)]
-    fn write<S: GemmSimd>(&self, out: &mut OutTile, v: usize, token: usize, lanes: &[f32; 16]) {
-        let first = self.rows.start + v * S::LANES;
-        // The panel's last vectors may lie past its rows: padding, nothing to write.
-        let n = S::LANES.min(self.rows.end.saturating_sub(first));
-        if n > 0 && out.tokens().contains(&token) {
-            if n == S::LANES {
-                // A run of constant length: one vector copy, not a `memcpy` call.
-                out.set_run(token, first, &lanes[..S::LANES]);
+        };
+        // SAFETY: `K`'s features.
+        unsafe { K::shared_order(&mut f) };
+        // Token by token, the panel's rows as one run (a block not aligned to the packing
+        // computes tokens it does not own; the panel's last vectors may lie past its rows).
+        const { assert!(RV * S::LANES <= 64, "a panel of at most 64 rows") };
+        let mut run = [0f32; 64];
+        for t in 0..T {
+            let token = t0 + t;
+            if !out.tokens().contains(&token) {
+                continue;
+            }
+            // Without per-block activation scales, the token's scale last: `a_scale * sum`.
+            let a_scale = (!per_block).then(|| self.act.scales[token]);
+            for v in 0..RV {
+                // SAFETY: `S`'s features; `LANES` floats at `v LANES < 64` in `run`.
+                unsafe {
+                    let x = match a_scale {
+                        Some(a) => S::fmul(f[v][t], S::fsplat(a)),
+                        None => f[v][t],
+                    };
+                    S::fstore(run[v * S::LANES..].as_mut_ptr(), x)
+                };
+            }
+            let run = &run[..RV * S::LANES];
+            if self.rows.len() == RV * S::LANES {
+                // A run of constant length: vector copies, not a `memcpy` call.
+                out.set_run(token, self.rows.start, run);
             } else {
-                out.set_run(token, first, &lanes[..n]);
+                out.set_run(token, self.rows.start, &run[..self.rows.len()]);
             }
         }
     }
 }
 
-/// The GEMM of one weight format over the block of `out`: panels of `RV * LANES` rows,
-/// the packed token blocks of `T` (at most 8) that cover `out`'s tokens.
+/// A register tile's operands for [`Ctx::block_sums`].
+struct BlockSums<'a, const T: usize> {
+    /// The panel, and the token block's activations.
+    w: *const u8,
+    a: *const u8,
+    /// `T` seeds per activation block.
+    seeds: &'a [i32],
+    /// Per-block activation scales, `[T][blocks]`.
+    a_scales: Option<&'a [f32]>,
+    blocks: usize,
+}
+
+impl Ctx<'_> {
+    /// The float sums of a register tile with per-block scales, in `K`'s lane order: block by
+    /// block, `block_groups` groups each, the accumulators from the block's seeds, scaled by
+    /// the weight scales of block `b >> shift` (times the block's activation scales).
+    ///
+    /// # Safety
+    /// The CPU must have `K`'s features; `o.w` and `o.a` must hold `blocks * block_groups`
+    /// groups of the panel and of the token block; the panel's scales `blocks >> shift`
+    /// blocks.
+    #[inline(always)]
+    unsafe fn block_sums<S: GemmSimd, K: MicroTile<S>, const RV: usize, const T: usize>(
+        &self,
+        o: &BlockSums<T>,
+        block_groups: usize,
+        shift: u32,
+    ) -> [[S::F; T]; RV] {
+        let w_step = 4 * self.p;
+        // SAFETY: the caller's contract.
+        unsafe {
+            // The float sums stay in memory: the accumulators fill the registers, and LLVM's
+            // own spilling of the sums takes more instructions per block (NEON 4 x 5: about
+            // 112 against 83; the x86 full tiles' block loops shrink too).
+            let mut sums = [[S::fzero(); T]; RV];
+            let f = std::hint::black_box(&mut sums);
+            // Block by block, through the panel's and the activations' groups.
+            let (mut wb, mut ab) = (o.w, o.a);
+            for (b, seeds) in o.seeds.chunks_exact(T).enumerate() {
+                let seeds: &[i32; T] = seeds.try_into().expect("a seed per token");
+                let mut acc = [[S::zero(); T]; RV];
+                for t in 0..T {
+                    let seed = K::seed(seeds, t);
+                    for v in 0..RV {
+                        acc[v][t] = seed;
+                    }
+                }
+                K::micro::<RV, T>(wb, ab, block_groups, &mut acc);
+                (wb, ab) = (wb.wrapping_add(block_groups * 4 * w_step), ab.wrapping_add(block_groups * GROUP * T));
+                let a: Option<[f32; T]> = o.a_scales.map(|a| std::array::from_fn(|t| a[t * o.blocks + b]));
+                for v in 0..RV {
+                    let s = S::fload(self.scales.as_ptr().add((b >> shift) * self.p + v * S::LANES));
+                    for t in 0..T {
+                        let s = K::block_scale(s, a.as_ref(), t);
+                        f[v][t] = S::fmadd_lanes(acc[v][t], s, f[v][t]);
+                    }
+                }
+            }
+            *f
+        }
+    }
+}
+
+/// A panel's register tiles, to run as their own function (an [`crate::kernel::isa::Isa::enter`] job): inlined
+/// with the panel packer, the packer's constants held registers the accumulators need
+/// (AVX-VNNI's 2 x 6 block spilled three of them: 1.7x the time).
+struct TilesJob<'a, 'o, S, K, L, const RV: usize, const T: usize> {
+    ctx: &'a Ctx<'a>,
+    out: &'a mut OutTile<'o>,
+    isa: PhantomData<super::Types<S, K, L>>,
+}
+
+impl<S: GemmSimd, K: MicroTile<S>, L: Layout, const RV: usize, const T: usize> Job
+    for TilesJob<'_, '_, S, K, L, RV, T>
+{
+    type Out = ();
+
+    /// The packed token blocks that hold `out`'s tokens.
+    #[inline(always)]
+    unsafe fn run(self) {
+        let (ctx, out, a) = (self.ctx, self.out, self.ctx.act);
+        let tokens = out.tokens();
+        let mut t0 = tokens.start / T * T;
+        while t0 < tokens.end {
+            // The last block with its padding tokens.
+            let tn = T.min(a.m.next_multiple_of(a.pad) - t0);
+            // SAFETY: `K`'s features (the trait's contract). Const token counts for the
+            // last, shorter block.
+            unsafe {
+                match tn {
+                    1 => ctx.tile::<S, K, L, RV, 1>(out, t0),
+                    2 => ctx.tile::<S, K, L, RV, 2>(out, t0),
+                    3 => ctx.tile::<S, K, L, RV, 3>(out, t0),
+                    4 => ctx.tile::<S, K, L, RV, 4>(out, t0),
+                    5 => ctx.tile::<S, K, L, RV, 5>(out, t0),
+                    6 => ctx.tile::<S, K, L, RV, 6>(out, t0),
+                    7 => ctx.tile::<S, K, L, RV, 7>(out, t0),
+                    _ => ctx.tile::<S, K, L, RV, 8>(out, t0),
+                }
+            }
+            t0 += tn;
+        }
+    }
+}
+
+/// The GEMM of one weight format over the block of `out` with the micro-tile `K`: panels
+/// of `RV * LANES` rows, the packed token blocks of `T` (at most 8) that cover `out`'s
+/// tokens.
 ///
 /// # Safety
-/// The CPU must have `S`'s features; operands checked by `Kernel::run_prepared`, and `a`
-/// packed with token blocks of `T`.
+/// The CPU must have `K`'s features; operands checked by `Kernel::run_prepared`, and `a`
+/// packed by `K` with token blocks of `T`.
 #[inline(always)]
-pub(crate) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usize>(
+pub(crate) unsafe fn gemm<S: GemmSimd, K: MicroTile<S>, L: Layout, const RV: usize, const T: usize>(
     w: &MatRef,
     a: &Packed,
     out: &mut OutTile,
 ) {
     const { assert!(T >= 1 && T <= 8) };
     assert!(w.format == L::FORMAT && a.k == w.cols && a.t == T && a.m == out.m(), "operands of another kernel");
-    assert!(a.group == GROUP && !a.padded, "activations packed for another kernel");
     let p = RV * S::LANES;
     // One scale for the tensor: int32 along the whole row (exact for BitNet and I2_S; for
     // a tensor of equal block scales the per-block path's result up to float rounding, see
@@ -241,7 +282,6 @@ pub(crate) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usiz
     // Not with per-block activation scales: every block is then scaled on its own.
     let uniform = if a.per_block { None } else { w.uniform_scale };
     let scale = L::tensor_scale(w.bytes).or(uniform);
-    let tokens = out.tokens();
     let mut s = Scratch::take();
     let panel = aligned(&mut s.panel, a.kg * p);
     let scales = sized(&mut s.scales, a.k / L::BLOCK * p);
@@ -249,31 +289,14 @@ pub(crate) unsafe fn gemm<S: GemmSimd, L: Layout, const RV: usize, const T: usiz
     let blocks = 0..w.cols.div_ceil(L::BLOCK);
     for r0 in rows.clone().step_by(p) {
         let prows = r0..(r0 + p).min(rows.end);
-        // SAFETY: `S`'s features, as the caller guarantees.
+        // SAFETY: `K`'s features, which include `S`'s, as the caller guarantees; the panel
+        // holds `kg / 4` quads (a multiple of 4) of `p` rows.
         unsafe {
-            pack_panel::<S, L>(w, prows.clone(), blocks.clone(), p, panel, scale.is_none().then_some(&mut *scales))
+            pack_panel::<S, K, L>(w, prows.clone(), blocks.clone(), p, panel, scale.is_none().then_some(&mut *scales));
         };
         let ctx = Ctx { act: a, panel, scales, p, w_block: L::BLOCK, rows: prows, scale };
-        // The packed blocks that hold `tokens`.
-        let mut t0 = tokens.start / T * T;
-        while t0 < tokens.end {
-            let tn = T.min(a.m - t0);
-            // SAFETY: `S`'s features, as the caller guarantees. Const token counts for the
-            // last, shorter block.
-            unsafe {
-                match tn {
-                    1 => ctx.tile::<S, RV, 1>(out, t0),
-                    2 => ctx.tile::<S, RV, 2>(out, t0),
-                    3 => ctx.tile::<S, RV, 3>(out, t0),
-                    4 => ctx.tile::<S, RV, 4>(out, t0),
-                    5 => ctx.tile::<S, RV, 5>(out, t0),
-                    6 => ctx.tile::<S, RV, 6>(out, t0),
-                    7 => ctx.tile::<S, RV, 7>(out, t0),
-                    _ => ctx.tile::<S, RV, 8>(out, t0),
-                }
-            }
-            t0 += tn;
-        }
+        // SAFETY: `K`'s features, as the caller guarantees.
+        unsafe { K::enter(TilesJob::<S, K, L, RV, T> { ctx: &ctx, out: &mut *out, isa: PhantomData }) };
     }
     s.put();
 }

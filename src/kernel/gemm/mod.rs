@@ -1,11 +1,14 @@
 //! The batched path (`bitnet_gemm/<isa>`): a register-blocked int8 GEMM over weights
 //! unpacked once per row panel. An ISA supplies its vector operations through
-//! [`GemmSimd`]; the panel packing, the activation packing and the loops are shared by
-//! every ISA that has a 4-byte dot product with one operand broadcast (x86 `vpdpbusd` and
+//! [`GemmSimd`] and its register tile through [`MicroTile`]; the panel packing, the
+//! activation packing, the loops and the scaling are shared. Every ISA with a 4-byte dot
+//! product with one operand broadcast is its own micro-tile (x86 `vpdpbusd` and
 //! `vpmaddubsw`; aarch64 `sdot` by element, and plain NEON's `smlal` of a broadcast quad;
-//! wasm's relaxed int16 dot or widening `dot_i16x8` of a `load32_splat` quad).
-//! AMX packs its panels here too ([`pack_panel`], [`Packed`], [`Scratch`]) with its own loop
-//! nest.
+//! wasm's relaxed int16 dot or widening `dot_i16x8` of a `load32_splat` quad); aarch64's
+//! `usmmla` (2 x 8 by 8 x 2) is a micro-tile over NEON's vectors, with its own panel
+//! layout, token padding and lane order ([`MicroTile`]). AMX packs its panels here
+//! too ([`pack_panel`], [`Packed`], [`Scratch`]) with its own loop nest: its tiles live in
+//! tile registers and memory, not in vectors.
 //!
 //! Layouts. A panel of `P = RV * LANES` weight rows is unpacked into biased codes
 //! `[k/4][P][4]` (u8 in {0, 1, 2}; a corrupt 3 stays 3 and counts as +2): one vector holds
@@ -33,54 +36,60 @@
 //! The panel buffers are per thread and reused ([`SCRATCH`]): no allocation per call once
 //! a thread has seen its largest shape.
 //!
-//! Files: [`simd`] (what an ISA supplies), [`layout`] (what the GEMM needs of a weight
-//! format; each format implements it in `kernel/weights/`), [`pack`] (panels and packed
-//! activations), [`loops`] (the micro-kernel and the loop nest), and here the kernel type
-//! and its registration.
+//! Files: [`simd`] (what an ISA supplies), [`micro`] (the register tile), [`layout`]
+//! (what the GEMM needs of a weight format; each format implements it in
+//! `kernel/weights/`), [`pack`] (panels and packed activations), [`loops`] (the loop nest
+//! and the scaling), and here the kernel type and its registration.
 
 pub(crate) mod layout;
 mod loops;
+pub(crate) mod micro;
 pub(crate) mod pack;
 mod simd;
 
-pub(crate) use layout::{expand_bytes, expand_planes, Layout, Quads};
+pub(crate) use layout::{expand_bytes, expand_planes, Layout, QuadSink};
 pub(crate) use loops::gemm;
+pub(crate) use micro::MicroTile;
 pub(crate) use pack::Packed;
 pub(crate) use simd::GemmSimd;
 
 use crate::format::Format;
-use crate::kernel::isa::{check, Isa, Product};
+use crate::kernel::isa::{check, Product};
 use crate::kernel::weights::{Bitnet, I2s128, I2s64, Tq1, Tq2, Q2};
 use crate::kernel::{Compute, Geometry, Kernel, MatRef, OutTile};
 use std::marker::PhantomData;
 
-/// The panel GEMM of format `L` on ISA `S`: panels of `RV` vectors, token blocks of `T`.
-pub(crate) struct Gemm<S, L, const RV: usize, const T: usize>(PhantomData<fn() -> (S, L)>);
+/// The panel GEMM of format `L` over ISA `S`'s vectors with the micro-tile `K`: panels of
+/// `RV` vectors, token blocks of `T`.
+pub(crate) struct Gemm<S, K, L, const RV: usize, const T: usize>(PhantomData<Types<S, K, L>>);
 
-impl<S, L, const RV: usize, const T: usize> Gemm<S, L, RV, T> {
+/// What [`Gemm`] is made of, as a type that owns none of it.
+pub(super) type Types<S, K, L> = fn() -> (S, K, L);
+
+impl<S, K, L, const RV: usize, const T: usize> Gemm<S, K, L, RV, T> {
     pub(crate) const NEW: Self = Gemm(PhantomData);
 }
 
-impl<S: GemmSimd, L: Layout, const RV: usize, const T: usize> Product for Gemm<S, L, RV, T> {
+impl<S: GemmSimd, K: MicroTile<S>, L: Layout, const RV: usize, const T: usize> Product for Gemm<S, K, L, RV, T> {
     type Act = Packed;
 
     #[inline(always)]
     unsafe fn product(w: &MatRef, act: &Packed, out: &mut OutTile) {
-        // SAFETY: the caller has `S`'s features and checked the operands; the activations
-        // are this kernel's own packing (token blocks of `T`).
-        unsafe { gemm::<S, L, RV, T>(w, act, out) }
+        // SAFETY: the caller has `K`'s features and checked the operands; the activations
+        // are this kernel's own packing (`K`'s, token blocks of `T`).
+        unsafe { gemm::<S, K, L, RV, T>(w, act, out) }
     }
 }
 
-impl<S: GemmSimd + Isa, L: Layout, const RV: usize, const T: usize> Compute for Gemm<S, L, RV, T> {
+impl<S: GemmSimd, K: MicroTile<S>, L: Layout, const RV: usize, const T: usize> Compute for Gemm<S, K, L, RV, T> {
     type Act = Packed;
-    const REQUIRES: &'static str = S::FEATURES;
+    const REQUIRES: &'static str = K::FEATURES;
     // Row blocks of whole panels, token blocks of whole register blocks (which are the
     // packed blocks).
     const GEOMETRY: Geometry = Geometry { rows: RV * S::LANES, tokens: T };
 
     fn available() -> bool {
-        S::available()
+        K::available()
     }
 
     fn prepare(&self, a: &MatRef) -> Packed {
@@ -90,22 +99,23 @@ impl<S: GemmSimd + Isa, L: Layout, const RV: usize, const T: usize> Compute for 
             Format::I8Absmax => L::BLOCK,
             act => act.i8_scale_block(a.cols).expect("an int8 activation format"),
         };
-        Packed::new(a, T, block)
+        K::pack(a, T, block)
     }
 
     fn run(&self, w: &MatRef, _a: &MatRef, act: &Packed, out: &mut OutTile) {
-        check::<S>();
+        check::<K>();
         // SAFETY: the CPU has the features (checked above).
-        unsafe { S::run::<Self>(w, act, out) }
+        unsafe { K::run::<Self>(w, act, out) }
     }
 }
 
-/// The registry entries `name` (`bitnet_gemm/<isa>`) of ISA `S` for each (weight format,
-/// `min_tokens`) of `formats`, by I8_ABSMAX and by the format's accurate activation format
-/// (`Format::accurate_activation`: I8_BLOCK256 for TQ1_0 and TQ2_0, with the same
-/// threshold): panels of `RV` vectors, token blocks of `T`; preferred from `min_tokens`
-/// tokens on (measured against the same ISA's GEMV, by I8_ABSMAX).
-pub(crate) fn kernels<S: GemmSimd + Isa, const RV: usize, const T: usize>(
+/// The registry entries `name` (`bitnet_gemm/<isa>`) of the micro-tile `K` over ISA `S`'s
+/// vectors for each (weight format, `min_tokens`) of `formats`, by I8_ABSMAX and by the
+/// format's accurate activation format (`Format::accurate_activation`: I8_BLOCK256 for
+/// TQ1_0 and TQ2_0, I8_BLOCK32 for Q2_0, with the same threshold): panels of `RV` vectors,
+/// token blocks of `T`; preferred from `min_tokens` tokens on (measured against the kernel
+/// the dispatcher would pick otherwise, by I8_ABSMAX).
+pub(crate) fn kernels<S: GemmSimd, K: MicroTile<S>, const RV: usize, const T: usize>(
     name: &'static std::ffi::CStr,
     formats: &[(Format, usize)],
 ) -> Vec<Kernel> {
@@ -113,12 +123,12 @@ pub(crate) fn kernels<S: GemmSimd + Isa, const RV: usize, const T: usize>(
     for &(format, min) in formats {
         for act in [Some(Format::I8Absmax), format.accurate_activation()].into_iter().flatten() {
             all.push(match format {
-                Format::Tq1_0 => Kernel::new(name, format, act, min, &Gemm::<S, Tq1, RV, T>::NEW),
-                Format::Tq2_0 => Kernel::new(name, format, act, min, &Gemm::<S, Tq2, RV, T>::NEW),
-                Format::BitnetB158 => Kernel::new(name, format, act, min, &Gemm::<S, Bitnet, RV, T>::NEW),
-                Format::Q2_0 => Kernel::new(name, format, act, min, &Gemm::<S, Q2, RV, T>::NEW),
-                Format::I2S => Kernel::new(name, format, act, min, &Gemm::<S, I2s128, RV, T>::NEW),
-                Format::I2S64 => Kernel::new(name, format, act, min, &Gemm::<S, I2s64, RV, T>::NEW),
+                Format::Tq1_0 => Kernel::new(name, format, act, min, &Gemm::<S, K, Tq1, RV, T>::NEW),
+                Format::Tq2_0 => Kernel::new(name, format, act, min, &Gemm::<S, K, Tq2, RV, T>::NEW),
+                Format::BitnetB158 => Kernel::new(name, format, act, min, &Gemm::<S, K, Bitnet, RV, T>::NEW),
+                Format::Q2_0 => Kernel::new(name, format, act, min, &Gemm::<S, K, Q2, RV, T>::NEW),
+                Format::I2S => Kernel::new(name, format, act, min, &Gemm::<S, K, I2s128, RV, T>::NEW),
+                Format::I2S64 => Kernel::new(name, format, act, min, &Gemm::<S, K, I2s64, RV, T>::NEW),
                 _ => panic!("no panel GEMM for {format}"),
             });
         }

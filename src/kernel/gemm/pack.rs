@@ -1,7 +1,8 @@
 //! Panels of weight rows unpacked once ([`pack_panel`]), activations packed once per call
 //! ([`Packed`]), and the per-thread buffers they live in ([`Scratch`]).
 
-use super::layout::{Layout, Quads, QK};
+use super::layout::{Layout, QuadSink, QK};
+use super::micro::MicroTile;
 use super::simd::{load_first, GemmSimd};
 use crate::format::Format;
 use crate::kernel::weights::Scale;
@@ -35,7 +36,8 @@ pub(crate) fn aligned<T: bytemuck::Pod>(v: &mut Vec<Line>, len: usize) -> &mut [
 /// Per-thread buffers of the panel GEMMs, grown to the largest shape seen and reused.
 #[derive(Default)]
 pub(crate) struct Scratch {
-    /// Unpacked panel `[kg/4][P][4]` (`kg`: k rounded up to the activations' group).
+    /// Unpacked panel of `kg/4` quads of `P` rows (`kg`: k rounded up to the activations'
+    /// group), in the micro-tile's layout (`[kg/4][P][4]` for the broadcast tiles).
     pub(crate) panel: Vec<Line>,
     /// Block scales of the panel `[blocks][P]` (TQ only).
     pub(crate) scales: Vec<f32>,
@@ -66,34 +68,37 @@ pub(crate) fn sized<T: Copy + Default>(v: &mut Vec<T>, len: usize) -> &mut [T] {
     &mut v[..len]
 }
 
-/// Bytes of activations one `a_load` reads: four quads of one token.
+/// Bytes of activations one `a_load` reads: four quads of one token. The GEMM's loops count
+/// the row in groups of this many elements, whatever group a micro-tile packs.
 pub(crate) const GROUP: usize = 16;
 
 /// Int8 activations (I8_ABSMAX, I8_BLOCK256 or I8_BLOCK32) packed for a GEMM, once
-/// per call: token blocks of `t` (the last
-/// one shorter, or zero-padded to `t` tokens), the block of token `t0` at `t0 * kg` laid
-/// out `[kg/G][t][G]` (`G`-byte groups, `kg`: k rounded up to `G`, zeros past `k`), and
-/// the accumulator seeds.
+/// per call: token blocks of `t`, the last one shorter but padded to a multiple of `pad`
+/// tokens (which repeat its last token; no output reads them); the block of token `t0` at
+/// `t0 * kg` laid out `[kg/G][tokens][G]` (`G`-byte groups; `kg`: k rounded up to the group
+/// and to [`GROUP`], zeros past `k`), and the accumulator seeds.
 pub(crate) struct Packed {
     pub(in crate::kernel) codes: Vec<Line>,
     /// Columns, and columns rounded up to the group.
     pub(in crate::kernel) k: usize,
     pub(in crate::kernel) kg: usize,
-    /// Bytes of one token per group.
-    pub(in crate::kernel) group: usize,
     /// Tokens, and tokens per block (the kernel's register block).
     pub(in crate::kernel) m: usize,
     pub(in crate::kernel) t: usize,
-    /// Whether the last block is padded to `t` tokens.
-    pub(in crate::kernel) padded: bool,
+    /// The last block's tokens are padded to a multiple of this (1: not padded).
+    pub(in crate::kernel) pad: usize,
     /// Elements per block of `block_seeds`: the weight format's block, or the activation's
     /// finer scale block (I8_BLOCK32 with Q2_0).
     pub(in crate::kernel) block: usize,
-    /// `-sum a` per (token, block): the seeds of per-block scaling.
-    pub(in crate::kernel) block_seeds: Vec<i32>,
+    /// `-sum a` per (token block, block, token of the block), the seeds of per-block
+    /// scaling: a register tile's seeds of one block are consecutive, and its next block's
+    /// follow ([`Packed::tile_seeds`]). Padding tokens included, as for `row_seeds` and
+    /// `scales`.
+    block_seeds: Vec<i32>,
     /// `-sum a` per token over the whole row: the seeds of one scale per row.
     pub(in crate::kernel) row_seeds: Vec<i32>,
-    /// Activation scale per token, or with `per_block` per (token, `block`).
+    /// Activation scale per token, or with `per_block` per (token, `block`), padding tokens
+    /// included.
     pub(in crate::kernel) scales: Vec<f32>,
     /// Whether the activations have one scale per (token, block) (I8_BLOCK256, I8_BLOCK32).
     pub(in crate::kernel) per_block: bool,
@@ -101,60 +106,52 @@ pub(crate) struct Packed {
 
 impl Packed {
     /// Packs `a` (I8_ABSMAX, or per-block activations whose scale block is `block`) in token
-    /// blocks of `t` and groups of four quads, with seeds per `block` elements: the layout
-    /// of [`gemm`].
-    pub(crate) fn new(a: &MatRef, t: usize, block: usize) -> Packed {
-        Packed::with::<GROUP>(a, t, block, false)
-    }
-
-    /// Packs `a` in token blocks of exactly `t` (tokens past `m` repeat the last one; no
-    /// output reads them) and groups of `G` bytes: each group of a block is a `t x G`
-    /// row-major matrix (AMX's A tiles), with seeds per `block` elements.
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    pub(crate) fn padded<const G: usize>(a: &MatRef, t: usize, block: usize) -> Packed {
-        Packed::with::<G>(a, t, block, true)
-    }
-
-    fn with<const G: usize>(a: &MatRef, t: usize, block: usize, padded: bool) -> Packed {
+    /// blocks of `t`, the last one padded to a multiple of `pad` tokens, and groups of `G`
+    /// bytes (each group of a block is a `tokens x G` row-major matrix: AMX's A tiles when
+    /// `G` is 64), with seeds per `block` elements.
+    pub(crate) fn new<const G: usize>(a: &MatRef, t: usize, block: usize, pad: usize) -> Packed {
         assert!(block.is_multiple_of(G) && block <= QK, "blocks of whole groups, at most 256 elements");
-        assert!((1..=16).contains(&t), "token blocks of 1 to 16");
+        assert!((1..=16).contains(&t) && pad >= 1 && t.is_multiple_of(pad), "token blocks of 1 to 16, whole pads");
         let act = crate::kernel::ActI8::parse(a);
         let (m, k) = (act.m, act.k);
         let per_block = a.format != Format::I8Absmax;
         assert!(!per_block || act.block == block, "per-block activation scales are per weight block");
-        let kg = k.next_multiple_of(G);
+        let kg = k.next_multiple_of(G.max(GROUP));
         let blocks = k.div_ceil(block);
-        let tokens = if padded { m.next_multiple_of(t) } else { m };
         // Zeros past k: fresh lines are zeroed.
         let mut lines = Vec::new();
-        let codes: &mut [u8] = aligned(&mut lines, tokens * kg);
-        let (mut block_seeds, mut row_seeds) = (vec![0i32; m * blocks], vec![0i32; m]);
+        // Tokens with the padding, which repeats the last token's codes, seeds and scales.
+        let mp = m.next_multiple_of(pad);
+        let codes: &mut [u8] = aligned(&mut lines, mp * kg);
+        let (mut block_seeds, mut row_seeds) = (vec![0i32; blocks * mp], vec![0i32; mp]);
         for t0 in (0..m).step_by(t) {
             let real = t.min(m - t0);
-            let tn = if padded { t } else { real };
+            let tn = real.next_multiple_of(pad);
             let dst = &mut codes[t0 * kg..(t0 + tn) * kg];
             for i in 0..tn {
-                let token = t0 + i.min(real - 1);
-                let row: &[u8] = bytemuck::cast_slice(act.row(token));
-                let seeds = &mut block_seeds[token * blocks..(token + 1) * blocks];
+                let row: &[u8] = bytemuck::cast_slice(act.row(t0 + i.min(real - 1)));
+                let slot = t0 + i;
                 // Row by row, group `g` to group `g * tn + i` of the block: whole groups as
                 // fixed G-byte copies (a `memcpy` call each otherwise), one load and store,
                 // summed per block while in registers (int16 lanes: at most 256 / G terms).
                 let mut o = dst[i * G..].as_mut_ptr();
-                for (seed, block) in seeds.iter_mut().zip(row.chunks(block)) {
+                let mut row_seed = 0;
+                for (b, block) in row.chunks(block).enumerate() {
                     let mut lanes = [0i16; G];
                     let mut parts = block.chunks_exact(G);
                     for part in parts.by_ref() {
-                        // One load: the store below could alias `part` for all LLVM knows.
+                        // Summed before the store, which could alias `part` for all LLVM
+                        // knows: one load serves both (after the store, LLVM made NEON's
+                        // 8-byte groups cost 27 instructions each, 6 before it).
+                        for (l, &c) in lanes.iter_mut().zip(part) {
+                            *l += c as i8 as i16;
+                        }
                         let Ok(part) = <[u8; G]>::try_from(part) else { unreachable!("chunks of G") };
                         // SAFETY: whole group `g < k / G` of token `i < tn` ends at `(g tn + i +
                         // 1) G <= (k / G) tn G <= tn kg = dst.len()`; `o` is that group's start.
                         unsafe {
                             (o as *mut [u8; G]).write_unaligned(part);
                             o = o.wrapping_add(tn * G);
-                        }
-                        for (l, &c) in lanes.iter_mut().zip(&part) {
-                            *l += c as i8 as i16;
                         }
                     }
                     // The last group of a row whose length is not a multiple of G.
@@ -163,31 +160,33 @@ impl Packed {
                         dst[(k / G * tn + i) * G..][..tail.len()].copy_from_slice(tail);
                     }
                     let tail_sum: i32 = tail.iter().map(|&c| c as i8 as i32).sum();
-                    *seed = -(lanes.iter().map(|&l| l as i32).sum::<i32>() + tail_sum);
+                    let seed = -(lanes.iter().map(|&l| l as i32).sum::<i32>() + tail_sum);
+                    block_seeds[t0 * blocks + b * tn + i] = seed;
+                    row_seed += seed;
                 }
-                row_seeds[token] = seeds.iter().sum();
+                row_seeds[slot] = row_seed;
             }
         }
-        Packed {
-            codes: lines,
-            k,
-            kg,
-            group: G,
-            m,
-            t,
-            padded,
-            block,
-            block_seeds,
-            row_seeds,
-            scales: act.scales,
-            per_block,
+        let mut scales = act.scales;
+        if mp > m {
+            let last = scales[(m - 1) * (scales.len() / m)..].to_vec();
+            for _ in m..mp {
+                scales.extend_from_slice(&last);
+            }
         }
+        Packed { codes: lines, k, kg, m, t, pad, block, block_seeds, row_seeds, scales, per_block }
     }
 
-    /// The packed codes (whole blocks of `t` tokens when padded), from a cache-line boundary.
+    /// The seeds of the token block from `t0` (`tn` tokens, its padding included), each
+    /// block's `tn` in turn.
+    pub(in crate::kernel) fn tile_seeds(&self, t0: usize, tn: usize) -> &[i32] {
+        let blocks = self.k.div_ceil(self.block);
+        &self.block_seeds[t0 * blocks..(t0 + tn) * blocks]
+    }
+
+    /// The packed codes (the last block padded), from a cache-line boundary.
     pub(in crate::kernel) fn codes(&self) -> &[u8] {
-        let tokens = if self.padded { self.m.next_multiple_of(self.t) } else { self.m };
-        &bytemuck::cast_slice(&self.codes)[..tokens * self.kg]
+        &bytemuck::cast_slice(&self.codes)[..self.m.next_multiple_of(self.pad) * self.kg]
     }
 }
 
@@ -199,12 +198,12 @@ impl Packed {
 /// The CPU must have `S`'s features; `at + code_bytes` bytes lie in each row at `src`, and
 /// `out` is valid for the block's quads.
 #[inline(always)]
-pub(crate) unsafe fn block<S: GemmSimd, L: Layout>(
+pub(crate) unsafe fn block<S: GemmSimd, L: Layout, O: QuadSink<S>>(
     src: &[*const u8; 16],
     at: usize,
     code_bytes: usize,
     row_bytes: usize,
-    out: &mut Quads,
+    out: &mut O,
 ) {
     let bytes = 4 * S::LANES;
     assert!(code_bytes <= 4 * bytes, "at most four chunks per block");
@@ -213,15 +212,15 @@ pub(crate) unsafe fn block<S: GemmSimd, L: Layout>(
     // four chunks of a TQ1_0 block, with a branch per digit).
     // SAFETY: chunk `C` holds bytes `C bytes..` below `code_bytes`; the caller's contract.
     unsafe {
-        chunk::<S, L, 0>(src, at, code_bytes, row_bytes, out);
+        chunk::<S, L, O, 0>(src, at, code_bytes, row_bytes, out);
         if code_bytes > bytes {
-            chunk::<S, L, 1>(src, at, code_bytes, row_bytes, out);
+            chunk::<S, L, O, 1>(src, at, code_bytes, row_bytes, out);
         }
         if code_bytes > 2 * bytes {
-            chunk::<S, L, 2>(src, at, code_bytes, row_bytes, out);
+            chunk::<S, L, O, 2>(src, at, code_bytes, row_bytes, out);
         }
         if code_bytes > 3 * bytes {
-            chunk::<S, L, 3>(src, at, code_bytes, row_bytes, out);
+            chunk::<S, L, O, 3>(src, at, code_bytes, row_bytes, out);
         }
     }
 }
@@ -232,18 +231,18 @@ pub(crate) unsafe fn block<S: GemmSimd, L: Layout>(
 /// # Safety
 /// As for [`block`]; `C * 4 LANES < code_bytes`.
 #[inline(always)]
-unsafe fn chunk<S: GemmSimd, L: Layout, const C: usize>(
+unsafe fn chunk<S: GemmSimd, L: Layout, O: QuadSink<S>, const C: usize>(
     src: &[*const u8; 16],
     at: usize,
     code_bytes: usize,
     row_bytes: usize,
-    out: &mut Quads,
+    out: &mut O,
 ) {
     let c = C * 4 * S::LANES;
     let len = (4 * S::LANES).min(code_bytes - c);
     // SAFETY: `S`'s features, as the caller guarantees (so for every block below).
-    let mut v = [unsafe { S::zero() }; 16];
-    let v = &mut v[..S::LANES];
+    let mut all = [unsafe { S::zero() }; 16];
+    let v = &mut all[..S::LANES];
     for (x, s) in v.iter_mut().zip(src) {
         // SAFETY: bytes `at + c..at + c + len` lie in the row at `s` (`c + len <= code_bytes`).
         *x = unsafe { load_first::<S>(s.add(at + c), len) };
@@ -253,25 +252,34 @@ unsafe fn chunk<S: GemmSimd, L: Layout, const C: usize>(
         // SAFETY: a prefetch never faults, whatever the address.
         unsafe { S::prefetch_l2(s.wrapping_add(S::LANES * row_bytes + at + c)) };
     }
+    let dwords = len.div_ceil(4);
     // SAFETY: see above; `v` holds `LANES` vectors, `out` the block's quads.
     unsafe {
         S::transpose(v);
-        for (i, &x) in v.iter().enumerate().take(len.div_ceil(4)) {
-            L::expand::<S>(c / 4 + i, x, out);
+        // Each dword by a literal index (a loop stayed a loop where the chunk's length is not
+        // a constant, and LLVM merged the constant path into it): `expand`'s quads are
+        // constants, its stores at immediate offsets.
+        macro_rules! expand {
+            ($($i:literal)*) => {$(
+                if $i < S::LANES && $i < dwords {
+                    L::expand::<S, O>(c / 4 + $i, all[$i], out);
+                }
+            )*};
         }
+        expand!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15);
     }
 }
 
 /// Unpacks weight rows `rows` (at most `p` of them, at least one), over the format's
 /// blocks `blocks` (of `L::BLOCK` elements; `k.div_ceil(L::BLOCK)` of them in a row), into
 /// `panel` (`[quads of those blocks][p][4]`; lanes past the range repeat the last row, which
-/// no output reads) and, if asked (TQ), their block scales into `scales` (`[blocks][p]`, 0
-/// past the range).
+/// no output reads) and, if asked (TQ), their block scales into `scales` (`[blocks][p]`, the
+/// same way).
 ///
 /// # Safety
 /// The CPU must have `S`'s features.
 #[inline(always)]
-pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
+pub(crate) unsafe fn pack_panel<S: GemmSimd, K: MicroTile<S>, L: Layout>(
     w: &MatRef,
     rows: Range<usize>,
     blocks: Range<usize>,
@@ -314,35 +322,32 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, L: Layout>(
         for b in blocks.clone() {
             // Code bytes of this block (the last step of one scale per tensor may be short).
             let code_bytes = L::CODE_BYTES.min(row_bytes - b * L::BLOCK_BYTES - L::CODE_AT);
-            // SAFETY: quad `(b - blocks.start) * block_quads < range_quads` of rows `g..g +
-            // LANES` (`g + LANES <= p`) lies in the panel (`range_quads * p * 4` bytes,
-            // asserted), and so do the block's quads after it.
-            let dst = unsafe { panel.as_mut_ptr().add(((b - blocks.start) * block_quads * p + g) * 4) };
+            // SAFETY: quad `(b - blocks.start) * block_quads < range_quads` of the panel's
+            // rows starts the block's `block_quads * p * 4` bytes in the panel (`range_quads
+            // * p * 4` bytes, asserted).
+            let at_block = unsafe { panel.as_mut_ptr().add((b - blocks.start) * block_quads * p * 4) };
             let quads = block_quads.min(quads - b * block_quads);
             let at = b * L::BLOCK_BYTES + L::CODE_AT;
             // SAFETY: the block's code bytes lie in every row at `src` (`at + code_bytes <=
-            // row_bytes`), its quads in the panel (above); `S`'s features.
+            // row_bytes`), its quads of rows `g..g + LANES` (`g + LANES <= p`) in the block's
+            // bytes of the panel (above); `K`'s features, which include `S`'s.
             unsafe {
                 if code_bytes == L::CODE_BYTES && quads == block_quads {
                     // Every block but a short last step: constant sizes, so that the chunk
                     // loop unrolls and the stores lose their checks.
-                    let mut out = Quads { dst, step: 4 * p, quads: L::BLOCK / 4 };
-                    block::<S, L>(&src, at, L::CODE_BYTES, row_bytes, &mut out);
+                    let mut out = K::sink(at_block, p, g, L::BLOCK / 4);
+                    block::<S, L, K::Sink>(&src, at, L::CODE_BYTES, row_bytes, &mut out);
                 } else {
-                    let mut out = Quads { dst, step: 4 * p, quads };
-                    block::<S, L>(&src, at, code_bytes, row_bytes, &mut out);
+                    let mut out = K::sink(at_block, p, g, quads);
+                    block::<S, L, K::Sink>(&src, at, code_bytes, row_bytes, &mut out);
                 }
             }
             if let Some((scales, scale_at)) = scales.as_mut().map(|(s, at)| (s, *at)) {
                 let group = &mut scales[(b - blocks.start) * p + g..][..S::LANES];
-                for (lane, (d, s)) in group.iter_mut().zip(&src).enumerate() {
-                    // SAFETY: rows are whole blocks (asserted), so the scale's 2 bytes at
-                    // `scale_at < BLOCK_BYTES - 1` (asserted) of block `b` lie in the row at
-                    // `s`; `S`'s features (F16C on x86).
-                    let scale = unsafe { S::f16(s.add(b * L::BLOCK_BYTES + scale_at)) };
-                    // Lanes past the range (repeating the last row) get 0.
-                    *d = if g + lane < rows.len() { scale } else { 0.0 };
-                }
+                // SAFETY: rows are whole blocks (asserted), so the scale's 2 bytes at `scale_at <
+                // BLOCK_BYTES - 1` (asserted) of block `b` lie in the row at each `src`; `LANES`
+                // floats in `group`; `S`'s features.
+                unsafe { S::f16_lanes(&src, b * L::BLOCK_BYTES + scale_at, group.as_mut_ptr()) };
             }
         }
     }

@@ -95,6 +95,16 @@ pub(crate) trait GemmSimd: Simd {
     unsafe fn fload(p: *const f32) -> Self::F;
     /// Writes `LANES` floats.
     unsafe fn fstore(p: *mut f32, f: Self::F);
+    /// Writes to `dst[l]` the f16 at `src[l] + at`, for each lane `l < LANES`: a block's
+    /// scales of the rows of a panel's group.
+    #[inline(always)]
+    unsafe fn f16_lanes(src: &[*const u8; 16], at: usize, dst: *mut f32) {
+        for (l, s) in src[..Self::LANES].iter().enumerate() {
+            // SAFETY: the caller's contract (2 readable bytes at each `src[l] + at`, `LANES`
+            // writable floats at `dst`, this ISA's features).
+            unsafe { *dst.add(l) = Self::f16(s.add(at)) };
+        }
+    }
 }
 
 /// Reads `len <= W` bytes and zeroes the other lanes, reading nothing past `p + len`.

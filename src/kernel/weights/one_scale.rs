@@ -4,7 +4,7 @@
 
 use super::{Codes, Scale};
 use crate::format::{bitnet, i2_s, Format};
-use crate::kernel::gemm::{expand_bytes, expand_planes, GemmSimd, Layout, Quads};
+use crate::kernel::gemm::{expand_bytes, expand_planes, GemmSimd, Layout, QuadSink};
 use crate::kernel::prep;
 use crate::kernel::tile::{gemv_format, OneScale, Simd};
 use std::borrow::Cow;
@@ -76,10 +76,10 @@ impl Layout for I2s128 {
     /// As TQ2_0's, with the planes in the other order: element `128 h + 32 l + j` is at
     /// shift `6 - 2 l` of byte `32 h + j`.
     #[inline(always)]
-    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
+    unsafe fn expand<S: GemmSimd, O: QuadSink<S>>(i: usize, v: S::V, out: &mut O) {
         let q = 32 * (i / 8) + i % 8;
         // SAFETY: the caller's contract.
-        unsafe { expand_planes::<S>(v, [q + 24, q + 16, q + 8, q], out) }
+        unsafe { expand_planes::<S, O>(v, [q + 24, q + 16, q + 8, q], out) }
     }
 }
 
@@ -87,17 +87,17 @@ impl Layout for I2s64 {
     /// Element `64 h + 16 l + j` is at shift `6 - 2 l` of byte `16 h + j`: the dword at
     /// `16 h + 4 (i % 4)` gives quad `16 h + 4 l + i % 4`.
     #[inline(always)]
-    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
+    unsafe fn expand<S: GemmSimd, O: QuadSink<S>>(i: usize, v: S::V, out: &mut O) {
         let q = 16 * (i / 4) + i % 4;
         // SAFETY: the caller's contract.
-        unsafe { expand_planes::<S>(v, [q + 12, q + 8, q + 4, q], out) }
+        unsafe { expand_planes::<S, O>(v, [q + 12, q + 8, q + 4, q], out) }
     }
 }
 
 impl Layout for Bitnet {
     #[inline(always)]
-    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
+    unsafe fn expand<S: GemmSimd, O: QuadSink<S>>(i: usize, v: S::V, out: &mut O) {
         // SAFETY: the caller's contract.
-        unsafe { expand_bytes::<S>(i, v, out) }
+        unsafe { expand_bytes::<S, O>(i, v, out) }
     }
 }

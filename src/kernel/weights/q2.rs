@@ -3,7 +3,7 @@
 
 use super::{Codes, Scale};
 use crate::format::{q2_0, Format};
-use crate::kernel::gemm::{expand_bytes, GemmSimd, Layout, Quads};
+use crate::kernel::gemm::{expand_bytes, GemmSimd, Layout, QuadSink};
 use crate::kernel::prep;
 use crate::kernel::tile::{dot_2bit_into, gemv_format, Pieces, Tq};
 use std::borrow::Cow;
@@ -96,8 +96,8 @@ gemv_format!(Q2: Pieces, prepare_tq, tq);
 impl Layout for Q2 {
     /// Byte `j` of a block's codes holds elements `4 j .. 4 j + 4`, as in BITNET_B1_58.
     #[inline(always)]
-    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
+    unsafe fn expand<S: GemmSimd, O: QuadSink<S>>(i: usize, v: S::V, out: &mut O) {
         // SAFETY: the caller's contract.
-        unsafe { expand_bytes::<S>(i, v, out) }
+        unsafe { expand_bytes::<S, O>(i, v, out) }
     }
 }

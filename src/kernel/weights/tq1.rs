@@ -2,7 +2,7 @@
 
 use super::{Codes, Scale};
 use crate::format::{tq1_0, Format};
-use crate::kernel::gemm::{GemmSimd, Layout, Quads};
+use crate::kernel::gemm::{GemmSimd, Layout, QuadSink};
 use crate::kernel::prep;
 use crate::kernel::tile::{gemv_format, Simd, Tq};
 
@@ -57,7 +57,7 @@ impl Layout for Tq1 {
     /// (see `tq1_0::position`); digit `n` is `((b * 3^n) mod 256) * 3 >> 8`
     /// ([`GemmSimd::top_trit`]). The `qh` dword holds four digits.
     #[inline(always)]
-    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
+    unsafe fn expand<S: GemmSimd, O: QuadSink<S>>(i: usize, v: S::V, out: &mut O) {
         // (first quad, quads per digit, digits) of the region holding dword i.
         let (q0, step, digits) = match i {
             0..8 => (i, 8, 5),
@@ -69,7 +69,7 @@ impl Layout for Tq1 {
         unsafe {
             let mut q = v;
             for n in 0..digits {
-                out.put::<S>(q0 + n * step, S::top_trit(q));
+                out.put(q0 + n * step, S::top_trit(q));
                 q = S::times3(q);
             }
         }

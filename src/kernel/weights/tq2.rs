@@ -3,7 +3,7 @@
 
 use super::{Codes, Scale};
 use crate::format::{tq2_0, Format};
-use crate::kernel::gemm::{expand_planes, GemmSimd, Layout, Quads};
+use crate::kernel::gemm::{expand_planes, GemmSimd, Layout, QuadSink};
 use crate::kernel::prep;
 use crate::kernel::tile::{dot_2bit, gemv_format, p_end, p_start, Simd, Tq};
 
@@ -66,9 +66,9 @@ impl Layout for Tq2 {
     /// Byte `32 h + j` holds elements `128 h + 32 l + j` at shift `2 l`: the dword at
     /// `32 h + 4 (i % 8)` gives quad `32 h + 8 l + i % 8` for each shift.
     #[inline(always)]
-    unsafe fn expand<S: GemmSimd>(i: usize, v: S::V, out: &mut Quads) {
+    unsafe fn expand<S: GemmSimd, O: QuadSink<S>>(i: usize, v: S::V, out: &mut O) {
         let q = 32 * (i / 8) + i % 8;
         // SAFETY: the caller's contract.
-        unsafe { expand_planes::<S>(v, [q, q + 8, q + 16, q + 24], out) }
+        unsafe { expand_planes::<S, O>(v, [q, q + 8, q + 16, q + 24], out) }
     }
 }

@@ -106,12 +106,12 @@ impl QuadMac<uint8x16_t, int8x16_t> for Sdot {
 // one more) registers of NEON's 32 (4 x 4 executes 1-2 more instructions per 1,000 MACs at m = 128). Preferred from the
 // token count from which it executes fewer instructions than the dotprod GEMV at every m
 // counted (qemu, 256 x 2048; no ARM hardware here, so counts, not timings; recounted after
-// the panel packer's straight-line chunks and `tbl` spread): 3 / 5 / 4 / 3 / 3 / 5 for TQ1_0
+// the shared GEMM's per-tile seeds and constant block loops): 3 / 5 / 4 / 3 / 3 / 3 for TQ1_0
 // / TQ2_0 / BITNET_B1_58 / I2_S / I2_S_64 / Q2_0 (docs/arm-instruction-counts.md).
 /// `bitnet_gemm/neon-dotprod`, then `bitnet_gemv/neon-dotprod` (4 rows per single-token
 /// tile, 4 x 4 per batch tile, 4 x 2 for BITNET_B1_58).
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
-    let gemm = gemm::kernels::<Neon<Sdot>, 4, 5>(
+    let gemm = gemm::kernels::<Neon<Sdot>, Neon<Sdot>, 4, 5>(
         c"bitnet_gemm/neon-dotprod",
         &[
             (Format::Tq1_0, 3),
@@ -119,7 +119,7 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::BitnetB158, 4),
             (Format::I2S, 3),
             (Format::I2S64, 3),
-            (Format::Q2_0, 5),
+            (Format::Q2_0, 3),
         ],
     );
     gemm.into_iter().chain(tile::every_format::<Neon<Sdot>, 4, 4, 4, 4, 2>(c"bitnet_gemv/neon-dotprod"))

@@ -1,13 +1,13 @@
-//! aarch64 kernels, chosen at run time: for batches FEAT_I8MM (`smmla`, [`i8mm`]), then
+//! aarch64 kernels, chosen at run time: for batches FEAT_I8MM (`usmmla`, [`i8mm`]), then
 //! NEON with dotprod (`sdot`), then plain NEON. The last two each register the shared GEMV
 //! ([`crate::kernel::tile`]) and the shared panel GEMM ([`crate::kernel::gemm`]) over NEON's
-//! vector operations ([`simd`]), each with its own multiply-accumulate; `i8mm` has a loop
-//! nest of its own.
+//! vector operations ([`simd`]), each with its own multiply-accumulate; `i8mm` is a register
+//! tile of that GEMM over the same vectors.
 //!
 //! - [`requant`]: the NEON I8_ABSMAX quantizer for the activation adapter.
 
 mod dotprod;
-pub(crate) mod i8mm;
+mod i8mm;
 mod neon;
 mod requant;
 mod simd;

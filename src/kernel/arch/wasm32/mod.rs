@@ -32,7 +32,7 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 // xmm registers, and the plain build keeps two partial sums per (row, token)); 4 rows for one
 // token measured no better (TQ2_0 2560x2560 under node 22, within the noise).
 //
-// GEMM register blocks (`gemm::kernels::<_, RV, T>`: RV vectors of 4 rows x T tokens): plain
+// GEMM register blocks (`gemm::kernels::<S, S, RV, T>`: RV vectors of 4 rows x T tokens): plain
 // 2 x 2 (two int32 partial sums per (vector, token), 8 of the 16 xmm registers, as the GEMV's
 // batch tiles), relaxed 2 x 4 (one int16 partial sum each, 8 registers). Each GEMM serves
 // from the token count from which it beat the same build's GEMV, both forced, at every m
@@ -74,7 +74,7 @@ mod plain {
             (Format::I2S64, 2),
             (Format::Q2_0, 3),
         ];
-        let gemm = gemm::kernels::<Wasm<Widening>, 2, 2>(c"bitnet_gemm/wasm-simd128", &every);
+        let gemm = gemm::kernels::<Wasm<Widening>, Wasm<Widening>, 2, 2>(c"bitnet_gemm/wasm-simd128", &every);
         gemm.into_iter().chain(tile::every_format::<Wasm<Widening>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-simd128"))
     }
 }
@@ -107,7 +107,8 @@ mod relaxed {
             (Format::I2S64, 2),
             (Format::Q2_0, 4),
         ];
-        let gemm = gemm::kernels::<Wasm<RelaxedDot>, 2, 4>(c"bitnet_gemm/wasm-relaxed-simd128", &every);
+        let gemm =
+            gemm::kernels::<Wasm<RelaxedDot>, Wasm<RelaxedDot>, 2, 4>(c"bitnet_gemm/wasm-relaxed-simd128", &every);
         gemm.into_iter()
             .chain(tile::every_format::<Wasm<RelaxedDot>, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128"))
     }

@@ -6,7 +6,7 @@
 //! with the AVX-512 vectors), [`CHUNK_K`] elements of the row at a time: its
 //! `[k/4][128][4]` layout is AMX's VNNI-packed B operand as it is, so a B tile is 16 rows of
 //! 64 bytes at a stride of 512.
-//! The activations are packed once per call ([`Packed::padded`]) in blocks of 16 tokens by
+//! The activations are packed once per call ([`Packed::new`], padded) in blocks of 16 tokens by
 //! 64-byte groups: each A tile is 1 KiB of contiguous memory (tokens past `m` repeat the
 //! last one; no output reads them). A block of 2 x 2 C tiles (32 tokens x 32 rows) takes
 //! 2 A and 2 B loads per four `tdpbsud`; TQ1_0/TQ2_0 store their C tiles every
@@ -513,7 +513,8 @@ impl Panel<'_> {
     unsafe fn add_block(&self, tt: TokenTiles, b: usize, c: &[i32], sums: &mut [f32]) {
         let n_blocks = self.act.k / self.act.block;
         for (token, at) in self.tokens(tt) {
-            let seed = self.act.block_seeds[token * n_blocks + b];
+            let (t0, tn) = (token / self.act.t * self.act.t, self.act.t);
+            let seed = self.act.tile_seeds(t0, tn)[b * tn + token - t0];
             let a_scale = self.act.per_block.then(|| self.act.scales[token * n_blocks + b]);
             for (rp, (c, sums)) in c.chunks_exact(4 * C_TILE).zip(sums.chunks_exact_mut(4 * C_TILE)).enumerate() {
                 for j in 0..2 {
@@ -556,7 +557,7 @@ const CHUNK_STEPS: usize = 8;
 unsafe fn gemm<L: Layout>(w: &MatRef, a: &Packed, out: &mut OutTile) {
     assert!(w.format == L::FORMAT && a.k == w.cols && a.m == out.m(), "operands of another kernel");
     assert!(
-        a.group == TILE_BYTES && a.t == TILE_ROWS && a.padded && a.block == L::BLOCK,
+        a.kg.is_multiple_of(TILE_BYTES) && a.t == TILE_ROWS && a.pad == TILE_ROWS && a.block == L::BLOCK,
         "activations packed for another kernel"
     );
     // Not the uniform-scale path with per-block activation scales: every block is then
@@ -593,7 +594,7 @@ unsafe fn gemm<L: Layout>(w: &MatRef, a: &Packed, out: &mut OutTile) {
             // SAFETY: AVX-512 (this function's features). Quads past k/4 keep whatever the
             // buffer held: they meet only the zero activations past k.
             unsafe {
-                pack_panel::<Avx512, L>(
+                pack_panel::<Avx512, Avx512, L>(
                     w,
                     prows.clone(),
                     chunk.clone(),
@@ -646,7 +647,7 @@ impl<L: Layout> Compute for Amx<L> {
     }
 
     fn prepare(&self, a: &MatRef) -> Packed {
-        Packed::padded::<TILE_BYTES>(a, TILE_ROWS, L::BLOCK)
+        Packed::new::<TILE_BYTES>(a, TILE_ROWS, L::BLOCK, TILE_ROWS)
     }
 
     fn run(&self, w: &MatRef, _a: &MatRef, act: &Packed, out: &mut OutTile) {

@@ -58,7 +58,7 @@ impl Mac<__m256i> for Maddubs {
 /// `bitnet_gemm/avx2`, then `bitnet_gemv/avx2` (2 rows per single-token tile, 2 x 2 per
 /// batch tile).
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
-    let gemm = gemm::kernels::<Ymm<Maddubs>, 2, 4>(
+    let gemm = gemm::kernels::<Ymm<Maddubs>, Ymm<Maddubs>, 2, 4>(
         c"bitnet_gemm/avx2",
         &[
             (Format::Tq1_0, 3),

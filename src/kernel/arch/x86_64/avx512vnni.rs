@@ -371,7 +371,7 @@ unsafe fn opaque(mut v: __m512i) -> __m512i {
 /// 2 x 4 per batch tile).
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
     let (tq1, tq2, bitnet) = if super::is_intel() { (3, 8, 10) } else { (4, 24, 24) };
-    let gemm = gemm::kernels::<Avx512, 3, 8>(
+    let gemm = gemm::kernels::<Avx512, Avx512, 3, 8>(
         c"bitnet_gemm/avx512vnni",
         &[
             (Format::Tq1_0, tq1),

@@ -62,7 +62,7 @@ impl Mac<__m256i> for Dpbusd {
 // BITNET_B1_58 104 against 118 (fastest runs, one process).
 /// `bitnet_gemm/avxvnni`, then `bitnet_gemv/avxvnni`.
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
-    let gemm = gemm::kernels::<Ymm<Dpbusd>, 2, 6>(
+    let gemm = gemm::kernels::<Ymm<Dpbusd>, Ymm<Dpbusd>, 2, 6>(
         c"bitnet_gemm/avxvnni",
         &[
             (Format::Tq1_0, 3),
