@@ -658,7 +658,7 @@ fn every_isa_kernels(features: &[&str]) -> [[&'static str; 3]; 3] {
         // i8mm from 3 / 3 / 4 tokens; every CPU with i8mm that tern knows has dotprod.
         [["bitnet_gemv/neon-dotprod"; 3], ["bitnet_gemm/neon-i8mm"; 3], ["bitnet_gemm/neon-i8mm"; 3]]
     } else if has("dotprod") {
-        // The GEMMs from 3 / 5 / 4 tokens (plain NEON: 3 / 3 / 4).
+        // The GEMMs from 3 / 5 / 4 tokens (plain NEON: 3 / 4 / 4).
         [["bitnet_gemv/neon-dotprod"; 3], ["bitnet_gemm/neon-dotprod"; 3], ["bitnet_gemm/neon-dotprod"; 3]]
     } else if has("neon") {
         [["bitnet_gemv/neon"; 3], ["bitnet_gemm/neon"; 3], ["bitnet_gemm/neon"; 3]]

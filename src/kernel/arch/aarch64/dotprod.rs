@@ -106,7 +106,7 @@ impl QuadMac<uint8x16_t, int8x16_t> for Sdot {
 // one more) registers of NEON's 32 (4 x 4 executes 1-2 more instructions per 1,000 MACs at m = 128). Preferred from the
 // token count from which it executes fewer instructions than the dotprod GEMV at every m
 // counted (qemu, 256 x 2048; no ARM hardware here, so counts, not timings; recounted after
-// the shared GEMM's per-tile seeds and constant block loops): 3 / 5 / 4 / 3 / 3 / 3 for TQ1_0
+// the shared GEMM's per-tile seeds and Q2_0's constant block loops): 3 / 5 / 4 / 3 / 3 / 3 for TQ1_0
 // / TQ2_0 / BITNET_B1_58 / I2_S / I2_S_64 / Q2_0 (docs/arm-instruction-counts.md).
 /// `bitnet_gemm/neon-dotprod`, then `bitnet_gemv/neon-dotprod` (4 rows per single-token
 /// tile, 4 x 4 per batch tile, 4 x 2 for BITNET_B1_58).
