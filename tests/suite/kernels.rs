@@ -11,16 +11,25 @@ use tern::kernel::{registry, Kernel, MatRef, OutTile};
 use tern::Format;
 
 /// The weight formats with SIMD kernels.
-const TERNARY: [Format; 6] =
-    [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64, Format::Q2_0];
+const TERNARY: [Format; 7] =
+    [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64, Format::Q2_0, Format::I2SR4];
 /// The formats whose kernels the test scripts' expectations name (TERN_EXPECT_KERNEL and
 /// the like, see [`the_dispatcher_picks_the_best_kernel_for_this_cpu`]); the later formats
 /// get the same choices but on AMX, which has no Q2_0.
 const EVERY_ISA: [Format; 3] = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158];
 /// Weight formats checked against the decoded product, and every kernel that registers for
-/// them against the reference (I2_S_R4 has only the reference; Q2_0's +2 code and the I2_S
-/// packings are worth the second check too).
+/// them against the reference (Q2_0's +2 code and the I2_S packings are worth the second
+/// check too).
 const REFERENCE_ONLY: [Format; 4] = [Format::Q2_0, Format::I2S, Format::I2S64, Format::I2SR4];
+
+/// `n` rows, or the next multiple of 4 for I2_S_R4, which interleaves rows in fours.
+fn rows_of(format: Format, n: usize) -> usize {
+    if format == Format::I2SR4 {
+        n.next_multiple_of(4)
+    } else {
+        n
+    }
+}
 const REFERENCE: &str = "bitnet_gemv/reference";
 
 fn kernel(name: &str, weight: Format) -> &'static Kernel {
@@ -65,7 +74,7 @@ fn corrupt_weights(rng: &mut Rng, format: Format, n: usize, k: usize) -> Vec<u8>
             let at = bytes.len() - 4;
             bytes[at..].copy_from_slice(&0.37f32.to_le_bytes());
         }
-        Format::I2S | Format::I2S64 => {
+        Format::I2S | Format::I2S64 | Format::I2SR4 => {
             let at = bytes.len() - 32;
             bytes[at..at + 4].copy_from_slice(&0.37f32.to_le_bytes());
         }
@@ -247,15 +256,16 @@ fn parity_over_shapes_and_token_counts() {
     let mut rng = Rng(0x5EED_1234_ABCD_0001);
     for format in TERNARY {
         for k in [256, 1024, 4096] {
-            for n in [37, 67] {
+            for n in [37, 67].map(|n| rows_of(format, n)) {
                 let w = weights(&mut rng, format, n, k);
                 for m in [1, 2, 3, 7, 8, 9, 16, 33] {
                     check(format, &w, n, k, m, &mut rng);
                 }
             }
         }
-        let w = weights(&mut rng, format, 37, 1024);
-        check(format, &w, 37, 1024, 128, &mut rng);
+        let n = rows_of(format, 37);
+        let w = weights(&mut rng, format, n, 1024);
+        check(format, &w, n, 1024, 128, &mut rng);
     }
 }
 
@@ -271,14 +281,14 @@ fn parity_over_token_blocks_and_panels() {
             Format::BitnetB158 => &[4, 260, 1028],
             // Odd numbers of I2_S blocks: a last short step in the GEMM, a short load on
             // every vector width.
-            Format::I2S => &[128, 384, 1152],
+            Format::I2S | Format::I2SR4 => &[128, 384, 1152],
             Format::I2S64 => &[64, 320, 1088],
             // Odd numbers of blocks: a short last step where a load holds several blocks.
             Format::Q2_0 => &[64, 192, 576],
             _ => &[256, 768],
         };
         for &k in ks {
-            for n in [5, 67, 131] {
+            for n in [5, 67, 131].map(|n| rows_of(format, n)) {
                 let w = weights(&mut rng, format, n, k);
                 for m in ms {
                     check(format, &w, n, k, m, &mut rng);
@@ -342,12 +352,13 @@ fn bitnet_rows_with_tails() {
 #[test]
 fn blocks_of_rows_and_tokens() {
     let mut rng = Rng(0x5EED_1234_ABCD_0003);
-    let (n, k) = (67, 1024);
     for format in TERNARY {
+        // I2_S_R4: 68 rows, so that ranges start and end inside groups of four.
+        let (n, k) = (rows_of(format, 67), 1024);
         let w = weights(&mut rng, format, n, k);
         for m in [1, 5, 9] {
             let a = activations(&mut rng, m, k);
-            for rows in [5..64, 1..2, 66..67, 30..30, 0..0, 0..67] {
+            for rows in [5..64, 1..2, 66..67, 30..30, 0..0, 0..67, 0..n] {
                 for tokens in [0..m, 0..1, m - 1..m, 1.min(m)..m, 0..0] {
                     check_block(format, &w, &a, n, k, rows.clone(), tokens);
                 }
@@ -362,12 +373,13 @@ fn blocks_of_rows_and_tokens() {
 fn parity_at_extremes() {
     for format in TERNARY {
         let k = if format == Format::BitnetB158 { 452 } else { 1024 };
+        let n = rows_of(format, 5);
         for sign in [1.0f32, -1.0] {
-            let w = encode(format, &vec![sign; 5 * k], 5, k);
+            let w = encode(format, &vec![sign; n * k], n, k);
             for code in [127i8, -127, -128] {
                 let mut a = encode(Format::I8Absmax, &vec![1.0; 9 * k], 9, k);
                 a[..9 * k].fill(code as u8);
-                check_block(format, &w, &a, 5, k, 0..5, 0..9);
+                check_block(format, &w, &a, n, k, 0..n, 0..9);
             }
         }
     }
@@ -378,6 +390,7 @@ fn corrupt_codes_count_as_plus_two() {
     let mut rng = Rng(0x5EED_1234_ABCD_0004);
     for format in TERNARY {
         for (n, k) in [(37, 256), (9, 1024)] {
+            let n = rows_of(format, n);
             let w = corrupt_weights(&mut rng, format, n, k);
             for m in [1, 3, 8] {
                 check(format, &w, n, k, m, &mut rng);
@@ -395,9 +408,9 @@ fn corrupt_codes_count_as_plus_two() {
 #[test]
 fn all_zero_products_give_exactly_zero() {
     let mut rng = Rng(0x5EED_1234_ABCD_0006);
-    let n = 5;
     // One token (single-token tiles) and nine (batched tiles plus a leftover token).
     for (format, m) in TERNARY.into_iter().flat_map(|f| [(f, 1), (f, 9)]) {
+        let n = rows_of(format, 5);
         for k in [256, 1536, 4096] {
             // Weights only at odd columns, with a block scale of 255.875 (11 significant bits).
             let wsrc: Vec<f32> = (0..n * k)
@@ -621,32 +634,32 @@ fn requantizer_is_bit_identical_to_the_definition() {
 /// wrong order or threshold fails here). Every x86 ISA serves every format (AMX all but
 /// Q2_0); elsewhere I2_S and Q2_0 have the kernels BITNET_B1_58 has, their GEMMs from
 /// BITNET_B1_58's token counts or fewer, so they get its choice at 1, 8 and 128 tokens.
-fn expected_kernels(features: &[&str]) -> [[&'static str; 6]; 3] {
+fn expected_kernels(features: &[&str]) -> [[&'static str; 7]; 3] {
     let has = |f: &str| features.contains(&f);
     if has("avx2") {
         return x86_kernels(features);
     }
     let own = every_isa_kernels(features);
-    std::array::from_fn(|m| [own[m][0], own[m][1], own[m][2], own[m][2], own[m][2], own[m][2]])
+    std::array::from_fn(|m| [own[m][0], own[m][1], own[m][2], own[m][2], own[m][2], own[m][2], own[m][2]])
 }
 
 /// [`expected_kernels`] on x86_64, columns in the order of [`TERNARY`].
-fn x86_kernels(features: &[&str]) -> [[&'static str; 6]; 3] {
+fn x86_kernels(features: &[&str]) -> [[&'static str; 7]; 3] {
     let has = |f: &str| features.contains(&f);
     if has("avx512vnni") {
-        // The AVX-512 GEMM from 3 / 8 / 10 / 12 / 12 / 6 tokens on Intel, 4 / 24 / 24 / 12 /
-        // 12 / 6 elsewhere; AMX (not for Q2_0) from 16 / 28 / 10 / 10 / 10 tokens.
+        // The AVX-512 GEMM from 3 / 8 / 10 / 12 / 12 / 6 / 12 tokens on Intel, 4 / 24 / 24 /
+        // 12 / 12 / 6 / 12 elsewhere; AMX (not for Q2_0) from 16 / 28 / 10 / 10 / 10 / - / 10.
         let (gemv, gemm) = ("bitnet_gemv/avx512vnni", "bitnet_gemm/avx512vnni");
         let big = if has("amx") { "bitnet_gemm/amx" } else { gemm };
         let tq2 = if has("intel") { gemm } else { gemv };
-        [[gemv; 6], [gemm, tq2, gemv, gemv, gemv, gemm], [big, big, big, big, big, gemm]]
+        [[gemv; 7], [gemm, tq2, gemv, gemv, gemv, gemm, gemv], [big, big, big, big, big, gemm, big]]
     } else if has("avxvnni") {
-        // The GEMM from 3 / 14 / 24 / 12 / 12 / 8 tokens.
+        // The GEMM from 3 / 14 / 24 / 12 / 12 / 8 / 12 tokens.
         let (gemv, gemm) = ("bitnet_gemv/avxvnni", "bitnet_gemm/avxvnni");
-        [[gemv; 6], [gemm, gemv, gemv, gemv, gemv, gemm], [gemm; 6]]
+        [[gemv; 7], [gemm, gemv, gemv, gemv, gemv, gemm, gemv], [gemm; 7]]
     } else {
         // The GEMM from 8 tokens for every format but TQ1_0 (from 3).
-        [["bitnet_gemv/avx2"; 6], ["bitnet_gemm/avx2"; 6], ["bitnet_gemm/avx2"; 6]]
+        [["bitnet_gemv/avx2"; 7], ["bitnet_gemm/avx2"; 7], ["bitnet_gemm/avx2"; 7]]
     }
 }
 
@@ -733,12 +746,12 @@ fn is_intel() -> bool {
 #[test]
 fn expected_kernels_follow_the_best_feature() {
     let (vnni, gemm) = ("bitnet_gemv/avxvnni", "bitnet_gemm/avxvnni");
-    assert_eq!(expected_kernels(&["avx2", "avxvnni"])[1], [gemm, vnni, vnni, vnni, vnni, gemm]);
+    assert_eq!(expected_kernels(&["avx2", "avxvnni"])[1], [gemm, vnni, vnni, vnni, vnni, gemm, vnni]);
     assert_eq!(expected_kernels(&["avx2", "avx512vnni", "amx"])[2][5], "bitnet_gemm/avx512vnni");
-    assert_eq!(expected_kernels(&["neon"])[0], ["bitnet_gemv/neon"; 6]);
+    assert_eq!(expected_kernels(&["neon"])[0], ["bitnet_gemv/neon"; 7]);
     assert_eq!(expected_kernels(&["neon", "dotprod", "i8mm"])[2][3], "bitnet_gemm/neon-i8mm");
     assert_eq!(expected_kernels(&["simd128"])[2][5], "bitnet_gemm/wasm-simd128");
-    assert_eq!(expected_kernels(&[])[2], [REFERENCE; 6]);
+    assert_eq!(expected_kernels(&[])[2], [REFERENCE; 7]);
 }
 
 /// The ternary kernel the dispatcher picks on this CPU for one token, a small batch and a

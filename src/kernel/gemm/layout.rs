@@ -17,6 +17,16 @@ pub(crate) trait Layout: Codes {
     /// # Safety
     /// The CPU must have `S`'s features; `out` must be valid for the block's quads.
     unsafe fn expand<S: GemmSimd, O: QuadSink<S>>(i: usize, v: S::V, out: &mut O);
+
+    /// Row `row`'s code bytes `x` as loaded (before the transpose), in the form `expand`
+    /// reads: as they are, unless rows share their bytes (I2_S_R4).
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features.
+    #[inline(always)]
+    unsafe fn row_codes<S: GemmSimd>(x: S::V, _row: usize) -> S::V {
+        x
+    }
 }
 
 /// Where [`Layout::expand`] puts the codes of a block's quads for one group of `LANES` rows

@@ -55,7 +55,7 @@ pub(crate) use simd::GemmSimd;
 
 use crate::format::Format;
 use crate::kernel::isa::{check, Product};
-use crate::kernel::weights::{Bitnet, I2s128, I2s64, Tq1, Tq2, Q2};
+use crate::kernel::weights::{Bitnet, I2s128, I2s64, I2sR4, Tq1, Tq2, Q2};
 use crate::kernel::{Compute, Geometry, Kernel, MatRef, OutTile};
 use std::marker::PhantomData;
 
@@ -129,6 +129,7 @@ pub(crate) fn kernels<S: GemmSimd, K: MicroTile<S>, const RV: usize, const T: us
                 Format::Q2_0 => Kernel::new(name, format, act, min, &Gemm::<S, K, Q2, RV, T>::NEW),
                 Format::I2S => Kernel::new(name, format, act, min, &Gemm::<S, K, I2s128, RV, T>::NEW),
                 Format::I2S64 => Kernel::new(name, format, act, min, &Gemm::<S, K, I2s64, RV, T>::NEW),
+                Format::I2SR4 => Kernel::new(name, format, act, min, &Gemm::<S, K, I2sR4, RV, T>::NEW),
                 _ => panic!("no panel GEMM for {format}"),
             });
         }

@@ -190,9 +190,9 @@ impl Packed {
     }
 }
 
-/// Unpacks the `code_bytes` code bytes (at most 64) at offset `at` of the rows `src` (one
-/// per lane, each `row_bytes` long) into the block's quads `out`: [`pack_panel`]'s step, in
-/// chunks of one vector per row ([`chunk`]).
+/// Unpacks the `code_bytes` code bytes (at most 64) at offset `at` of the code streams
+/// `src` of the rows `rows` (one per lane; `row_bytes` apart on average) into the block's
+/// quads `out`: [`pack_panel`]'s step, in chunks of one vector per row ([`chunk`]).
 ///
 /// # Safety
 /// The CPU must have `S`'s features; `at + code_bytes` bytes lie in each row at `src`, and
@@ -200,6 +200,7 @@ impl Packed {
 #[inline(always)]
 pub(crate) unsafe fn block<S: GemmSimd, L: Layout, O: QuadSink<S>>(
     src: &[*const u8; 16],
+    rows: &[usize; 16],
     at: usize,
     code_bytes: usize,
     row_bytes: usize,
@@ -212,15 +213,15 @@ pub(crate) unsafe fn block<S: GemmSimd, L: Layout, O: QuadSink<S>>(
     // four chunks of a TQ1_0 block, with a branch per digit).
     // SAFETY: chunk `C` holds bytes `C bytes..` below `code_bytes`; the caller's contract.
     unsafe {
-        chunk::<S, L, O, 0>(src, at, code_bytes, row_bytes, out);
+        chunk::<S, L, O, 0>(src, rows, at, code_bytes, row_bytes, out);
         if code_bytes > bytes {
-            chunk::<S, L, O, 1>(src, at, code_bytes, row_bytes, out);
+            chunk::<S, L, O, 1>(src, rows, at, code_bytes, row_bytes, out);
         }
         if code_bytes > 2 * bytes {
-            chunk::<S, L, O, 2>(src, at, code_bytes, row_bytes, out);
+            chunk::<S, L, O, 2>(src, rows, at, code_bytes, row_bytes, out);
         }
         if code_bytes > 3 * bytes {
-            chunk::<S, L, O, 3>(src, at, code_bytes, row_bytes, out);
+            chunk::<S, L, O, 3>(src, rows, at, code_bytes, row_bytes, out);
         }
     }
 }
@@ -233,6 +234,7 @@ pub(crate) unsafe fn block<S: GemmSimd, L: Layout, O: QuadSink<S>>(
 #[inline(always)]
 unsafe fn chunk<S: GemmSimd, L: Layout, O: QuadSink<S>, const C: usize>(
     src: &[*const u8; 16],
+    rows: &[usize; 16],
     at: usize,
     code_bytes: usize,
     row_bytes: usize,
@@ -243,9 +245,9 @@ unsafe fn chunk<S: GemmSimd, L: Layout, O: QuadSink<S>, const C: usize>(
     // SAFETY: `S`'s features, as the caller guarantees (so for every block below).
     let mut all = [unsafe { S::zero() }; 16];
     let v = &mut all[..S::LANES];
-    for (x, s) in v.iter_mut().zip(src) {
+    for ((x, s), &row) in v.iter_mut().zip(src).zip(rows) {
         // SAFETY: bytes `at + c..at + c + len` lie in the row at `s` (`c + len <= code_bytes`).
-        *x = unsafe { load_first::<S>(s.add(at + c), len) };
+        *x = unsafe { L::row_codes::<S>(load_first::<S>(s.add(at + c), len), row) };
         // The same bytes of the row `LANES` below, for the next group: a group reads
         // its rows as short streams that the hardware prefetcher barely follows
         // from L3 (Intel Xeon, m = 128: 2-4% faster at 6912x2560 and 2560x2560).
@@ -289,7 +291,9 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, K: MicroTile<S>, L: Layout>(
 ) {
     let k = w.cols;
     let quads = k / 4;
+    // Rows' bytes on average (the prefetch's stride), and the length of a row's code stream.
     let row_bytes = L::row_bytes(k);
+    let stream = L::row_stream(0, k).1;
     let block_quads = L::BLOCK / 4;
     assert!(
         !rows.is_empty() && rows.end <= w.rows && rows.len() <= p && p.is_multiple_of(S::LANES),
@@ -298,7 +302,9 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, K: MicroTile<S>, L: Layout>(
     assert!(blocks.start < blocks.end && blocks.end <= quads.div_ceil(block_quads), "panel blocks out of range");
     // The quads of `blocks` (the last block of one scale per tensor may be short).
     let range_quads = quads.min(blocks.end * block_quads) - blocks.start * block_quads;
-    assert!(panel.len() >= range_quads * p * 4 && w.bytes.len() >= w.rows * row_bytes, "panel buffer too small");
+    // Streams start in row order: the last row's ends last.
+    let (last, _) = L::row_stream(w.rows - 1, k);
+    assert!(panel.len() >= range_quads * p * 4 && w.bytes.len() >= last + stream, "panel buffer too small");
     // Rows of a format with block scales are whole blocks; only a format with one scale per
     // tensor has a short last step.
     let blocked = matches!(L::SCALE, Scale::Block(_));
@@ -313,15 +319,16 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, K: MicroTile<S>, L: Layout>(
     let base = w.bytes.as_ptr();
     for g in (0..p).step_by(S::LANES) {
         // Padding lanes load the last row again: every load below is unconditional.
-        let mut src = [base; 16];
-        for (lane, s) in src[..S::LANES].iter_mut().enumerate() {
-            // SAFETY: the row is below `w.rows`, whose `row_bytes` each lie in `w.bytes`
+        let (mut src, mut lane_rows) = ([base; 16], [0; 16]);
+        for (lane, (s, row)) in src.iter_mut().zip(&mut lane_rows).take(S::LANES).enumerate() {
+            *row = (rows.start + g + lane).min(rows.end - 1);
+            // SAFETY: the row is below `w.rows`, whose streams each lie in `w.bytes`
             // (asserted).
-            *s = unsafe { base.add((rows.start + g + lane).min(rows.end - 1) * row_bytes) };
+            *s = unsafe { base.add(L::row_stream(*row, k).0) };
         }
         for b in blocks.clone() {
             // Code bytes of this block (the last step of one scale per tensor may be short).
-            let code_bytes = L::CODE_BYTES.min(row_bytes - b * L::BLOCK_BYTES - L::CODE_AT);
+            let code_bytes = L::CODE_BYTES.min(stream - b * L::BLOCK_BYTES - L::CODE_AT);
             // SAFETY: quad `(b - blocks.start) * block_quads < range_quads` of the panel's
             // rows starts the block's `block_quads * p * 4` bytes in the panel (`range_quads
             // * p * 4` bytes, asserted).
@@ -336,10 +343,10 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, K: MicroTile<S>, L: Layout>(
                     // Every block but a short last step: constant sizes, so that the chunk
                     // loop unrolls and the stores lose their checks.
                     let mut out = K::sink(at_block, p, g, L::BLOCK / 4);
-                    block::<S, L, K::Sink>(&src, at, L::CODE_BYTES, row_bytes, &mut out);
+                    block::<S, L, K::Sink>(&src, &lane_rows, at, L::CODE_BYTES, row_bytes, &mut out);
                 } else {
                     let mut out = K::sink(at_block, p, g, quads);
-                    block::<S, L, K::Sink>(&src, at, code_bytes, row_bytes, &mut out);
+                    block::<S, L, K::Sink>(&src, &lane_rows, at, code_bytes, row_bytes, &mut out);
                 }
             }
             if let Some((scales, scale_at)) = scales.as_mut().map(|(s, at)| (s, *at)) {

@@ -7,6 +7,7 @@
 use super::layout::{OneScale, Tq};
 use super::prepare::Prepared;
 use super::simd::{dot_2bit_x4, p_end, p_start, Simd, P};
+use crate::kernel::mac::Mac;
 use crate::kernel::MatRef;
 use crate::kernel::OutTile;
 use std::marker::PhantomData;
@@ -355,4 +356,151 @@ pub(crate) unsafe fn one_scale<S: Simd, L: OneScale, const R1: usize, const RB: 
     let c = OneScaleCtx::<S> { w: w.bytes, row_bytes: w.cols / 4, scale, act, _isa: std::marker::PhantomData };
     // SAFETY: the caller vouches for the features; tiles stay in `out`'s block.
     unsafe { run::<_, R1, RB, TB>(&c, out) }
+}
+
+/// I2_S_R4's tiles. Rows come in groups of four that share one stream of `k` bytes, one
+/// column per byte, row `4 g + j` in bit plane `3 - j`: one load gives `W` consecutive
+/// columns of four rows, each row a plane of it, and the activations stay in their own
+/// order. Tiles of whole groups load each chunk once and take the planes in place as
+/// [`dot_2bit_x4`] does (plane 3 of `x >> 4` and plane 1 of `x` masked with 0x0C, so their
+/// rows' dots are 4x and start from zero, the seed joining them at the end); other tiles
+/// (a row range that starts inside a group, the rows left at a panel's end) shift each
+/// row's plane down.
+pub(crate) struct Rows4Ctx<'a, S: Simd> {
+    w: &'a [u8],
+    /// Columns: the bytes of a group's stream.
+    k: usize,
+    scale: f32,
+    act: &'a Prepared,
+    _isa: std::marker::PhantomData<S>,
+}
+
+impl<S: Simd> Tiles for Rows4Ctx<'_, S> {
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutTile, r0: usize, t0: usize) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            if R.is_multiple_of(4) && r0.is_multiple_of(4) {
+                self.rows::<R, T, true>(out, r0, t0)
+            } else {
+                self.rows::<R, T, false>(out, r0, t0)
+            }
+        }
+    }
+}
+
+impl<S: Simd> Rows4Ctx<'_, S> {
+    /// The tile of rows `r0..r0 + R` by tokens `t0..t0 + T`; `GROUPS`: whole groups of four
+    /// (`R` and `r0` multiples of 4).
+    ///
+    /// # Safety
+    /// As for [`Tiles::tile`].
+    #[inline(always)]
+    unsafe fn rows<const R: usize, const T: usize, const GROUPS: bool>(
+        &self,
+        out: &mut OutTile,
+        r0: usize,
+        t0: usize,
+    ) {
+        let k = self.k;
+        // Each row's stream, bounds-checked here once per tile: row `r` is group `r / 4`.
+        let streams: [&[u8]; R] = std::array::from_fn(|r| &self.w[(r0 + r) / 4 * k..][..k]);
+        let act = self.act.tokens(t0..t0 + T);
+        let chunks = k / S::W;
+        assert!(k.is_multiple_of(S::W) && k <= self.act.stride, "whole chunks of the prepared activations");
+        // A row's plane: 3 for the first of its group.
+        let plane = |r: usize| 3 - (r0 + r) % 4;
+        // Whole groups mask planes 3 and 1 in place (4x): those rows start from zero.
+        let in_place = |r: usize| GROUPS && plane(r) % 2 == 1;
+        let ahead = prefetch_ahead(R.div_ceil(4) * k);
+        // SAFETY: loads stay in `streams` (`chunks` whole chunks of `k` bytes each), `act`
+        // (T tokens of `stride >= k` bytes, asserted) and `seeds` (T tokens of one block);
+        // prefetches never fault; the caller vouches for the features.
+        unsafe {
+            let seeds = self.act.token_seeds::<S>(t0..t0 + T);
+            let mut seed = [S::zero(); T];
+            for t in 0..T {
+                seed[t] = self.act.seed::<S>(seeds, t, 0);
+            }
+            let mut acc = [[S::zero(); T]; R];
+            for r in 0..R {
+                if !in_place(r) {
+                    acc[r] = seed;
+                }
+            }
+            let (m03, m0c) = (S::splat8(0x03), S::splat8(0x0C));
+            // As in the one-scale tiles: single-token tiles take a cache line of chunks per
+            // set of partial sums (one dot per row and chunk: at most 4), batch tiles one.
+            let group = if T == 1 { (LINE / S::W).max(1) } else { 1 };
+            let mut c0 = 0;
+            while c0 < chunks {
+                let c1 = chunks.min(c0 + group);
+                if (c0 * S::W) % LINE == 0 {
+                    for r in (0..R).step_by(if GROUPS { 4 } else { 1 }) {
+                        S::prefetch_l2(streams[r].as_ptr().wrapping_add(c0 * S::W + ahead));
+                    }
+                }
+                let mut p = p_start::<S, R, T>(&acc);
+                for c in c0..c1 {
+                    let mut a = [act.as_ptr(); T];
+                    for t in 0..T {
+                        a[t] = act.as_ptr().add(t * self.act.stride + c * S::W);
+                    }
+                    let mut w = [S::zero(); R];
+                    if GROUPS {
+                        for g in (0..R).step_by(4) {
+                            let x = S::load(streams[g].as_ptr().add(c * S::W));
+                            let y = S::srl4(x);
+                            w[g] = S::and(y, m0c);
+                            w[g + 1] = S::and(y, m03);
+                            w[g + 2] = S::and(x, m0c);
+                            w[g + 3] = S::and(x, m03);
+                        }
+                    } else {
+                        for r in 0..R {
+                            w[r] = S::plane2(S::load(streams[r].as_ptr().add(c * S::W)), plane(r), m03);
+                        }
+                    }
+                    for t in 0..T {
+                        let av = S::load(a[t] as *const u8);
+                        for r in 0..R {
+                            p[r][t] = S::M::dot(p[r][t], w[r], av);
+                        }
+                    }
+                }
+                p_end::<S, R, T>(&p, &mut acc);
+                c0 = c1;
+            }
+            let zero = S::zero();
+            for r in 0..R {
+                for t in 0..T {
+                    let (lo, hi) = if in_place(r) { (seed[t], acc[r][t]) } else { (acc[r][t], zero) };
+                    let dot = S::hsum_planes(lo, hi) as f32;
+                    // The reference's order: one block, `a_scale * (d * dot)`.
+                    out.set(t0 + t, r0 + r, self.act.scales()[t0 + t] * (self.scale * dot));
+                }
+            }
+        }
+    }
+}
+
+/// I2_S_R4 weights `w` by activations prepared with [`prepare_natural`](super::prepare)
+/// (their own order): single-token tiles of 8 rows (two groups, eight accumulator chains),
+/// batch tiles of 4 rows (one group) x `TB` tokens.
+///
+/// # Safety
+/// As for [`tq`], with `prepare_natural::<S, I2sR4>`.
+#[inline(always)]
+pub(crate) unsafe fn rows4<S: Simd, const TB: usize>(w: &MatRef, act: &Prepared, out: &mut OutTile) {
+    assert!(w.format == crate::format::Format::I2SR4 && !act.per_block(), "operands of another kernel");
+    let scale = crate::format::i2_s::scale(w.bytes);
+    let c = Rows4Ctx::<S> { w: w.bytes, k: w.cols, scale, act, _isa: std::marker::PhantomData };
+    // SAFETY: the caller vouches for the features; tiles stay in `out`'s block.
+    unsafe {
+        if out.tokens().len() == 1 {
+            sweep::<_, 8, 1, 8>(&c, out)
+        } else {
+            sweep::<_, 4, TB, 4>(&c, out)
+        }
+    }
 }

@@ -31,13 +31,13 @@ pub(crate) mod prepare;
 mod simd;
 
 pub(crate) use layout::{OneScale, Tq};
-pub(crate) use loops::{one_scale, tq, PANEL};
-pub(crate) use prepare::{prepare_one_scale, prepare_tq, Prepared};
+pub(crate) use loops::{one_scale, rows4, tq, PANEL};
+pub(crate) use prepare::{prepare_natural, prepare_one_scale, prepare_tq, Prepared};
 pub(crate) use simd::{dot_2bit, dot_2bit_into, p_end, p_start, Pieces, Simd};
 
 use crate::format::Format;
 use crate::kernel::isa::{check, Isa, Job, Product};
-use crate::kernel::weights::{Bitnet, I2s128, I2s64, Tq1, Tq2, Q2};
+use crate::kernel::weights::{Bitnet, I2s128, I2s64, I2sR4, Tq1, Tq2, Q2};
 use crate::kernel::{Compute, Geometry, MatRef, OutTile};
 use std::marker::PhantomData;
 
@@ -161,6 +161,7 @@ pub(crate) fn kernels<
                 Format::BitnetB158 => Kernel::new(name, format, act, 1, &Gemv::<S, Bitnet, R1, BRB, BTB>::NEW),
                 Format::I2S => Kernel::new(name, format, act, 1, &Gemv::<S, I2s128, R1, BRB, BTB>::NEW),
                 Format::I2S64 => Kernel::new(name, format, act, 1, &Gemv::<S, I2s64, R1, BRB, BTB>::NEW),
+                Format::I2SR4 => Kernel::new(name, format, act, 1, &Gemv::<S, I2sR4, R1, BRB, BTB>::NEW),
                 _ => panic!("no GEMV for {format}"),
             });
         }
@@ -183,7 +184,7 @@ pub(crate) fn every_format<
 >(
     name: &'static std::ffi::CStr,
 ) -> Vec<crate::kernel::Kernel> {
-    let simd = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64];
+    let simd = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64, Format::I2SR4];
     let mut all = kernels::<S, R1, RB, TB, BRB, BTB>(name, &simd);
     let q2 = &Gemv::<S, Q2, R1, RB, TB>::NEW;
     all.push(crate::kernel::Kernel::new(name, Format::Q2_0, Format::I8Absmax, 1, q2));

@@ -195,3 +195,23 @@ pub(crate) fn prepare_tq<S: Simd, L: Tq<S>>(a: &MatRef) -> Prepared {
 pub(crate) fn prepare_tq_with<S: Simd, L: Tq<S>>(a: &MatRef, lane: Option<fn(usize) -> usize>) -> Prepared {
     Prepared::new(a, S::W, lane, &tq_layout::<S, L>(a.cols))
 }
+
+/// The prepared-activation layout of a format whose codes meet the activations in their own
+/// order (I2_S_R4: one column per byte), for rows of `k`: one block, whole vectors.
+pub(crate) fn natural_layout<S: Simd, L: 'static>(k: usize) -> Layout {
+    // Any multiple of the vector divides the rows (whole 128-element blocks).
+    const PERIOD: usize = 128;
+    Layout {
+        block: k,
+        stride: k.next_multiple_of(S::W),
+        period: PERIOD,
+        period_slots: PERIOD,
+        placement: Cow::Borrowed(cached_runs::<S, L>(PERIOD, |e| e)),
+    }
+}
+
+/// Prepares I8_ABSMAX activations in their own order for format `L` on `S`, with the lane
+/// sums of `S`'s multiply-accumulate.
+pub(crate) fn prepare_natural<S: Simd, L: 'static>(a: &MatRef) -> Prepared {
+    Prepared::new(a, S::W, Some(S::M::lane), &natural_layout::<S, L>(a.cols))
+}

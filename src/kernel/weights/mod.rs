@@ -7,11 +7,13 @@
 //! it); adding a format is its file here, its line in `tile::kernels` and `gemm::kernels`,
 //! and the ISAs that register it.
 
+mod i2s_r4;
 mod one_scale;
 mod q2;
 mod tq1;
 mod tq2;
 
+pub(crate) use i2s_r4::I2sR4;
 pub(crate) use one_scale::{Bitnet, I2s128, I2s64};
 pub(crate) use q2::Q2;
 pub(crate) use tq1::{tq1_slot, Tq1, TQ1_CODE_BYTES};
@@ -49,6 +51,13 @@ pub(crate) trait Codes: Sized + 'static {
             Scale::Block(_) => k / Self::BLOCK * Self::BLOCK_BYTES,
             Scale::Tensor(_) => k / 4,
         }
+    }
+
+    /// Where row `r`'s codes start and how many bytes they run (of a matrix with `k`
+    /// columns): each row its own `row_bytes`, except where rows share a stream (I2_S_R4's
+    /// groups of four rows, `k` bytes each).
+    fn row_stream(r: usize, k: usize) -> (usize, usize) {
+        (r * Self::row_bytes(k), Self::row_bytes(k))
     }
 
     /// The tensor's one scale, or `None` for block scales.

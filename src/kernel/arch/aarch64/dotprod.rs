@@ -119,6 +119,7 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::BitnetB158, 4),
             (Format::I2S, 3),
             (Format::I2S64, 3),
+            (Format::I2SR4, 3),
             (Format::Q2_0, 3),
         ],
     );

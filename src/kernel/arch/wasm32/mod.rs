@@ -72,6 +72,7 @@ mod plain {
             (Format::BitnetB158, 2),
             (Format::I2S, 2),
             (Format::I2S64, 2),
+            (Format::I2SR4, 2),
             (Format::Q2_0, 3),
         ];
         let gemm = gemm::kernels::<Wasm<Widening>, Wasm<Widening>, 2, 2>(c"bitnet_gemm/wasm-simd128", &every);
@@ -105,6 +106,7 @@ mod relaxed {
             (Format::BitnetB158, 3),
             (Format::I2S, 2),
             (Format::I2S64, 2),
+            (Format::I2SR4, 2),
             (Format::Q2_0, 4),
         ];
         let gemm =

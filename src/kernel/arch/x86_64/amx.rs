@@ -34,7 +34,7 @@ use super::avx512vnni::Avx512;
 use crate::format::Format;
 use crate::kernel::gemm::layout::Layout;
 use crate::kernel::gemm::pack::{aligned, pack_panel, sized, Line, Packed, Scratch};
-use crate::kernel::weights::{Bitnet, I2s128, I2s64, Tq1, Tq2};
+use crate::kernel::weights::{Bitnet, I2s128, I2s64, I2sR4, Tq1, Tq2};
 use crate::kernel::{Compute, Geometry, Kernel, MatRef, OutTile};
 use std::arch::x86_64::*;
 use std::cell::Cell;
@@ -673,7 +673,7 @@ impl<L: Layout> Compute for Amx<L> {
 /// work costs more than the four `tdpbsud` between stores; it measured slower than the
 /// AVX-512 VNNI GEMM from m = 64 on (6912 columns: 5.63 against 4.80 ms at 64, 19.5
 /// against 18.5 ms at 256).
-pub(super) fn kernels() -> [Kernel; 7] {
+pub(super) fn kernels() -> [Kernel; 8] {
     let (name, i8, block) = (c"bitnet_gemm/amx", Format::I8Absmax, Format::I8Block256);
     [
         Kernel::new(name, Format::Tq1_0, i8, 16, &Amx::<Tq1>(PhantomData)),
@@ -683,5 +683,6 @@ pub(super) fn kernels() -> [Kernel; 7] {
         Kernel::new(name, Format::BitnetB158, i8, 10, &Amx::<Bitnet>(PhantomData)),
         Kernel::new(name, Format::I2S, i8, 10, &Amx::<I2s128>(PhantomData)),
         Kernel::new(name, Format::I2S64, i8, 10, &Amx::<I2s64>(PhantomData)),
+        Kernel::new(name, Format::I2SR4, i8, 10, &Amx::<I2sR4>(PhantomData)),
     ]
 }

@@ -66,6 +66,7 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::BitnetB158, 8),
             (Format::I2S, 8),
             (Format::I2S64, 8),
+            (Format::I2SR4, 8),
             (Format::Q2_0, 8),
         ],
     );

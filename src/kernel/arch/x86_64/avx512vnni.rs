@@ -379,6 +379,7 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::BitnetB158, bitnet),
             (Format::I2S, 12),
             (Format::I2S64, 12),
+            (Format::I2SR4, 12),
             (Format::Q2_0, 6),
         ],
     );

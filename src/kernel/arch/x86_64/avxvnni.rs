@@ -70,6 +70,7 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::BitnetB158, 24),
             (Format::I2S, 12),
             (Format::I2S64, 12),
+            (Format::I2SR4, 12),
             (Format::Q2_0, 8),
         ],
     );
