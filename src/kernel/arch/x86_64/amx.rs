@@ -668,7 +668,8 @@ impl<L: Layout> Compute for Amx<L> {
 /// and wins from 28 (5.60 against 5.86); BITNET_B1_58 wins from 10 (2.80 against 2.89 ms,
 /// 289 against 308 µs). I2_S in both packings runs BITNET_B1_58's path (one scale, the same
 /// panel) and measured the same (m = 16: 342 and 336 µs against BITNET's 345 and the AVX-512
-/// GEMM's 474), so it has BITNET's threshold.
+/// GEMM's 474), so it has BITNET's threshold; so does I2_S_R4 (its rows' planes taken by
+/// the packer: m = 10 281 µs against the GEMV's 307, m = 16 286 against BITNET's 304).
 /// Not Q2_0: its C tiles would be stored and scaled every 64 elements, and that float
 /// work costs more than the four `tdpbsud` between stores; it measured slower than the
 /// AVX-512 VNNI GEMM from m = 64 on (6912 columns: 5.63 against 4.80 ms at 64, 19.5

@@ -366,7 +366,8 @@ unsafe fn opaque(mut v: __m512i) -> __m512i {
 //   At the old thresholds m = 12 ran the GEMV 1.36x (TQ2_0) and 1.2-1.4x (BITNET) slower.
 // The formats added later, on the same Xeon (2560x2560, one run per m), for every vendor:
 // Q2_0's GEMM wins from 6 tokens (407 against 447 µs; 534 against 616 at 12), I2_S's from
-// 12 (a tie, 384 against 381 µs; 443 against 584 at 16).
+// 12 (a tie, 384 against 381 µs; 443 against 584 at 16); I2_S_R4's too (15 runs per m: 352
+// against 349 µs at 12, 369 against 419 at 14).
 /// `bitnet_gemm/avx512vnni`, then `bitnet_gemv/avx512vnni` (4 rows per single-token tile,
 /// 2 x 4 per batch tile).
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {

@@ -55,7 +55,10 @@ impl Mac<__m256i> for Dpbusd {
 // (596 against 616 µs; 532 against 509 at 6), I2_S at 12 (529 against 593 µs; 469 against
 // 426 at 8). After the panel packer took a block's chunks by constant index (TQ1_0's
 // digits unrolled), on that Xeon, 3 rounds, GEMV time / GEMM time: TQ1_0 at 3 (1.27x;
-// 0.75x at 2; before the change 0.83x at 3 and 1.21x at 5).
+// 0.75x at 2; before the change 0.83x at 3 and 1.21x at 5). I2_S_R4, whose GEMV is
+// faster here than I2_S's (one load serves four rows) and whose GEMM is slower (its packer
+// transposes a group's stream once per row), 11-15 runs per m: from 20 (805 against 801 µs,
+// a tie as at 18; 849 against 972 at 24; 689 against 641 at 16).
 //
 // The GEMV on AVX2's tiles. Forced on an Intel Xeon (Emerald Rapids, one thread, 2560x2560,
 // m = 1) it beats `bitnet_gemv/avx2`: TQ1_0 302 against 336 µs, TQ2_0 119 against 168,
@@ -70,7 +73,7 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::BitnetB158, 24),
             (Format::I2S, 12),
             (Format::I2S64, 12),
-            (Format::I2SR4, 12),
+            (Format::I2SR4, 20),
             (Format::Q2_0, 8),
         ],
     );
