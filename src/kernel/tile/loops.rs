@@ -396,12 +396,7 @@ impl<S: Simd> Rows4Ctx<'_, S> {
     /// # Safety
     /// As for [`Tiles::tile`].
     #[inline(always)]
-    unsafe fn rows<const R: usize, const T: usize, const GROUPS: bool>(
-        &self,
-        out: &mut OutTile,
-        r0: usize,
-        t0: usize,
-    ) {
+    unsafe fn rows<const R: usize, const T: usize, const GROUPS: bool>(&self, out: &mut OutTile, r0: usize, t0: usize) {
         let k = self.k;
         // Each row's stream, bounds-checked here once per tile: row `r` is group `r / 4`.
         let streams: [&[u8]; R] = std::array::from_fn(|r| &self.w[(r0 + r) / 4 * k..][..k]);

@@ -41,10 +41,13 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 // bitnet_gemm/<isa>,bitnet_gemv/<isa> --tokens M`, as scripts/bench-wasm-gemm.sh runs it):
 // - simd128: TQ1_0 from 2 (1.28x at 2), TQ2_0 from 3 (1.01x at 2, 1.15-1.25x from 3 to 12),
 //   BITNET_B1_58 from 2 (1.46x), I2_S and I2_S_64 from 2 (1.90-1.96x), Q2_0 from 3 (0.83x at
-//   2, 1.05-1.06x at 3-4, 1.21x at 8);
+//   2, 1.05-1.06x at 3-4, 1.21x at 8), I2_S_R4 from 6 (0.59-0.91x at 3, 0.67-1.02x at 4,
+//   1.03x at 6, 1.09-1.12x at 8-16: its GEMV reads a group's stream once for four rows and
+//   is 1.8x I2_S's at m = 2, its packer transposes the group's bytes once per row);
 // - relaxed: TQ1_0 from 2 (1.34-1.41x at 2 in 10 runs), TQ2_0 from 2 (1.30x),
 //   BITNET_B1_58 from 3 (0.89x at 2, 1.25x at 4, 1.56x at 8), I2_S and I2_S_64 from 2
-//   (1.31-1.32x), Q2_0 from 4 (0.77x at 2, 1.00x at 3, 1.11x at 4, 1.43x at 8).
+//   (1.31-1.32x), Q2_0 from 4 (0.77x at 2, 1.00x at 3, 1.11x at 4, 1.43x at 8), I2_S_R4
+//   from 3 (0.94x at 2, 1.20-1.21x at 3, 1.33-1.37x at 4, 1.74x at 8).
 
 #[cfg(target_feature = "simd128")]
 mod plain {
@@ -72,7 +75,7 @@ mod plain {
             (Format::BitnetB158, 2),
             (Format::I2S, 2),
             (Format::I2S64, 2),
-            (Format::I2SR4, 2),
+            (Format::I2SR4, 6),
             (Format::Q2_0, 3),
         ];
         let gemm = gemm::kernels::<Wasm<Widening>, Wasm<Widening>, 2, 2>(c"bitnet_gemm/wasm-simd128", &every);
@@ -106,7 +109,7 @@ mod relaxed {
             (Format::BitnetB158, 3),
             (Format::I2S, 2),
             (Format::I2S64, 2),
-            (Format::I2SR4, 2),
+            (Format::I2SR4, 3),
             (Format::Q2_0, 4),
         ];
         let gemm =
