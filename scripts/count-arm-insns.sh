@@ -69,10 +69,10 @@ thresholds='| format | kernel | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 10 | 12 | 14 | 16 |
 | Q2_0 | bitnet_gemv/neon-dotprod | 296 | 321 | 235 | 262 | 255 | 272 | 235 | 247 | 234 | 243 | 234 |
 | Q2_0 | bitnet_gemm/neon | 467 | 399 | 346 | 329 | 305 | 299 | 285 | 273 | 265 | 259 | 255 |
 | Q2_0 | bitnet_gemv/neon | 362 | 391 | 361 | 378 | 360 | 373 | 360 | 360 | 360 | 360 | 360 |
-| I2_S_R4 | bitnet_gemm/neon-i8mm | 653 | 464 | 348 | 295 | 246 | 224 | 196 | 170 | 149 | 134 | 123 |
-| I2_S_R4 | bitnet_gemm/neon-dotprod | 662 | 467 | 366 | 307 | 272 | 243 | 222 | 191 | 173 | 158 | 149 |
+| I2_S_R4 | bitnet_gemm/neon-i8mm | 427 | 313 | 235 | 205 | 171 | 159 | 139 | 125 | 111 | 101 | 94 |
+| I2_S_R4 | bitnet_gemm/neon-dotprod | 430 | 312 | 249 | 214 | 195 | 177 | 164 | 145 | 135 | 125 | 120 |
 | I2_S_R4 | bitnet_gemv/neon-dotprod | 199 | 236 | 198 | 220 | 198 | 214 | 197 | 197 | 197 | 197 | 197 |
-| I2_S_R4 | bitnet_gemm/neon | 754 | 567 | 465 | 410 | 369 | 343 | 320 | 291 | 272 | 258 | 248 |
+| I2_S_R4 | bitnet_gemm/neon | 522 | 412 | 349 | 317 | 291 | 277 | 262 | 245 | 233 | 225 | 219 |
 | I2_S_R4 | bitnet_gemv/neon | 324 | 351 | 323 | 339 | 323 | 334 | 322 | 322 | 322 | 322 | 322 |'
 
 # Now against the baseline's path of the same name (the i8mm and dotprod GEMMs against the
@@ -130,10 +130,10 @@ dependence-free \`sdot\` does 16 MACs (62.5 instructions per 1,000 MACs at best)
 |---|---|---:|---:|---:|
 $counts
 
-\`bitnet_gemm/neon-i8mm\` serves from 3 / 3 / 4 / 3 / 3 / 3 / 8 tokens (TQ1_0 / TQ2_0 /
+\`bitnet_gemm/neon-i8mm\` serves from 3 / 3 / 4 / 3 / 3 / 3 / 5 tokens (TQ1_0 / TQ2_0 /
 BITNET_B1_58 / I2_S / I2_S_64 / Q2_0 / I2_S_R4), \`bitnet_gemm/neon-dotprod\` from 3 / 5 / 4 / 3 /
-3 / 3 / 9 (on CPUs without i8mm, and below i8mm's thresholds on CPUs with it) and
-\`bitnet_gemm/neon\` (plain NEON: Cortex-A53) from 3 / 4 / 4 / 3 / 3 / 4 / 8; the GEMMs' m = 1 column is what they
+3 / 3 / 5 (on CPUs without i8mm, and below i8mm's thresholds on CPUs with it) and
+\`bitnet_gemm/neon\` (plain NEON: Cortex-A53) from 3 / 4 / 4 / 3 / 3 / 4 / 5; the GEMMs' m = 1 column is what they
 would cost, not what the dispatcher runs.
 
 ## Where the GEMMs take over (\`min_tokens\`)
@@ -151,11 +151,11 @@ is no ARM hardware to time them, so the thresholds rest on instruction counts; t
 counts vary with m mod 4 or 2, their token tiles. I2_S_64's plain-NEON GEMV was not
 counted: I2_S's stands in (their dotprod GEMV rows agree within 2). BITNET_B1_58's panel
 unpack costs more than I2_S's (the dotprod GEMM at m = 2: 265 against 224), so the two
-single-scale layouts have different thresholds. I2_S_R4's GEMMs take over late: its panel
-packer extracts each row's plane from its group's bytes (four times the transposed bytes
-per weight), while its GEMV loads a group's bytes once for four rows; at m = 9 (not in the
-table) the dotprod GEMM executes 204 against its GEMV's 210, i8mm 189 and the plain GEMM
-306 against 331, at m = 8 the dotprod GEMM 222 against 197.
+single-scale layouts have different thresholds. I2_S_R4's GEMMs take over later than
+I2_S's: the panel packer extracts each row's plane from its group's bytes (four times the
+transposed bytes per weight), while the GEMV loads a group's bytes once for four rows. With
+the plane chosen at run time (a branch per lane and chunk) they executed 1.4-1.6x these
+counts (the dotprod GEMM 662 at m = 2, 222 at m = 8); the packer now takes it from the lane.
 
 $thresholds
 

@@ -640,13 +640,7 @@ fn expected_kernels(features: &[&str]) -> [[&'static str; 7]; 3] {
         return x86_kernels(features);
     }
     let own = every_isa_kernels(features);
-    let mut kernels =
-        std::array::from_fn(|m| [own[m][0], own[m][1], own[m][2], own[m][2], own[m][2], own[m][2], own[m][2]]);
-    // I2_S_R4's dotprod GEMM serves from 9 tokens (i8mm and plain NEON from 8).
-    if has("dotprod") && !has("i8mm") {
-        kernels[1][6] = own[0][2];
-    }
-    kernels
+    std::array::from_fn(|m| [own[m][0], own[m][1], own[m][2], own[m][2], own[m][2], own[m][2], own[m][2]])
 }
 
 /// [`expected_kernels`] on x86_64, columns in the order of [`TERNARY`].
@@ -756,8 +750,6 @@ fn expected_kernels_follow_the_best_feature() {
     assert_eq!(expected_kernels(&["avx2", "avx512vnni", "amx"])[2][5], "bitnet_gemm/avx512vnni");
     assert_eq!(expected_kernels(&["neon"])[0], ["bitnet_gemv/neon"; 7]);
     assert_eq!(expected_kernels(&["neon", "dotprod", "i8mm"])[2][3], "bitnet_gemm/neon-i8mm");
-    assert_eq!(expected_kernels(&["neon", "dotprod"])[1][6], "bitnet_gemv/neon-dotprod");
-    assert_eq!(expected_kernels(&["neon", "dotprod", "i8mm"])[1][6], "bitnet_gemm/neon-i8mm");
     assert_eq!(expected_kernels(&["simd128"])[2][5], "bitnet_gemm/wasm-simd128");
     assert_eq!(expected_kernels(&[])[2], [REFERENCE; 7]);
 }

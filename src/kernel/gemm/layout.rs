@@ -18,8 +18,13 @@ pub(crate) trait Layout: Codes {
     /// The CPU must have `S`'s features; `out` must be valid for the block's quads.
     unsafe fn expand<S: GemmSimd, O: QuadSink<S>>(i: usize, v: S::V, out: &mut O);
 
+    /// Rows in groups of this many share their code bytes, each in its own plane (I2_S_R4: 4);
+    /// 1 where every row has bytes of its own.
+    const SHARED_ROWS: usize = 1;
+
     /// Row `row`'s code bytes `x` as loaded (before the transpose), in the form `expand`
-    /// reads: as they are, unless rows share their bytes (I2_S_R4).
+    /// reads: as they are, unless rows share their bytes (I2_S_R4). `row` may be any number
+    /// congruent to the row's index modulo [`Layout::SHARED_ROWS`].
     ///
     /// # Safety
     /// The CPU must have `S`'s features.

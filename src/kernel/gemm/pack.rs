@@ -198,7 +198,7 @@ impl Packed {
 /// The CPU must have `S`'s features; `at + code_bytes` bytes lie in each row at `src`, and
 /// `out` is valid for the block's quads.
 #[inline(always)]
-pub(crate) unsafe fn block<S: GemmSimd, L: Layout, O: QuadSink<S>>(
+pub(crate) unsafe fn block<S: GemmSimd, L: Layout, O: QuadSink<S>, const BY_LANE: bool>(
     src: &[*const u8; 16],
     rows: &[usize; 16],
     at: usize,
@@ -213,26 +213,30 @@ pub(crate) unsafe fn block<S: GemmSimd, L: Layout, O: QuadSink<S>>(
     // four chunks of a TQ1_0 block, with a branch per digit).
     // SAFETY: chunk `C` holds bytes `C bytes..` below `code_bytes`; the caller's contract.
     unsafe {
-        chunk::<S, L, O, 0>(src, rows, at, code_bytes, row_bytes, out);
+        chunk::<S, L, O, 0, BY_LANE>(src, rows, at, code_bytes, row_bytes, out);
         if code_bytes > bytes {
-            chunk::<S, L, O, 1>(src, rows, at, code_bytes, row_bytes, out);
+            chunk::<S, L, O, 1, BY_LANE>(src, rows, at, code_bytes, row_bytes, out);
         }
         if code_bytes > 2 * bytes {
-            chunk::<S, L, O, 2>(src, rows, at, code_bytes, row_bytes, out);
+            chunk::<S, L, O, 2, BY_LANE>(src, rows, at, code_bytes, row_bytes, out);
         }
         if code_bytes > 3 * bytes {
-            chunk::<S, L, O, 3>(src, rows, at, code_bytes, row_bytes, out);
+            chunk::<S, L, O, 3, BY_LANE>(src, rows, at, code_bytes, row_bytes, out);
         }
     }
 }
 
 /// Chunk `C` of [`block`]: `4 LANES` bytes (fewer at the end) of each row, transposed so that
-/// vector `i` holds dword `C LANES + i` of every row, each expanded into its quads.
+/// vector `i` holds dword `C LANES + i` of every row, each expanded into its quads. With
+/// `BY_LANE`, [`Layout::row_codes`] is told each lane's index for its row (congruent to it
+/// modulo [`Layout::SHARED_ROWS`]: a constant in the unrolled lanes) rather than the row.
 ///
 /// # Safety
-/// As for [`block`]; `C * 4 LANES < code_bytes`.
+/// As for [`block`]; `C * 4 LANES < code_bytes`; with `BY_LANE`, the rows of real lanes are
+/// congruent to their lanes modulo `L::SHARED_ROWS` (padding lanes, which no output reads,
+/// may be any row).
 #[inline(always)]
-unsafe fn chunk<S: GemmSimd, L: Layout, O: QuadSink<S>, const C: usize>(
+unsafe fn chunk<S: GemmSimd, L: Layout, O: QuadSink<S>, const C: usize, const BY_LANE: bool>(
     src: &[*const u8; 16],
     rows: &[usize; 16],
     at: usize,
@@ -245,7 +249,8 @@ unsafe fn chunk<S: GemmSimd, L: Layout, O: QuadSink<S>, const C: usize>(
     // SAFETY: `S`'s features, as the caller guarantees (so for every block below).
     let mut all = [unsafe { S::zero() }; 16];
     let v = &mut all[..S::LANES];
-    for ((x, s), &row) in v.iter_mut().zip(src).zip(rows) {
+    for (lane, ((x, s), &row)) in v.iter_mut().zip(src).zip(rows).enumerate() {
+        let row = if BY_LANE { lane } else { row };
         // SAFETY: bytes `at + c..at + c + len` lie in the row at `s` (`c + len <= code_bytes`).
         *x = unsafe { L::row_codes::<S>(load_first::<S>(s.add(at + c), len), row) };
         // The same bytes of the row `LANES` below, for the next group: a group reads
@@ -316,6 +321,12 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, K: MicroTile<S>, L: Layout>(
         assert!(scale_at + 2 <= L::BLOCK_BYTES && scales.len() >= blocks.len() * p, "block scales out of range");
         (scales, scale_at)
     });
+    // Rows that share their bytes take their plane by lane when the panel starts a group of
+    // them (every panel, unless a caller's row range starts inside a group): a plane chosen
+    // at run time cost a branch per lane and chunk, 1.4-1.6x the instructions of I2_S_R4's
+    // NEON GEMMs at m = 2-8 (qemu counts). Formats of one row per stream need no choice.
+    const { assert!(S::LANES.is_multiple_of(L::SHARED_ROWS), "lanes hold whole groups of rows") };
+    let by_lane = L::SHARED_ROWS == 1 || rows.start.is_multiple_of(L::SHARED_ROWS);
     let base = w.bytes.as_ptr();
     for g in (0..p).step_by(S::LANES) {
         // Padding lanes load the last row again: every load below is unconditional.
@@ -339,14 +350,14 @@ pub(crate) unsafe fn pack_panel<S: GemmSimd, K: MicroTile<S>, L: Layout>(
             // row_bytes`), its quads of rows `g..g + LANES` (`g + LANES <= p`) in the block's
             // bytes of the panel (above); `K`'s features, which include `S`'s.
             unsafe {
-                if code_bytes == L::CODE_BYTES && quads == block_quads {
+                if code_bytes == L::CODE_BYTES && quads == block_quads && by_lane {
                     // Every block but a short last step: constant sizes, so that the chunk
                     // loop unrolls and the stores lose their checks.
                     let mut out = K::sink(at_block, p, g, L::BLOCK / 4);
-                    block::<S, L, K::Sink>(&src, &lane_rows, at, L::CODE_BYTES, row_bytes, &mut out);
+                    block::<S, L, K::Sink, true>(&src, &lane_rows, at, L::CODE_BYTES, row_bytes, &mut out);
                 } else {
                     let mut out = K::sink(at_block, p, g, quads);
-                    block::<S, L, K::Sink>(&src, &lane_rows, at, code_bytes, row_bytes, &mut out);
+                    block::<S, L, K::Sink, false>(&src, &lane_rows, at, code_bytes, row_bytes, &mut out);
                 }
             }
             if let Some((scales, scale_at)) = scales.as_mut().map(|(s, at)| (s, *at)) {

@@ -50,6 +50,8 @@ impl Layout for I2sR4 {
         unsafe { out.put(i, v) }
     }
 
+    const SHARED_ROWS: usize = 4;
+
     /// Row `row`'s plane of its group's bytes: one code per byte, columns in order.
     #[inline(always)]
     unsafe fn row_codes<S: GemmSimd>(x: S::V, row: usize) -> S::V {

@@ -106,7 +106,7 @@ impl QuadMac<uint8x16_t, int8x16_t> for Sdot {
 // one more) registers of NEON's 32 (4 x 4 executes 1-2 more instructions per 1,000 MACs at m = 128). Preferred from the
 // token count from which it executes fewer instructions than the dotprod GEMV at every m
 // counted (qemu, 256 x 2048; no ARM hardware here, so counts, not timings; recounted after
-// the shared GEMM's per-tile seeds and Q2_0's constant block loops): 3 / 5 / 4 / 3 / 3 / 3 / 9 for
+// the shared GEMM's per-tile seeds and Q2_0's constant block loops): 3 / 5 / 4 / 3 / 3 / 3 / 5 for
 // TQ1_0 / TQ2_0 / BITNET_B1_58 / I2_S / I2_S_64 / Q2_0 / I2_S_R4 (docs/arm-instruction-counts.md;
 // I2_S_R4's panel packer takes each row's plane of its group's bytes, its GEMV one load for four rows).
 /// `bitnet_gemm/neon-dotprod`, then `bitnet_gemv/neon-dotprod` (4 rows per single-token
@@ -120,7 +120,7 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::BitnetB158, 4),
             (Format::I2S, 3),
             (Format::I2S64, 3),
-            (Format::I2SR4, 9),
+            (Format::I2SR4, 5),
             (Format::Q2_0, 3),
         ],
     );

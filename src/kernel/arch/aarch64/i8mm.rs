@@ -235,9 +235,9 @@ impl MicroTile<Neon<Smlal>> for I8mm {
 /// its GEMM past that one's threshold) at every m counted (qemu, 256 x 2048: counts, not
 /// timings, as there is no ARM hardware here; docs/arm-instruction-counts.md): from 3
 /// tokens, BITNET_B1_58 from 4 (at 3 the dotprod GEMV executes 193 per 1,000 MACs, this
-/// kernel 195), I2_S_R4 from 8 (196 against the GEMV's 197: its packer extracts each row's
-/// plane of the group's bytes, its GEMV loads them once for four rows). At 2, unpacking a
-/// panel costs more than the GEMV's per-token-tile unpack saves.
+/// kernel 195), I2_S_R4 from 5 (at 4, 235 against the GEMV's 198: its packer extracts each
+/// row's plane of the group's bytes, its GEMV loads them once for four rows). At 2,
+/// unpacking a panel costs more than the GEMV's per-token-tile unpack saves.
 pub(super) fn kernels() -> Vec<Kernel> {
     gemm::kernels::<Neon<Smlal>, I8mm, 2, 8>(
         c"bitnet_gemm/neon-i8mm",
@@ -247,7 +247,7 @@ pub(super) fn kernels() -> Vec<Kernel> {
             (Format::BitnetB158, 4),
             (Format::I2S, 3),
             (Format::I2S64, 3),
-            (Format::I2SR4, 8),
+            (Format::I2SR4, 5),
             (Format::Q2_0, 3),
         ],
     )

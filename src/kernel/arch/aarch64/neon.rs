@@ -97,7 +97,7 @@ impl QuadMac<uint8x16_t, int8x16_t> for Smlal {
 // quad). Preferred from the token count from which it executes fewer instructions than
 // this GEMV at every m counted (qemu, 256 x 2048; no ARM hardware here, so counts, not
 // timings; recounted after the shared GEMM's per-tile seeds and Q2_0's constant block loops): 3 /
-// 4 / 4 / 3 / 3 / 4 / 8 for TQ1_0 / TQ2_0 / BITNET_B1_58 / I2_S / I2_S_64 / Q2_0 / I2_S_R4
+// 4 / 4 / 3 / 3 / 4 / 5 for TQ1_0 / TQ2_0 / BITNET_B1_58 / I2_S / I2_S_64 / Q2_0 / I2_S_R4
 // (docs/arm-instruction-counts.md).
 /// `bitnet_gemm/neon`, then `bitnet_gemv/neon` (4 rows per single-token tile, 2 x 2 per
 /// batch tile).
@@ -110,7 +110,7 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::BitnetB158, 4),
             (Format::I2S, 3),
             (Format::I2S64, 3),
-            (Format::I2SR4, 8),
+            (Format::I2SR4, 5),
             (Format::Q2_0, 4),
         ],
     );
