@@ -11,6 +11,9 @@ use crate::kernel::{MatRef, OutTile};
 /// I2_S_R4: 2-bit codes of four rows per byte, one f32 scale per tensor.
 pub(crate) struct I2sR4;
 
+/// Rows per group, which share one stream (a byte holds one column of each).
+const GROUP: usize = 4;
+
 impl Codes for I2sR4 {
     const FORMAT: Format = Format::I2SR4;
     /// Steps of 64 columns: 64 bytes of a group's stream, which every ISA's panel packer
@@ -23,7 +26,7 @@ impl Codes for I2sR4 {
 
     /// A row's codes are its group's stream: `k` bytes, shared with the group's other rows.
     fn row_stream(r: usize, k: usize) -> (usize, usize) {
-        (r / 4 * k, k)
+        (r / GROUP * k, k)
     }
 }
 
@@ -50,12 +53,12 @@ impl Layout for I2sR4 {
         unsafe { out.put(i, v) }
     }
 
-    const SHARED_ROWS: usize = 4;
+    const SHARED_ROWS: usize = GROUP;
 
     /// Row `row`'s plane of its group's bytes: one code per byte, columns in order.
     #[inline(always)]
     unsafe fn row_codes<S: GemmSimd>(x: S::V, row: usize) -> S::V {
         // SAFETY: register operations; the caller's features.
-        unsafe { S::plane2(x, 3 - row % 4, S::splat8(3)) }
+        unsafe { S::plane2(x, GROUP - 1 - row % GROUP, S::splat8(3)) }
     }
 }
