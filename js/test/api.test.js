@@ -20,6 +20,27 @@ const bestKernel = (format, m) => {
 };
 const modelBytes = model(tern);
 
+test('the known-answer check refuses kernels that disagree with the reference', () => {
+    // No engine at hand computes tern's kernels otherwise than specified any more (node 20's
+    // wrong relaxed instruction is no longer used), so a dispatcher whose GEMM is one off
+    // stands in for one.
+    assert.equal(tern._knownAnswerCheck(), null);
+    const { gemm } = VARIANTS[tern.variant];
+    const dispatcher = tern.dispatcher;
+    tern.dispatcher = function (options) {
+        const d = dispatcher.call(this, options);
+        if (options?.kernel !== gemm) return d;
+        const matmul = d.matmul.bind(d);
+        d.matmul = (...args) => matmul(...args).map((y, i) => (i === 2 ? y + 1 : y));
+        return d;
+    };
+    try {
+        assert.match(tern._knownAnswerCheck(), new RegExp(`its kernel ${gemm} gives .* row 2\\): the engine computes an instruction otherwise than specified`));
+    } finally {
+        delete tern.dispatcher;
+    }
+});
+
 test('load picks the best build this engine runs as specified', async () => {
     // scripts/test-wasm.sh says what to expect of each engine it runs these tests on.
     const want = process.env.TERN_JS_EXPECT_VARIANT;

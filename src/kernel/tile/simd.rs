@@ -145,16 +145,35 @@ pub(crate) unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(
     // SAFETY: pointer reads stay in the ranges the caller vouches for, with its features.
     unsafe {
         let mask3 = S::splat8(3);
-        for plane in 0..4 {
-            let mut w = [S::zero(); R];
+        plane_dot::<S, R, T, 0>(x, a, p, mask3);
+        plane_dot::<S, R, T, 1>(x, a, p, mask3);
+        plane_dot::<S, R, T, 2>(x, a, p, mask3);
+        plane_dot::<S, R, T, 3>(x, a, p, mask3);
+    }
+}
+
+/// Plane `PLANE` of [`dot_2bit`], a constant: LLVM left the loop over planes rolled for
+/// wasm, whose shifts by a run-time count V8 turns into three more instructions each.
+///
+/// # Safety
+/// As for [`dot_2bit`].
+#[inline(always)]
+unsafe fn plane_dot<S: Simd, const R: usize, const T: usize, const PLANE: usize>(
+    x: [S::V; R],
+    a: [*const i8; T],
+    p: &mut [[P<S>; T]; R],
+    mask3: S::V,
+) {
+    // SAFETY: pointer reads stay in the ranges the caller vouches for, with its features.
+    unsafe {
+        let mut w = [S::zero(); R];
+        for r in 0..R {
+            w[r] = S::plane2(x[r], PLANE, mask3);
+        }
+        for t in 0..T {
+            let av = S::load(a[t].add(PLANE * S::W) as *const u8);
             for r in 0..R {
-                w[r] = S::plane2(x[r], plane, mask3);
-            }
-            for t in 0..T {
-                let av = S::load(a[t].add(plane * S::W) as *const u8);
-                for r in 0..R {
-                    p[r][t] = S::M::dot(p[r][t], w[r], av);
-                }
+                p[r][t] = S::M::dot(p[r][t], w[r], av);
             }
         }
     }
@@ -182,21 +201,35 @@ pub(crate) unsafe fn dot_2bit_x4<S: Simd, const R: usize, const T: usize>(
         for r in 0..R {
             y[r] = S::srl4(x[r]);
         }
-        for plane in 0..4 {
-            let mut w = [S::zero(); R];
+        // Constant planes, as in `dot_2bit`.
+        masked_plane_dot::<S, R, T, 0>(x, a, lo, m03);
+        masked_plane_dot::<S, R, T, 1>(x, a, hi, m0c);
+        masked_plane_dot::<S, R, T, 2>(y, a, lo, m03);
+        masked_plane_dot::<S, R, T, 3>(y, a, hi, m0c);
+    }
+}
+
+/// Plane `PLANE` of [`dot_2bit_x4`]: the codes `src[r] & mask` into `p`.
+///
+/// # Safety
+/// As for [`dot_2bit`].
+#[inline(always)]
+unsafe fn masked_plane_dot<S: Simd, const R: usize, const T: usize, const PLANE: usize>(
+    src: [S::V; R],
+    a: [*const i8; T],
+    p: &mut [[P<S>; T]; R],
+    mask: S::V,
+) {
+    // SAFETY: pointer reads stay in the ranges the caller vouches for, with its features.
+    unsafe {
+        let mut w = [S::zero(); R];
+        for r in 0..R {
+            w[r] = S::and(src[r], mask);
+        }
+        for t in 0..T {
+            let av = S::load(a[t].add(PLANE * S::W) as *const u8);
             for r in 0..R {
-                let src = if plane < 2 { x[r] } else { y[r] };
-                w[r] = S::and(src, if plane % 2 == 0 { m03 } else { m0c });
-            }
-            for t in 0..T {
-                let av = S::load(a[t].add(plane * S::W) as *const u8);
-                for r in 0..R {
-                    if plane % 2 == 0 {
-                        lo[r][t] = S::M::dot(lo[r][t], w[r], av);
-                    } else {
-                        hi[r][t] = S::M::dot(hi[r][t], w[r], av);
-                    }
-                }
+                p[r][t] = S::M::dot(p[r][t], w[r], av);
             }
         }
     }

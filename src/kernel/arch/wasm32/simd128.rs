@@ -4,12 +4,11 @@
 //! - [`Widening`] (plain SIMD128, `bitnet_gemv/wasm-simd128`): SIMD128 has no u8 x i8
 //!   multiply-add, so codes and activations are widened to int16 and multiplied pairwise
 //!   into int32 (`i32x4.dot_i16x8_s`), in two partial sums regrouped once per weight load;
-//! - [`RelaxedDot`] (`bitnet_gemv/wasm-relaxed-simd128`): `i32x4.relaxed_dot_i8x16_i7x16_add`,
-//!   four products straight into each int32 lane, like `vpdpbusd`. Its 7-bit operand is the
-//!   weight code (at most 12: BitNet's unshifted odd planes), whose result every engine must
-//!   give exactly (relaxed SIMD leaves only operands >= 128 implementation-defined). Its
-//!   GEMM takes `i16x8.relaxed_dot_i8x16_i7x16_s` into int16 pair sums instead (see its
-//!   [`QuadMac`]).
+//! - [`RelaxedDot`] (`bitnet_gemv/wasm-relaxed-simd128`): `i16x8.relaxed_dot_i8x16_i7x16_s`,
+//!   u8 x i8 pair sums in int16 lanes, like `vpmaddubsw`, folded into int32 when a partial
+//!   ends, in the GEMV and the GEMM alike. Its 7-bit operand is the weight code (at most
+//!   12: BitNet's unshifted odd planes), whose result every engine must give exactly
+//!   (relaxed SIMD leaves only operands >= 128 implementation-defined).
 //!
 //! Either way int32 lane `j` receives the products of bytes `4j..4j + 4` of each vector,
 //! the grouping the skeleton's per-lane seeds assume (`prep::lane_sums`).
@@ -19,7 +18,8 @@
 //! 16-bit shifts and saturating byte arithmetic instead (measured: 2.7x on TQ2_0 for the
 //! shift alone). TQ1_0's base-3 digits need no multiply: digit `n` of a byte `b` is
 //! `q * 3 >> 8` with `q = b * 3^n mod 256`, i.e. `(q >= 86) + (q >= 171)`, and `q` for the
-//! next digit is `3 q mod 256`, two byte adds.
+//! next digit is `3 q mod 256` (see [`top_trit`] and [`times3`] for how LLVM is kept from
+//! rewriting them into operations SIMD128 lacks).
 
 use crate::kernel::gemm::GemmSimd;
 use crate::kernel::mac::{Mac, QuadMac};
@@ -27,19 +27,30 @@ use crate::kernel::tile::{Pieces, Simd};
 use core::arch::wasm32::*;
 use std::marker::PhantomData;
 
-/// The top base-3 digit `q * 3 >> 8` of every byte, `(q >= 86) + (q >= 171)`, with native
-/// byte operations (x64 has no unsigned byte compare): `min(q -sat 85, 1) + min(q -sat 170,
-/// 1)`. TQ1_0's digits, in both skeletons.
+/// The constants of [`top_trit`] (85, 170 and 1 in every byte), out of LLVM's sight. Seeing
+/// them, LLVM rewrites `min(q -sat c, 1)` as the compare `q > c`, which SIMD128 has only as
+/// `i8x16.gt_u`: four x64 instructions in V8 (`pmaxub`, `pcmpeqb`, and a `pcmpeqb` and `pxor`
+/// to invert), ten per digit for the five written here. The cost is a 48-byte stack round
+/// trip where they are made, which callers do once per block.
 #[inline(always)]
-fn top_trit(q: v128) -> v128 {
-    let one = u8x16_splat(1);
-    i8x16_add(u8x16_min(u8x16_sub_sat(q, u8x16_splat(85)), one), u8x16_min(u8x16_sub_sat(q, u8x16_splat(170)), one))
+fn trit_consts() -> [v128; 3] {
+    std::hint::black_box([u8x16_splat(85), u8x16_splat(170), u8x16_splat(1)])
 }
 
-/// `3 q mod 256` in every byte: two byte additions (SIMD128 has no byte multiply).
+/// The top base-3 digit `q * 3 >> 8` of every byte, `(q >= 86) + (q >= 171)`, with native
+/// byte operations (x64 has no unsigned byte compare): `min(q -sat 85, 1) + min(q -sat 170,
+/// 1)`, the constants from [`trit_consts`]. TQ1_0's digits, in both skeletons.
+#[inline(always)]
+fn top_trit(q: v128, [c85, c170, one]: [v128; 3]) -> v128 {
+    i8x16_add(u8x16_min(u8x16_sub_sat(q, c85), one), u8x16_min(u8x16_sub_sat(q, c170), one))
+}
+
+/// `3 q mod 256` in every byte: `q + 2 q`, with `2 q` a 16-bit shift that drops the bits
+/// crossing bytes. Written as byte additions, LLVM folds `q + q + q` into a byte multiply,
+/// which SIMD128 lacks and LLVM then emits as two widening multiplies and a shuffle.
 #[inline(always)]
 fn times3(q: v128) -> v128 {
-    i8x16_add(i8x16_add(q, q), q)
+    i8x16_add(q, v128_and(i16x8_shl(q, 1), u8x16_splat(0xFE)))
 }
 
 /// `f + float(acc) * s`, lane by lane: multiply, then add (no fused multiply-add in SIMD128;
@@ -115,62 +126,67 @@ impl QuadMac<v128, *const u8> for Widening {
     }
 }
 
-/// Relaxed SIMD's dot product, straight into the int32 lanes.
+/// Relaxed SIMD's dot product: `i16x8.relaxed_dot_i8x16_i7x16_s` into int16 pair sums,
+/// folded by `i32x4.extadd_pairwise_i16x8_s` when the partial ends, as AVX2's `vpmaddubsw`.
+/// On x64 without AVX-VNNI, V8 (node 22) lowers the int16 form to `pmaddubsw` alone (then
+/// `paddw`), but `i32x4.relaxed_dot_i8x16_i7x16_add` to `pmaddubsw`, a `pmaddwd` by a ones
+/// vector it rebuilds each time (`pcmpeqd`, `psrlw`) and `paddd`: five instructions for two
+/// (disassembled with `--print-wasm-code`). Measured on the GEMM (node 22, AMD EPYC,
+/// 2560x2560, m = 64, fastest of two interleaved processes): TQ1_0 19.1 to 13.1 ms, TQ2_0
+/// 17.3 to 11.1 ms, BITNET_B1_58 16.2 to 10.6 ms; on the GEMV (node 22, Intel Xeon, m = 1,
+/// 2560x2560, medians of two interleaved rounds): TQ2_0 305 to 186 µs, BITNET_B1_58 271-386
+/// to 190 µs.
 #[cfg(target_feature = "relaxed-simd")]
 pub(super) struct RelaxedDot;
 
 #[cfg(target_feature = "relaxed-simd")]
 impl Mac<v128> for RelaxedDot {
     type P = v128;
-    /// int32 lanes need no folding.
-    const GROUPS: usize = usize::MAX;
-
-    #[inline(always)]
-    unsafe fn start(acc: v128) -> v128 {
-        acc
-    }
-
-    #[inline(always)]
-    unsafe fn dot(p: v128, u: v128, s: v128) -> v128 {
-        i32x4_relaxed_dot_i8x16_i7x16_add(s, u, p)
-    }
-
-    #[inline(always)]
-    unsafe fn end(p: v128, _acc: v128) -> v128 {
-        p
-    }
-}
-
-/// The GEMM's relaxed dot: `i16x8.relaxed_dot_i8x16_i7x16_s` into int16 pair sums, folded
-/// by `i32x4.extadd_pairwise_i16x8_s` once per 8 groups. On x64 without AVX-VNNI, V8 lowers
-/// `i32x4.relaxed_dot_i8x16_i7x16_add` to `pmaddubsw`, a `pmaddwd` by a ones vector it
-/// rebuilds each time and `paddd` (from V8's source; not disassembled), the int16 form to
-/// `pmaddubsw` alone, then `paddw`. Measured
-/// (node 22, AMD EPYC, 2560x2560, m = 64, fastest of two interleaved processes): TQ1_0
-/// 19.1 to 13.1 ms, TQ2_0 17.3 to 11.1 ms, BITNET_B1_58 16.2 to 10.6 ms.
-#[cfg(target_feature = "relaxed-simd")]
-impl QuadMac<v128, *const u8> for RelaxedDot {
-    type Q = v128;
     /// A pair sum is at most `2 * 3 * 128 = 768` in magnitude (codes <= 3, activations
     /// >= -128), four per group: 8 groups are 24,576 < 2^15.
-    const Q_GROUPS: usize = 8;
+    const GROUPS: usize = 8;
 
     #[inline(always)]
-    unsafe fn q_start(_acc: v128) -> v128 {
+    unsafe fn start(_acc: v128) -> v128 {
         i16x8_splat(0)
     }
 
-    /// The codes (at most 3) are the 7-bit operand, for which relaxed SIMD specifies one
-    /// exact result; the pair sums cannot overflow int16.
+    /// The codes (at most 12) are the 7-bit operand, for which relaxed SIMD specifies one
+    /// exact result; the pair sums cannot overflow int16 within a partial (see [`Mac`]).
+    #[inline(always)]
+    unsafe fn dot(p: v128, u: v128, s: v128) -> v128 {
+        i16x8_add(p, i16x8_relaxed_dot_i8x16_i7x16(s, u))
+    }
+
+    #[inline(always)]
+    unsafe fn end(p: v128, acc: v128) -> v128 {
+        i32x4_add(acc, i32x4_extadd_pairwise_i16x8(p))
+    }
+}
+
+/// The GEMV's int16 products, with the activation quad broadcast to every lane.
+#[cfg(target_feature = "relaxed-simd")]
+impl QuadMac<v128, *const u8> for RelaxedDot {
+    type Q = v128;
+    const Q_GROUPS: usize = <Self as Mac<v128>>::GROUPS;
+
+    #[inline(always)]
+    unsafe fn q_start(acc: v128) -> v128 {
+        // SAFETY: register-only SIMD128, which the build has.
+        unsafe { <Self as Mac<v128>>::start(acc) }
+    }
+
     #[inline(always)]
     unsafe fn q_dot<const L: i32>(q: v128, w: v128, a: *const u8) -> v128 {
-        // SAFETY: 16 readable bytes at `a` (the trait's contract).
-        i16x8_add(q, i16x8_relaxed_dot_i8x16_i7x16(unsafe { quad_splat::<L>(a) }, w))
+        // SAFETY: 16 readable bytes at `a` (the trait's contract); SIMD128 and relaxed
+        // SIMD, which the build has.
+        unsafe { <Self as Mac<v128>>::dot(q, w, quad_splat::<L>(a)) }
     }
 
     #[inline(always)]
     unsafe fn q_end(q: v128, acc: v128) -> v128 {
-        i32x4_add(acc, i32x4_extadd_pairwise_i16x8(q))
+        // SAFETY: register-only SIMD128, which the build has.
+        unsafe { <Self as Mac<v128>>::end(q, acc) }
     }
 }
 
@@ -235,6 +251,7 @@ impl<D: Mac<v128>> Simd for Wasm<D> {
         a: [*const i8; T],
         acc: &mut [[v128; T]; R],
     ) {
+        let k = trit_consts();
         for chunk in 0..4 {
             let mut q = [i8x16_splat(0); R];
             for r in 0..R {
@@ -261,7 +278,7 @@ impl<D: Mac<v128>> Simd for Wasm<D> {
                     if digit > 0 {
                         q[r] = times3(q[r]);
                     }
-                    codes[r] = top_trit(q[r]);
+                    codes[r] = top_trit(q[r], k);
                 }
                 for t in 0..T {
                     // SAFETY: the trait's contract: 320 prepared bytes at `a[t]`.
@@ -398,7 +415,7 @@ impl<D: Mac<v128> + QuadMac<v128, *const u8>> GemmSimd for Wasm<D> {
 
     #[inline(always)]
     unsafe fn top_trit(q: v128) -> v128 {
-        top_trit(q)
+        top_trit(q, trit_consts())
     }
 
     #[inline(always)]

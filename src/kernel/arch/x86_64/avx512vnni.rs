@@ -384,5 +384,5 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::Q2_0, 6),
         ],
     );
-    gemm.into_iter().chain(tile::every_format::<Avx512, 4, 2, 4, 2, 4>(c"bitnet_gemv/avx512vnni"))
+    gemm.into_iter().chain(tile::every_format::<Avx512, 4, 4, 2, 4, 2, 4>(c"bitnet_gemv/avx512vnni"))
 }
