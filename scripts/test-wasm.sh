@@ -89,7 +89,7 @@ if [ ${#builds[@]} = 2 ]; then
     example="$(cd "$project" && "$TERN_NODE22" "${sandbox[@]}" example.mjs)"
     echo "$example" | sed 's/^/  /'
     grep -qx 'KERNEL_SELECTED bitnet_gemv/wasm-relaxed-simd128' <<<"$example"
-    # The example's batch: 8 tokens of a TQ2_0 weight, which the GEMM serves from 2.
+    # The example's batch: 8 tokens of a TQ2_0 weight, which the GEMM serves from 3.
     grep -qx 'KERNEL_SELECTED bitnet_gemm/wasm-relaxed-simd128' <<<"$example"
     grep -qx 'out 64, batch 512' <<<"$example"
     echo "test-wasm: the installed package's tests under node 22 (load() must pick relaxed-simd128)"

@@ -391,8 +391,8 @@ export class Tern {
      * kernel on a small known case (every ternary format, activations of both signs), else
      * why not. Engines have shipped relaxed SIMD that validates but computes otherwise:
      * node 20's --experimental-wasm-relaxed-simd gets `i32x4.relaxed_dot_i8x16_i7x16_add`
-     * wrong (the GEMV's), and the GEMM uses another instruction
-     * (`i16x8.relaxed_dot_i8x16_i7x16_s`), so both are checked.
+     * wrong (tern's GEMV used it before 0.3), so every relaxed instruction the kernels use is
+     * checked by running both.
      */
     _knownAnswerCheck() {
         const [n, k] = [4, 256];

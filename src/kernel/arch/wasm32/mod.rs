@@ -38,19 +38,20 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 // GEMM register blocks (`gemm::kernels::<S, S, RV, T>`: RV vectors of 4 rows x T tokens): plain
 // 2 x 2 (two int32 partial sums per (vector, token), 8 of the 16 xmm registers, as the GEMV's
 // batch tiles), relaxed 2 x 4 (one int16 partial sum each, 8 registers). Each GEMM serves
-// from the token count from which it beat the same build's GEMV, both forced, at every m
-// measured (Intel Xeon, Sapphire Rapids class, node 22, 2560x2560, 3 rounds, GEMV time /
-// GEMM time, after the panel packer's constant chunk indices; `tern bench --kernel
-// bitnet_gemm/<isa>,bitnet_gemv/<isa> --tokens M`, as scripts/bench-wasm-gemm.sh runs it):
-// - simd128: TQ1_0 from 2 (1.28x at 2), TQ2_0 from 3 (1.01x at 2, 1.15-1.25x from 3 to 12),
-//   BITNET_B1_58 from 2 (1.46x), I2_S and I2_S_64 from 2 (1.90-1.96x), Q2_0 from 3 (0.83x at
-//   2, 1.05-1.06x at 3-4, 1.21x at 8), I2_S_R4 from 6 (0.59-0.91x at 3, 0.67-1.02x at 4,
-//   1.03x at 6, 1.09-1.12x at 8-16: its GEMV reads a group's stream once for four rows and
-//   is 1.8x I2_S's at m = 2, its packer transposes the group's bytes once per row);
-// - relaxed: TQ1_0 from 2 (1.34-1.41x at 2 in 10 runs), TQ2_0 from 2 (1.30x),
-//   BITNET_B1_58 from 3 (0.89x at 2, 1.25x at 4, 1.56x at 8), I2_S and I2_S_64 from 2
-//   (1.31-1.32x), Q2_0 from 4 (0.77x at 2, 1.00x at 3, 1.11x at 4, 1.43x at 8), I2_S_R4
-//   from 3 (0.94x at 2, 1.20-1.21x at 3, 1.33-1.37x at 4, 1.74x at 8).
+// from the token count from which it beat the same build's GEMV, both forced (Intel Xeon,
+// Sapphire Rapids class, node 22, 2560x2560, medians of 2 rounds, GEMV time / GEMM time, after
+// the GEMVs' int16 relaxed products and constant planes made them 1.3-2x faster; `bash
+// scripts/bench-wasm-gemm.sh --shapes 2560x2560 --tokens 2,3,4,5,6,7,8,10,12,16`):
+// - simd128: TQ1_0 from 2 (1.15x at 2), TQ2_0 from 4 (0.98x at 3, 1.00-1.02x at 4, 1.05x at
+//   5-6, 1.09-1.11x at 8-16), BITNET_B1_58 from 7 (0.96-0.98x at 5-6, 1.01x at 7, 1.03-1.10x
+//   at 8-16), I2_S from 3 (0.96x at 2, 1.02x at 3, 1.05x at 4), I2_S_64 as I2_S (the same
+//   loops, not measured), Q2_0 from 7 (0.94x at 5, 1.01-1.06x at 7-10; two runs at 12-16 read
+//   0.84-0.86x with the GEMM's time out of line with its neighbours), I2_S_R4 from 4 (0.96x
+//   at 3, 1.03x at 4, 1.10x at 6);
+// - relaxed: TQ1_0 from 3 (0.99x at 2, 1.46x at 3), TQ2_0 from 3 (0.91x at 2, 1.02x at 3,
+//   1.13-1.25x at 4), BITNET_B1_58 from 6 (0.98x at 5, 1.02-1.03x at 6-7, 1.11-1.27x at 8-16),
+//   I2_S and I2_S_64 from 3 (0.96x at 2, 1.18x at 3), Q2_0 from 5 (0.94-0.95x at 4, 1.04x at
+//   5, 1.13x at 6), I2_S_R4 from 2 (1.07x at 2).
 
 #[cfg(target_feature = "simd128")]
 mod plain {
@@ -74,12 +75,12 @@ mod plain {
     pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
         let every = [
             (Format::Tq1_0, 2),
-            (Format::Tq2_0, 3),
-            (Format::BitnetB158, 2),
-            (Format::I2S, 2),
-            (Format::I2S64, 2),
-            (Format::I2SR4, 6),
-            (Format::Q2_0, 3),
+            (Format::Tq2_0, 4),
+            (Format::BitnetB158, 7),
+            (Format::I2S, 3),
+            (Format::I2S64, 3),
+            (Format::I2SR4, 4),
+            (Format::Q2_0, 7),
         ];
         let gemm = gemm::kernels::<Wasm<Widening>, Wasm<Widening>, 2, 2>(c"bitnet_gemm/wasm-simd128", &every);
         gemm.into_iter().chain(tile::every_format::<Wasm<Widening>, 2, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-simd128"))
@@ -107,13 +108,13 @@ mod relaxed {
     /// `bitnet_gemm/wasm-relaxed-simd128`, then `bitnet_gemv/wasm-relaxed-simd128`.
     pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
         let every = [
-            (Format::Tq1_0, 2),
-            (Format::Tq2_0, 2),
-            (Format::BitnetB158, 3),
-            (Format::I2S, 2),
-            (Format::I2S64, 2),
-            (Format::I2SR4, 3),
-            (Format::Q2_0, 4),
+            (Format::Tq1_0, 3),
+            (Format::Tq2_0, 3),
+            (Format::BitnetB158, 6),
+            (Format::I2S, 3),
+            (Format::I2S64, 3),
+            (Format::I2SR4, 2),
+            (Format::Q2_0, 5),
         ];
         let gemm =
             gemm::kernels::<Wasm<RelaxedDot>, Wasm<RelaxedDot>, 2, 4>(c"bitnet_gemm/wasm-relaxed-simd128", &every);
