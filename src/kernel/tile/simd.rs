@@ -145,30 +145,32 @@ pub(crate) unsafe fn dot_2bit<S: Simd, const R: usize, const T: usize>(
     // SAFETY: pointer reads stay in the ranges the caller vouches for, with its features.
     unsafe {
         let mask3 = S::splat8(3);
-        plane_dot::<S, R, T, 0>(x, a, p, mask3);
-        plane_dot::<S, R, T, 1>(x, a, p, mask3);
-        plane_dot::<S, R, T, 2>(x, a, p, mask3);
-        plane_dot::<S, R, T, 3>(x, a, p, mask3);
+        plane_dot::<S, R, T, 0, false>(x, a, p, mask3);
+        plane_dot::<S, R, T, 1, false>(x, a, p, mask3);
+        plane_dot::<S, R, T, 2, false>(x, a, p, mask3);
+        plane_dot::<S, R, T, 3, false>(x, a, p, mask3);
     }
 }
 
-/// Plane `PLANE` of [`dot_2bit`], a constant: LLVM left the loop over planes rolled for
-/// wasm, whose shifts by a run-time count V8 turns into three more instructions each.
+/// Plane `PLANE` (a constant: for wasm LLVM left a loop over planes rolled, and V8 turns
+/// each shift by a run-time count into three more instructions) of the codes `src` into
+/// `p`: the codes are `src[r] & mask` for `MASKED` ([`dot_2bit_x4`]), else plane `PLANE` of
+/// `src[r]` ([`dot_2bit`], `mask` being 3).
 ///
 /// # Safety
 /// As for [`dot_2bit`].
 #[inline(always)]
-unsafe fn plane_dot<S: Simd, const R: usize, const T: usize, const PLANE: usize>(
-    x: [S::V; R],
+unsafe fn plane_dot<S: Simd, const R: usize, const T: usize, const PLANE: usize, const MASKED: bool>(
+    src: [S::V; R],
     a: [*const i8; T],
     p: &mut [[P<S>; T]; R],
-    mask3: S::V,
+    mask: S::V,
 ) {
     // SAFETY: pointer reads stay in the ranges the caller vouches for, with its features.
     unsafe {
         let mut w = [S::zero(); R];
         for r in 0..R {
-            w[r] = S::plane2(x[r], PLANE, mask3);
+            w[r] = if MASKED { S::and(src[r], mask) } else { S::plane2(src[r], PLANE, mask) };
         }
         for t in 0..T {
             let av = S::load(a[t].add(PLANE * S::W) as *const u8);
@@ -201,37 +203,10 @@ pub(crate) unsafe fn dot_2bit_x4<S: Simd, const R: usize, const T: usize>(
         for r in 0..R {
             y[r] = S::srl4(x[r]);
         }
-        // Constant planes, as in `dot_2bit`.
-        masked_plane_dot::<S, R, T, 0>(x, a, lo, m03);
-        masked_plane_dot::<S, R, T, 1>(x, a, hi, m0c);
-        masked_plane_dot::<S, R, T, 2>(y, a, lo, m03);
-        masked_plane_dot::<S, R, T, 3>(y, a, hi, m0c);
-    }
-}
-
-/// Plane `PLANE` of [`dot_2bit_x4`]: the codes `src[r] & mask` into `p`.
-///
-/// # Safety
-/// As for [`dot_2bit`].
-#[inline(always)]
-unsafe fn masked_plane_dot<S: Simd, const R: usize, const T: usize, const PLANE: usize>(
-    src: [S::V; R],
-    a: [*const i8; T],
-    p: &mut [[P<S>; T]; R],
-    mask: S::V,
-) {
-    // SAFETY: pointer reads stay in the ranges the caller vouches for, with its features.
-    unsafe {
-        let mut w = [S::zero(); R];
-        for r in 0..R {
-            w[r] = S::and(src[r], mask);
-        }
-        for t in 0..T {
-            let av = S::load(a[t].add(PLANE * S::W) as *const u8);
-            for r in 0..R {
-                p[r][t] = S::M::dot(p[r][t], w[r], av);
-            }
-        }
+        plane_dot::<S, R, T, 0, true>(x, a, lo, m03);
+        plane_dot::<S, R, T, 1, true>(x, a, hi, m0c);
+        plane_dot::<S, R, T, 2, true>(y, a, lo, m03);
+        plane_dot::<S, R, T, 3, true>(y, a, hi, m0c);
     }
 }
 
