@@ -31,7 +31,9 @@ use std::marker::PhantomData;
 /// them, LLVM rewrites `min(q -sat c, 1)` as the compare `q > c`, which SIMD128 has only as
 /// `i8x16.gt_u`: four x64 instructions in V8 (`pmaxub`, `pcmpeqb`, and a `pcmpeqb` and `pxor`
 /// to invert), ten per digit for the five written here. The cost is a 48-byte stack round
-/// trip where they are made, which callers do once per block.
+/// trip where they are made: once per block in the GEMV, but once per digit vector in the
+/// GEMM's packer, whose `GemmSimd::top_trit` has nowhere to keep them (with [`times3`], the
+/// simd128 TQ1_0 GEMM at m = 64 still went from 30.9 to 18.9 ms).
 #[inline(always)]
 fn trit_consts() -> [v128; 3] {
     std::hint::black_box([u8x16_splat(85), u8x16_splat(170), u8x16_splat(1)])
@@ -101,28 +103,28 @@ unsafe fn quad_splat<const L: i32>(a: *const u8) -> v128 {
     unsafe { v128_load32_splat(a.add(4 * L as usize) as *const u32) }
 }
 
-/// The GEMV's widening products, with the activation quad broadcast to every lane.
-impl QuadMac<v128, *const u8> for Widening {
-    type Q = (v128, v128);
-    const Q_GROUPS: usize = <Self as Mac<v128>>::GROUPS;
+/// The GEMM's products are the GEMV's multiply-accumulate (either build's), with the
+/// activation quad broadcast to every lane.
+impl<D: Mac<v128>> QuadMac<v128, *const u8> for D {
+    type Q = D::P;
+    const Q_GROUPS: usize = D::GROUPS;
 
     #[inline(always)]
-    unsafe fn q_start(acc: v128) -> (v128, v128) {
-        // SAFETY: register-only SIMD128, which the build has.
-        unsafe { <Self as Mac<v128>>::start(acc) }
+    unsafe fn q_start(acc: v128) -> D::P {
+        // SAFETY: register-only SIMD128 (and relaxed SIMD in its build), which the build has.
+        unsafe { D::start(acc) }
     }
 
     #[inline(always)]
-    unsafe fn q_dot<const L: i32>(q: (v128, v128), w: v128, a: *const u8) -> (v128, v128) {
-        // SAFETY: 16 readable bytes at `a` (the trait's contract); SIMD128, which the build
-        // has.
-        unsafe { <Self as Mac<v128>>::dot(q, w, quad_splat::<L>(a)) }
+    unsafe fn q_dot<const L: i32>(q: D::P, w: v128, a: *const u8) -> D::P {
+        // SAFETY: 16 readable bytes at `a` (the trait's contract); the build's features.
+        unsafe { D::dot(q, w, quad_splat::<L>(a)) }
     }
 
     #[inline(always)]
-    unsafe fn q_end(q: (v128, v128), acc: v128) -> v128 {
-        // SAFETY: register-only SIMD128, which the build has.
-        unsafe { <Self as Mac<v128>>::end(q, acc) }
+    unsafe fn q_end(q: D::P, acc: v128) -> v128 {
+        // SAFETY: register-only, with the build's features.
+        unsafe { D::end(q, acc) }
     }
 }
 
@@ -161,32 +163,6 @@ impl Mac<v128> for RelaxedDot {
     #[inline(always)]
     unsafe fn end(p: v128, acc: v128) -> v128 {
         i32x4_add(acc, i32x4_extadd_pairwise_i16x8(p))
-    }
-}
-
-/// The GEMV's int16 products, with the activation quad broadcast to every lane.
-#[cfg(target_feature = "relaxed-simd")]
-impl QuadMac<v128, *const u8> for RelaxedDot {
-    type Q = v128;
-    const Q_GROUPS: usize = <Self as Mac<v128>>::GROUPS;
-
-    #[inline(always)]
-    unsafe fn q_start(acc: v128) -> v128 {
-        // SAFETY: register-only SIMD128, which the build has.
-        unsafe { <Self as Mac<v128>>::start(acc) }
-    }
-
-    #[inline(always)]
-    unsafe fn q_dot<const L: i32>(q: v128, w: v128, a: *const u8) -> v128 {
-        // SAFETY: 16 readable bytes at `a` (the trait's contract); SIMD128 and relaxed
-        // SIMD, which the build has.
-        unsafe { <Self as Mac<v128>>::dot(q, w, quad_splat::<L>(a)) }
-    }
-
-    #[inline(always)]
-    unsafe fn q_end(q: v128, acc: v128) -> v128 {
-        // SAFETY: register-only SIMD128, which the build has.
-        unsafe { <Self as Mac<v128>>::end(q, acc) }
     }
 }
 
@@ -371,7 +347,7 @@ impl<D: Mac<v128>> Pieces for Wasm<D> {
 /// The GEMM's operations ([`crate::kernel::gemm`]): four rows per vector, and `D`'s
 /// [`QuadMac`] with the activation quad broadcast from memory (`v128.load32_splat`), as
 /// x86 does.
-impl<D: Mac<v128> + QuadMac<v128, *const u8>> GemmSimd for Wasm<D> {
+impl<D: Mac<v128>> GemmSimd for Wasm<D> {
     const LANES: usize = 4;
 
     #[inline(always)]
