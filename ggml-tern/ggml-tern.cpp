@@ -66,17 +66,77 @@ bool tern_ok(tern_status status, const char * call, const char * about = "") {
     return false;
 }
 
+// Whose threads run the tasks of a split matmul. llama.cpp computes the CPU backend's graph
+// splits and this backend's one after the other from one thread. ggml's CPU backend built
+// with OpenMP (its default where the compiler has it) runs each split as an OpenMP parallel
+// region from that thread, and the team's threads spin for a while after it, waiting for
+// the next one. A pool of tern's own beside that team puts two busy pools on the same
+// cores: on 2 vCPUs, 2-thread decode with tern's pool was no faster than 1-thread decode and
+// 0.7x the CPU backend alone (docs/ggml-backend.md). So where the CPU backend reports
+// OPENMP, tern's tasks run as an OpenMP loop from the computing thread, and the OpenMP
+// runtime gives it the team that has just run the CPU backend's split, its threads awake.
+enum class executor { tern_pool, ggml_openmp };
+
+const char * executor_name(executor e) {
+    return e == executor::ggml_openmp ? "the OpenMP team of ggml's CPU backend" : "tern's own pool";
+}
+
+// Whether ggml's CPU backend is registered and was built with OpenMP (its feature list).
+bool ggml_cpu_uses_openmp() {
+    ggml_backend_reg_t cpu = ggml_backend_reg_by_name("CPU");
+    auto get_features = cpu == nullptr ? nullptr :
+                                         (ggml_backend_get_features_t) ggml_backend_reg_get_proc_address(
+                                             cpu, "ggml_backend_get_features");
+    for (ggml_backend_feature * f = get_features ? get_features(cpu) : nullptr; f != nullptr && f->name != nullptr;
+         ++f) {
+        if (std::strcmp(f->name, "OPENMP") == 0) {
+            return std::strcmp(f->value, "1") == 0;
+        }
+    }
+    return false;
+}
+
+executor choose_executor() {
+#ifdef _OPENMP
+    if (ggml_cpu_uses_openmp()) {
+        return executor::ggml_openmp;
+    }
+#endif
+    return executor::tern_pool;
+}
+
+#ifdef _OPENMP
+// tern_parallel_for_fn over OpenMP; `pool` points at the thread count. Each task once, on
+// the team's threads, and the region ends when all have finished.
+void openmp_parallel_for(void * pool, size_t n_tasks, tern_task_fn task, void * task_ctx) {
+    const int n_threads = *static_cast<const int *>(pool);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(n_threads)
+    for (long long i = 0; i < (long long) n_tasks; ++i) {
+        task(task_ctx, (size_t) i);
+    }
+}
+#endif
+
 // A strict dispatcher (never the slow decoding fallback: a pair without a dedicated
-// kernel is an error, not a silent slowdown) on tern's own pool of n_threads, with the
-// accurate activations: TQ1_0/TQ2_0 meet activations with one scale per 256-element block
+// kernel is an error, not a silent slowdown) on n_threads threads of `exec` (`n_threads`
+// must outlive the dispatcher: the OpenMP executor reads it), with the accurate
+// activations: TQ1_0/TQ2_0 meet activations with one scale per 256-element block
 // (I8_BLOCK256), as ggml's own Q8_K, and Q2_0 with one per 32 (I8_BLOCK32), as ggml's Q8_0,
 // so llama.cpp's outputs do not drift from its CPU backend's.
-dispatcher_ptr new_dispatcher(int n_threads) {
+dispatcher_ptr new_dispatcher(const int & n_threads, executor exec) {
     tern_dispatcher_options options;
     std::memset(&options, 0, sizeof(options));
     options.struct_size = sizeof(options);
     options.n_threads   = (uint32_t) (n_threads > 0 ? n_threads : 1);
     options.flags       = TERN_DISPATCH_STRICT | TERN_DISPATCH_ACCURATE_ACTIVATIONS;
+#ifdef _OPENMP
+    if (exec == executor::ggml_openmp && n_threads > 1) {
+        options.parallel_for = openmp_parallel_for;
+        options.pool         = const_cast<int *>(&n_threads);
+    }
+#else
+    (void) exec;
+#endif
     tern_dispatcher * d = nullptr;
     if (!tern_ok(tern_dispatcher_new(&options, &d), "tern_dispatcher_new")) {
         return nullptr;
@@ -86,6 +146,7 @@ dispatcher_ptr new_dispatcher(int n_threads) {
 
 // The device's view of tern, built once: which types it claims and which kernels serve them.
 struct device_context {
+    executor              threads   = executor::tern_pool;
     const tern_encoding * f32       = nullptr;
     // Per k_ternary_types entry; NULL when the type is not claimed (tern lacks it, or its
     // probe found no dedicated kernel on this CPU).
@@ -145,7 +206,9 @@ device_context make_device_context() {
     device_context dev;
     std::string    claimed;
     std::vector<std::string> kernels;
-    dispatcher_ptr d = new_dispatcher(1);
+    static const int one = 1;
+    dev.threads      = choose_executor();
+    dispatcher_ptr d = new_dispatcher(one, dev.threads);
     if (d && tern_ok(tern_encoding_get(TERN_FORMAT_F32, &dev.f32), "tern_encoding_get", "F32")) {
         for (size_t i = 0; i < k_n_types; ++i) {
             const tern_encoding * enc = nullptr;
@@ -165,7 +228,8 @@ device_context make_device_context() {
     }
     dev.description = std::string("tern ") + tern_version_string() + " (MUL_MAT " +
                       (claimed.empty() ? "none" : claimed) + "; kernels " +
-                      (kernel_list.empty() ? "none" : kernel_list) + ")";
+                      (kernel_list.empty() ? "none" : kernel_list) + "; threads: " + executor_name(dev.threads) +
+                      ")";
     return dev;
 }
 
@@ -239,12 +303,15 @@ bool ensure_dispatcher(backend_context & ctx) {
         return true;
     }
     ctx.dispatcher.reset();
-    dispatcher_ptr d = new_dispatcher(ctx.n_threads);
+    // The OpenMP executor reads the count through this field, which stays as it is while
+    // the dispatcher lives.
+    ctx.dispatcher_threads = ctx.n_threads;
+    dispatcher_ptr d       = new_dispatcher(ctx.dispatcher_threads, ctx.dev.threads);
     if (!d || !tern_ok(tern_dispatcher_set_sink(d.get(), count_kernel_run, &ctx), "tern_dispatcher_set_sink")) {
+        ctx.dispatcher_threads = 0;
         return false;
     }
-    ctx.dispatcher         = std::move(d);
-    ctx.dispatcher_threads = ctx.n_threads;
+    ctx.dispatcher = std::move(d);
     return true;
 }
 
@@ -405,7 +472,8 @@ void print_stats(backend_context & ctx) {
     for (const auto & run : ctx.kernel_runs) {
         line += " " + run.first + "=" + std::to_string(run.second);
     }
-    line += " kernel_ms=" + std::to_string(ctx.kernel_nanos / 1000000);
+    line += " kernel_ms=" + std::to_string(ctx.kernel_nanos / 1000000) + " threads=" + std::to_string(ctx.n_threads) +
+            (ctx.dev.threads == executor::ggml_openmp ? "/openmp" : "/tern");
     fprintf(stderr, "%s\n", line.c_str());
 }
 

@@ -96,9 +96,12 @@ tools_flags=(-O2 -std=c++17 -Wall -Wextra -Werror -I"$src/include" -I"$src/ggml/
              -L"$bin" -Wl,-rpath,"$bin")
 c++ "${tools_flags[@]}" ggml-tern/test/logits.cpp -o "$build/logits" -lllama -lggml -lggml-base
 c++ "${tools_flags[@]}" ggml-tern/test/ops.cpp -o "$build/ops" -lggml -lggml-base
-# The second way in: libggml-tern.a linked in and registered with ggml_backend_register.
+# The second way in: libggml-tern.a linked in and registered with ggml_backend_register
+# (with the OpenMP flag it was built with, if any).
+openmp_flags=$(sed -n 's/^OpenMP_CXX_FLAGS:STRING=//p' "$build/CMakeCache.txt")
+# shellcheck disable=SC2086 # openmp_flags is a list of flags, or none
 c++ "${tools_flags[@]}" -DTERN_GGML_REGISTER -Iggml-tern ggml-tern/test/ops.cpp -o "$build/ops-registered" \
-    "$build/ggml-tern/libggml-tern.a" "$build/lib/libtern.a" -lggml -lggml-base \
+    "$build/ggml-tern/libggml-tern.a" "$build/lib/libtern.a" -lggml -lggml-base $openmp_flags \
     -lgcc_s -lutil -lrt -lpthread -lm -ldl
 export GGML_BACKEND_PATH=$module
 # ggml finds its CPU backend module next to the program or in the current directory.
@@ -131,6 +134,17 @@ for t in sys.argv[2:]:
     ternary += cases
 assert set(claimed) <= set(ternary), "tern claimed a non-ternary case"
 EOF
+
+# Whose threads run tern's tasks: where ggml's CPU backend runs on OpenMP (this build links
+# libgomp), the backend must run them on the same OpenMP team (docs/ggml-backend.md).
+if ldd ./libggml-cpu.so | grep -q libgomp; then
+    threads="the OpenMP team of ggml's CPU backend" executor=openmp
+else
+    threads="tern's own pool" executor=tern
+fi
+grep -q "Device description: tern .*threads: $threads)" "$build/backend-ops.log" ||
+    { grep "Device description: tern" "$build/backend-ops.log"; echo "FAIL ggml: tern's tasks do not run on $threads"; exit 1; }
+echo "tern's tasks run on $threads"
 
 step "batched MUL_MAT, refusals, activation drift against f64 (ggml-tern/test/ops.cpp)"
 "$build/ops"
@@ -168,6 +182,8 @@ for type in "${types[@]}"; do
     want=$((7 * layers * 7))
     echo "tern ran $ran $type MUL_MATs in llama-bench (at least $want expected)"
     [[ $ran -ge $want ]] || { echo "FAIL ggml: the ternary MUL_MATs did not run on tern"; exit 1; }
+    grep -q "ggml-tern stats: .* threads=2/$executor$" "$build/bench-tern-$type.log" ||
+        { echo "FAIL ggml: llama-bench -t 2 did not run tern on 2 threads of $threads"; exit 1; }
     ! grep -q "ggml-tern stats" "$build/bench-cpu-$type.log" \
         || { echo "FAIL ggml: tern ran without GGML_BACKEND_PATH"; exit 1; }
 done
