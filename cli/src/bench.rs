@@ -47,7 +47,7 @@ pub struct Args {
     #[arg(long, value_parser = model::parse_model)]
     model: Option<&'static model::Model>,
     /// TQ1_0/TQ2_0: give every block the first block's scale, as a BitNet checkpoint
-    /// converted to GGUF has (the kernels' per-tensor-scale path)
+    /// converted to GGUF has (the kernels' per-tensor-scale path); also with --model
     #[arg(long)]
     uniform_scales: bool,
     /// With --model: layers of the stack to run (default: all of the model's)
@@ -120,6 +120,7 @@ pub fn run(args: Args) -> Result<(), String> {
             kernel: args.kernel.clone(),
             rounds: args.runs.unwrap_or(5) as usize,
             json: args.json,
+            uniform_scales: args.uniform_scales,
         };
         return model::run(model, &options);
     }
@@ -245,23 +246,6 @@ pub fn run(args: Args) -> Result<(), String> {
         )),
         None => Ok(()),
     }
-}
-
-/// `weight` with every TQ block's f16 scale replaced by the first block's (other formats
-/// as they are).
-fn with_uniform_scales(weight: Tensor<'static>) -> Result<Tensor<'static>, String> {
-    let block = match weight.format() {
-        Format::Tq1_0 => 54,
-        Format::Tq2_0 => 66,
-        _ => return Ok(weight),
-    };
-    let (format, n, k) = (weight.format(), weight.rows(), weight.cols());
-    let mut bytes = weight.bytes().map_err(|e| e.to_string())?.to_vec();
-    let first = [bytes[block - 2], bytes[block - 1]];
-    for b in bytes.chunks_exact_mut(block) {
-        b[block - 2..].copy_from_slice(&first);
-    }
-    Tensor::from_vec(format, bytes, n, k).map_err(|e| e.to_string())
 }
 
 /// The adapter every F32 activation pays before a ternary kernel: F32 -> I8_ABSMAX.

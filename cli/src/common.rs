@@ -344,3 +344,20 @@ impl Progress {
         }
     }
 }
+
+/// `weight` with every TQ block's f16 scale replaced by the first block's (other formats
+/// as they are).
+pub fn with_uniform_scales(weight: Tensor<'static>) -> Result<Tensor<'static>, String> {
+    let block = match weight.format() {
+        Format::Tq1_0 => 54,
+        Format::Tq2_0 => 66,
+        _ => return Ok(weight),
+    };
+    let (format, n, k) = (weight.format(), weight.rows(), weight.cols());
+    let mut bytes = weight.bytes().map_err(|e| e.to_string())?.to_vec();
+    let first = [bytes[block - 2], bytes[block - 1]];
+    for b in bytes.chunks_exact_mut(block) {
+        b[block - 2..].copy_from_slice(&first);
+    }
+    Tensor::from_vec(format, bytes, n, k).map_err(|e| e.to_string())
+}

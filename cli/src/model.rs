@@ -81,6 +81,9 @@ pub struct Options {
     pub kernel: Option<String>,
     pub rounds: usize,
     pub json: bool,
+    /// TQ1_0/TQ2_0: every block of a matrix with one scale, as a BitNet checkpoint converted
+    /// to GGUF has.
+    pub uniform_scales: bool,
 }
 
 /// Median wall time of each measurement over the interleaved rounds.
@@ -96,7 +99,7 @@ pub fn run(model: &Model, o: &Options) -> Result<(), String> {
     }
     let mut progress = Progress::new();
     progress.step(0, 3, "random weights");
-    let stack = weights(model, o.format, o.layers)?;
+    let stack = weights(model, o.format, o.layers, o.uniform_scales)?;
     let weight_bytes: usize = stack.iter().map(|w| w.bytes().map(<[u8]>::len).unwrap_or(0)).sum();
     let mut rng = Rng::new(7);
     let act = |m: usize, k: usize, rng: &mut Rng| Tensor::encode(Format::I8Absmax, &rng.units(m * k), m, k);
@@ -143,9 +146,10 @@ pub fn run(model: &Model, o: &Options) -> Result<(), String> {
 }
 
 /// The layer stack, `layers` times the model's seven matmuls. One layer is encoded from
-/// random normal values; the others are copies of its bytes in their own memory, which
-/// reads the same (what is measured is streaming them from DRAM, not their values).
-fn weights(model: &Model, format: Format, layers: usize) -> Result<Vec<Tensor<'static>>, String> {
+/// random normal values (with `uniform`, each TQ matrix then given one block scale); the
+/// others are copies of its bytes in their own memory, which reads the same (what is
+/// measured is streaming them from DRAM, not their values).
+fn weights(model: &Model, format: Format, layers: usize, uniform: bool) -> Result<Vec<Tensor<'static>>, String> {
     let mut rng = Rng::new(42);
     let mut first = Vec::new();
     for &(_, n, k) in &model.matmuls {
@@ -153,6 +157,10 @@ fn weights(model: &Model, format: Format, layers: usize) -> Result<Vec<Tensor<'s
         let src: Vec<f32> = (0..n * k).map(|_| rng.normal()).collect();
         let mut bytes = vec![0u8; format.bytes_for(n, k).map_err(|e| e.to_string())?];
         format.encode(&src, n, k, &mut bytes).map_err(|e| e.to_string())?;
+        if uniform {
+            let w = with_uniform_scales(Tensor::from_vec(format, bytes, n, k).map_err(|e| e.to_string())?)?;
+            bytes = w.bytes().map_err(|e| e.to_string())?.to_vec();
+        }
         first.push((bytes, n, k));
     }
     let mut stack = Vec::new();
@@ -218,7 +226,8 @@ fn print_table(model: &Model, o: &Options, r: &Results, weight_bytes: usize) {
         o.rounds
     );
     outln!("  shapes: {}", model.source);
-    outln!("  weights: {} bytes per token pass (DRAM-resident)", group(weight_bytes));
+    let uniform = if o.uniform_scales { ", one scale per matrix" } else { "" };
+    outln!("  weights: {} bytes per token pass (DRAM-resident{uniform})", group(weight_bytes));
     let probe = gb_per_s(weight_bytes, r.probe);
     outln!("  {:<22}{:>12}{:>14}{:>10}{:>14}", "test", "time", "tokens/s", "GB/s", "of read probe");
     for (what, m, t) in [("tg (m = 1)".to_owned(), 1, r.tg), (format!("pp (m = {})", o.tokens), o.tokens, r.pp)] {
@@ -244,6 +253,7 @@ fn print_json(model: &Model, o: &Options, r: &Results, weight_bytes: usize) {
         "shapes_source": model.source,
         "format": o.format.name(),
         "layers": o.layers,
+        "uniform_scales": o.uniform_scales,
         "threads": o.threads,
         "rounds": o.rounds,
         "clock": if o.threads == 1 && Clock::ThreadCpu.is_cpu_time() { "thread_cpu" } else { "wall" },

@@ -74,12 +74,27 @@ fn act_block(format: Format) -> usize {
     accurate(format).spec().cols_multiple
 }
 
+/// Every block scale of `bytes` (a TQ1_0, TQ2_0 or Q2_0 matrix) set to `d`: a tensor whose
+/// block scales are all equal, as a BitNet checkpoint converted to GGUF has.
+fn with_uniform_scales(format: Format, bytes: &[u8], n: usize, k: usize, d: f32) -> Vec<u8> {
+    let mut bytes = bytes.to_vec();
+    let block = bytes.len() / (n * k / format.kernel_block(k));
+    // The f16 scale ends a TQ block and starts a Q2_0 block.
+    let at = if format == Format::Q2_0 { 0 } else { block - 2 };
+    for b in bytes.chunks_exact_mut(block) {
+        b[at..at + 2].copy_from_slice(&half::f16::from_f32(d).to_le_bytes());
+    }
+    bytes
+}
+
 /// Every kernel of (TQ, I8_BLOCK256) and (Q2_0, I8_BLOCK32) this CPU runs equals the
 /// definition on whole outputs and on blocks of rows x tokens (writing nothing outside them),
 /// to 1e-5 of max(1, |want|) (tests/kernels.rs's bound for I8_ABSMAX: SIMD kernels scale and
 /// sum per-lane partial dots, whose f32 roundings are relative to the lanes, not to the
 /// block's total) plus `2 * blocks * eps * magnitude` (f32 sums of `blocks` terms in any
-/// order). Q2_0 also runs rows of 1 and 5 blocks (a SIMD step holds up to 4).
+/// order). Q2_0 also runs rows of 1 and 5 blocks (a SIMD step holds up to 4). Each case runs
+/// twice: with the encoder's block scales, and with every block scale equal (the tensor
+/// knows it, and kernels may skip reading them).
 #[test]
 fn every_accurate_kernel_matches_the_definition() {
     let mut rng = Rng(0xb10c);
@@ -90,11 +105,16 @@ fn every_accurate_kernel_matches_the_definition() {
         assert!(kernels.iter().any(|k| k.name() == REFERENCE), "the reference serves {format}");
         assert!(kernels.len() > 1 || cfg!(not(any(target_arch = "x86_64", target_arch = "aarch64"))));
         let short: &[(usize, usize, usize)] = if format == Format::Q2_0 { &[(5, 40, 320), (2, 17, 64)] } else { &[] };
-        for &(m, n, k) in [(1, 70, 512), (3, 67, 1024), (9, 130, 768), (20, 64, 256)].iter().chain(short) {
-            let w = Tensor::encode(format, &rng.weights(n * k, 1.0), n, k).unwrap();
+        let shapes = [(1, 70, 512), (3, 67, 1024), (9, 130, 768), (20, 64, 256)];
+        for (&(m, n, k), uniform) in shapes.iter().chain(short).flat_map(|s| [(s, false), (s, true)]) {
+            let encoded = Tensor::encode(format, &rng.weights(n * k, 1.0), n, k).unwrap();
+            let bytes = encoded.bytes().unwrap().to_vec();
+            let bytes = if uniform { with_uniform_scales(format, &bytes, n, k, 0.0371) } else { bytes };
+            let w = Tensor::from_vec(format, bytes, n, k).unwrap();
+            assert_eq!(w.uniform_block_scale().unwrap().is_some(), uniform, "{format}");
             let a = Tensor::encode(act, &activations(&mut rng, m, k), m, k).unwrap();
             let (wb, ab) = (w.bytes().unwrap(), a.bytes().unwrap());
-            let (wm, am) = (MatRef::new(format, n, k, wb).unwrap(), MatRef::new(act, m, k, ab).unwrap());
+            let (wm, am) = (MatRef::of(&w).unwrap(), MatRef::new(act, m, k, ab).unwrap());
             let (want, mag) = definition(wb, ab, m, n, k, format);
             let terms = (k / act_block(format)) as f64;
             let tol = |i: usize| 1e-5 * want[i].abs().max(1.0) + 2.0 * terms * f32::EPSILON as f64 * mag[i];

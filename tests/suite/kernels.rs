@@ -298,28 +298,36 @@ fn parity_over_token_blocks_and_panels() {
     }
 }
 
-/// A TQ tensor whose block scales are all equal is detected as such (once, remembered in
-/// the tensor), and every kernel's result through `MatRef::of` (which carries the uniform
-/// scale) equals the per-block result up to the stated bound: `2 * blocks * eps` of
-/// `a_scale * sum_blocks |d * dot|`, plus 1e-6 relative.
+/// `bytes` (a TQ1_0, TQ2_0 or Q2_0 matrix) with every block scale set to `d`.
+fn with_uniform_scales(format: Format, mut bytes: Vec<u8>, n: usize, k: usize, d: half::f16) -> Vec<u8> {
+    let block = bytes.len() / (n * k / format.kernel_block(k));
+    // The f16 scale ends a TQ block and starts a Q2_0 block.
+    let at = if format == Format::Q2_0 { 0 } else { block - 2 };
+    for b in bytes.chunks_exact_mut(block) {
+        b[at..at + 2].copy_from_slice(&d.to_le_bytes());
+    }
+    bytes
+}
+
+/// A TQ or Q2_0 tensor whose block scales are all equal is detected as such (once,
+/// remembered in the tensor), and every kernel's result through `MatRef::of` (which carries
+/// the uniform scale) equals the per-block result up to the stated bound: `2 * blocks *
+/// eps` of `a_scale * sum_blocks |d * dot|`, plus 1e-6 relative.
 #[test]
 fn uniform_block_scales_match_the_per_block_path() {
     let mut rng = Rng(0x5EED_1234_ABCD_0009);
-    for format in [Format::Tq1_0, Format::Tq2_0] {
+    for format in [Format::Tq1_0, Format::Tq2_0, Format::Q2_0] {
         let (n, k) = (67, 1024);
-        let mut bytes = weights(&mut rng, format, n, k);
-        let per_block = tern::Tensor::from_vec(format, bytes.clone(), n, k).unwrap();
+        let random = weights(&mut rng, format, n, k);
+        let per_block = tern::Tensor::from_vec(format, random.clone(), n, k).unwrap();
         assert_eq!(per_block.uniform_block_scale().unwrap(), None, "{format:?}: random blocks have their own scales");
-        let block = bytes.len() / (n * k / 256);
         let d = half::f16::from_f32(0.0371);
-        for b in bytes.chunks_exact_mut(block) {
-            b[block - 2..].copy_from_slice(&d.to_le_bytes());
-        }
+        let bytes = with_uniform_scales(format, random, n, k, d);
         let uniform = tern::Tensor::from_vec(format, bytes.clone(), n, k).unwrap();
         assert_eq!(uniform.uniform_block_scale().unwrap(), Some(d.to_f32()), "{format:?}");
         let wu = MatRef::of(&uniform).unwrap();
         let wp = MatRef::new(format, n, k, &bytes).unwrap();
-        for m in [1, 9, 33] {
+        for m in [1, 2, 9, 33] {
             let abytes = activations(&mut rng, m, k);
             let a = MatRef::new(Format::I8Absmax, m, k, &abytes).unwrap();
             let mag = magnitudes(format, &bytes, &abytes, m, n, k);
@@ -327,9 +335,35 @@ fn uniform_block_scales_match_the_per_block_path() {
                 let got = run(kern, &wu, &a, 0..n, 0..m);
                 let want = run(kern, &wp, &a, 0..n, 0..m);
                 for (i, (&g, &x)) in got.iter().zip(&want).enumerate() {
-                    let tol = 2.0 * (k / 256) as f64 * f32::EPSILON as f64 * mag[i] + 1e-6 * x.abs() as f64;
+                    let tol = 2.0 * (k / format.kernel_block(k)) as f64 * f32::EPSILON as f64 * mag[i]
+                        + 1e-6 * x.abs() as f64;
                     assert!(((g - x).abs() as f64) <= tol, "{} {format:?} m={m} out[{i}]: {g} vs {x}", kern.name());
                 }
+            }
+        }
+    }
+}
+
+/// Uniform-scale rows too long for one int32 accumulator per lane (the GEMV's uniform path
+/// sums a whole row in int32; past 2,048 blocks it takes the per-block path): every weight
+/// +1 (code 2, the largest sums TQ1_0's digits make) and every activation +127, so that a
+/// lane's sum along 4,096 blocks, and TQ1_0's 256 times it, would overflow; each output must
+/// be exactly `127 * k * d * a_scale` (all in f32: k, 127 and the sums are exact).
+#[test]
+fn uniform_scales_on_rows_past_the_int32_bound() {
+    let (n, k, m) = (4, 4096 * 256, 1);
+    for format in [Format::Tq1_0, Format::Tq2_0] {
+        let bytes = encode(format, &vec![1.0f32; n * k], n, k);
+        let w = tern::Tensor::from_vec(format, bytes, n, k).unwrap();
+        let d = w.uniform_block_scale().unwrap().expect("one scale");
+        let wm = MatRef::of(&w).unwrap();
+        let abytes = encode(Format::I8Absmax, &vec![1.0f32; m * k], m, k);
+        let a = MatRef::new(Format::I8Absmax, m, k, &abytes).unwrap();
+        let a_scale = f32::from_le_bytes(abytes[m * k..][..4].try_into().unwrap());
+        let want = a_scale * (d * (127.0 * k as f32));
+        for kern in candidates(format) {
+            for (i, &g) in run(kern, &wm, &a, 0..n, 0..m).iter().enumerate() {
+                assert!((g - want).abs() <= 1e-6 * want, "{} {format:?} out[{i}]: {g} vs {want}", kern.name());
             }
         }
     }

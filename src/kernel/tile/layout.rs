@@ -17,6 +17,10 @@ pub(crate) trait Tq<S: Simd>: Codes {
     /// format's accurate activation format): 1 for TQ1_0/TQ2_0 (I8_BLOCK256), 2 for Q2_0
     /// (I8_BLOCK32).
     const ACT_SCALES: usize = 1;
+    /// Whether a tensor whose blocks all have one scale runs its rows in int32, reading no
+    /// block scale ([`Tq::row_block`]; with per-token activation scales only): the code of a
+    /// second set of tiles, kept where it pays.
+    const UNIFORM_ROWS: bool = true;
     /// Offset of the f16 scale in a block.
     const SCALE_AT: usize = match Self::SCALE {
         Scale::Block(at) => at,
@@ -42,6 +46,25 @@ pub(crate) trait Tq<S: Simd>: Codes {
         a: [*const i8; T],
         acc: &mut [[S::V; T]; R],
     );
+    /// As [`Tq::block`] for weights of one scale, into accumulators that run along the whole
+    /// row: `lo` takes what [`Tq::block`] adds to `acc`, unless the format's dot products
+    /// are cheaper with the odd bit planes masked in place (as BITNET_B1_58's, see
+    /// `dot_2bit_x4`), which then go to `hi` as four times their dot product. The row's dot
+    /// product is `lo + hi / 4`, summed over the lanes.
+    ///
+    /// # Safety
+    /// As for [`Tq::block`].
+    #[inline(always)]
+    unsafe fn row_block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        n: usize,
+        a: [*const i8; T],
+        lo: &mut [[S::V; T]; R],
+        _hi: &mut [[S::V; T]; R],
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { Self::block::<R, T>(w, n, a, lo) }
+    }
     /// One token's per-block activation scales of a step (`n * ACT_SCALES` f32 at `a`) in
     /// the lanes [`Tq::scale_add`] multiplies them into: the block's one scale in every lane.
     /// Built once per step and token, not per row.

@@ -127,16 +127,27 @@ pub(crate) fn prefetch_ahead(tile_bytes: usize) -> usize {
 pub(crate) const LINE: usize = 64;
 
 /// The block-scaled tiles; `PB`: the activations have one scale per block
-/// ([`Prepared::per_block`]).
-pub(crate) struct TqCtx<'a, S: Simd, L: Tq<S>, const PB: bool> {
+/// ([`Prepared::per_block`]); `U` (never with `PB`): every block of the weight has the scale
+/// `d` ([`MatRef::uniform_scale`], as a BitNet checkpoint converted to TQ1_0/TQ2_0 has), so
+/// no block's scale is read and the int32 accumulators run along the whole row, as
+/// BITNET_B1_58's do ([`Tq::row_block`]), one multiply by `d` ending it.
+pub(crate) struct TqCtx<'a, S: Simd, L: Tq<S>, const PB: bool, const U: bool> {
     w: &'a [u8],
     /// Blocks per row.
     blocks: usize,
+    /// The weight's one block scale, with `U`.
+    d: f32,
     act: &'a Prepared,
     _isa: std::marker::PhantomData<(S, L)>,
 }
 
-impl<S: Simd, L: Tq<S>, const PB: bool> Tiles for TqCtx<'_, S, L, PB> {
+/// The most blocks per row the uniform-scale tiles take with per-token activation scales,
+/// whose int32 lanes then sum a whole row: TQ1_0's digit identity holds a lane's running
+/// sum times 256 (at most 20 * 127 * 2 per block before it), which stays in range for
+/// about 3,300 blocks; 2,048 (rows of 524,288 elements) keeps a margin.
+const UNIFORM_MAX_BLOCKS: usize = 2048;
+
+impl<S: Simd, L: Tq<S>, const PB: bool, const U: bool> Tiles for TqCtx<'_, S, L, PB, U> {
     #[inline(always)]
     unsafe fn tile<const R: usize, const T: usize>(&self, out: &mut OutTile, r0: usize, t0: usize) {
         let row_bytes = L::row_bytes(self.blocks * L::BLOCK);
@@ -169,8 +180,12 @@ impl<S: Simd, L: Tq<S>, const PB: bool> Tiles for TqCtx<'_, S, L, PB> {
         // tokens of `steps` vectors) and `scales` (T tokens of `per_token`, step `b`'s `n *
         // ACT_SCALES` at `b * step_scales`), sliced with checks above; prefetches never
         // fault; the caller vouches for the features.
+        const { assert!(!(U && PB), "uniform-scale tiles take per-token activation scales") };
         unsafe {
             let mut f = [[S::fzero(); T]; R];
+            // With `U`: int32 along the row from zero (the seeds join as one sum at the end),
+            // in two sets of accumulators (see `Tq::row_block`).
+            let (mut row_lo, mut row_hi) = ([[S::zero(); T]; R], [[S::zero(); T]; R]);
             for r in 0..R {
                 S::prefetch_l2(bytes.as_ptr().wrapping_add(ahead + r * row_bytes));
             }
@@ -184,9 +199,15 @@ impl<S: Simd, L: Tq<S>, const PB: bool> Tiles for TqCtx<'_, S, L, PB> {
                     }
                 }
                 let mut a = [act.as_ptr(); T];
-                let mut block_seeds = [S::zero(); T];
                 for t in 0..T {
                     a[t] = act.as_ptr().add(t * self.act.stride + b * act_block);
+                }
+                if U {
+                    L::row_block::<R, T>(w, n, a, &mut row_lo, &mut row_hi);
+                    continue;
+                }
+                let mut block_seeds = [S::zero(); T];
+                for t in 0..T {
                     block_seeds[t] = self.act.seed::<S>(seeds, t, b);
                 }
                 let mut acc = [block_seeds; R];
@@ -201,8 +222,16 @@ impl<S: Simd, L: Tq<S>, const PB: bool> Tiles for TqCtx<'_, S, L, PB> {
             }
             for r in 0..R {
                 for t in 0..T {
-                    let dot = S::fsum(f[r][t]);
-                    out.set(t0 + t, r0 + r, if PB { dot } else { scales[t] * dot });
+                    let v = if U {
+                        let dot = S::hsum_planes(row_lo[r][t], row_hi[r][t]) + self.act.token_seed_sum(t0 + t);
+                        // The reference's order for one scale: `a_scale * (d * dot)`.
+                        scales[t] * (self.d * dot as f32)
+                    } else if PB {
+                        S::fsum(f[r][t])
+                    } else {
+                        scales[t] * S::fsum(f[r][t])
+                    };
+                    out.set(t0 + t, r0 + r, v);
                 }
             }
         }
@@ -221,19 +250,26 @@ pub(crate) unsafe fn tq<S: Simd, L: Tq<S>, const R1: usize, const RB: usize, con
     act: &Prepared,
     out: &mut OutTile,
 ) {
-    let (w, blocks) = (w.bytes, w.cols / L::BLOCK);
+    let blocks = w.cols / L::BLOCK;
     assert!(
         act.scale_block() * L::ACT_SCALES == L::BLOCK || !act.per_block(),
         "per-block activation scales of another size"
     );
+    // Per-block activation scales scale every block on its own, whatever the weight's.
+    let uniform = w.uniform_scale.filter(|_| L::UNIFORM_ROWS && !act.per_block() && blocks <= UNIFORM_MAX_BLOCKS);
+    let w = w.bytes;
     // SAFETY: the caller vouches for the features; tiles stay in `out`'s block.
     unsafe {
-        if act.per_block() {
-            let c = TqCtx::<S, L, true> { w, blocks, act, _isa: PhantomData };
-            run::<_, R1, RB, TB>(&c, out)
-        } else {
-            let c = TqCtx::<S, L, false> { w, blocks, act, _isa: PhantomData };
-            run::<_, R1, RB, TB>(&c, out)
+        match (act.per_block(), uniform) {
+            (true, _) => {
+                run::<_, R1, RB, TB>(&TqCtx::<S, L, true, false> { w, blocks, d: 0.0, act, _isa: PhantomData }, out)
+            }
+            (false, Some(d)) => {
+                run::<_, R1, RB, TB>(&TqCtx::<S, L, false, true> { w, blocks, d, act, _isa: PhantomData }, out)
+            }
+            (false, None) => {
+                run::<_, R1, RB, TB>(&TqCtx::<S, L, false, false> { w, blocks, d: 0.0, act, _isa: PhantomData }, out)
+            }
         }
     }
 }

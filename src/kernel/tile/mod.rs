@@ -33,7 +33,7 @@ mod simd;
 pub(crate) use layout::{OneScale, Tq};
 pub(crate) use loops::{one_scale, rows4, tq, PANEL};
 pub(crate) use prepare::{prepare_natural, prepare_one_scale, prepare_tq, Prepared};
-pub(crate) use simd::{dot_2bit, dot_2bit_into, p_end, p_start, Pieces, Simd};
+pub(crate) use simd::{dot_2bit, dot_2bit_into, dot_2bit_x4, p_end, p_start, Pieces, Simd};
 
 use crate::format::Format;
 use crate::kernel::isa::{check, Isa, Job, Product};

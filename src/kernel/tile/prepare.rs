@@ -19,6 +19,8 @@ pub(crate) struct Prepared {
     pub(super) stride: usize,
     /// `W / 4` int32 lanes per (token, block), one vector's worth: see [`prep::lane_sums`].
     seeds: Vec<i32>,
+    /// Per token, the sum of its seeds: minus the sum of all its codes.
+    token_seeds_sum: Vec<i32>,
     pub(super) blocks: usize,
     lanes: usize,
     /// One per token (I8_ABSMAX), or one per (token, block) (I8_BLOCK256, I8_BLOCK32:
@@ -53,8 +55,23 @@ impl Prepared {
             }
         }
         seeds.iter_mut().for_each(|s| *s = -*s);
+        let per_token = blocks * lanes;
+        let token_seeds_sum = match lane {
+            Some(_) => (0..act.m).map(|t| seeds[t * per_token..(t + 1) * per_token].iter().sum()).collect(),
+            None => Vec::new(),
+        };
         let per_block = a.format != Format::I8Absmax;
-        Prepared { codes, stride, seeds, blocks, lanes, scales: act.scales, per_block, scale_block: act.block }
+        Prepared {
+            codes,
+            stride,
+            seeds,
+            token_seeds_sum,
+            blocks,
+            lanes,
+            scales: act.scales,
+            per_block,
+            scale_block: act.block,
+        }
     }
 
     /// The codes of `tokens` in the unpack order (`stride` bytes per token, zero in padding
@@ -89,6 +106,12 @@ impl Prepared {
     pub(super) fn token_seeds<S: Simd>(&self, tokens: Range<usize>) -> &[i32] {
         assert!(S::W == 4 * self.lanes, "seeds of another vector width");
         &self.seeds[tokens.start * self.blocks * self.lanes..tokens.end * self.blocks * self.lanes]
+    }
+
+    /// The sum of every seed of token `t` (minus the sum of its codes): what the lanes of a
+    /// whole row's accumulator, started from zero, lack.
+    pub(super) fn token_seed_sum(&self, t: usize) -> i32 {
+        self.token_seeds_sum[t]
     }
 
     /// The seed of `block` for token `t` of `seeds` (from [`Prepared::token_seeds`]).

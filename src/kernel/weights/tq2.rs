@@ -5,7 +5,7 @@ use super::{Codes, Scale};
 use crate::format::{tq2_0, Format};
 use crate::kernel::gemm::{expand_planes, GemmSimd, Layout, QuadSink};
 use crate::kernel::prep;
-use crate::kernel::tile::{dot_2bit, gemv_format, p_end, p_start, Simd, Tq};
+use crate::kernel::tile::{dot_2bit, dot_2bit_x4, gemv_format, p_end, p_start, Simd, Tq};
 
 /// TQ2_0: 2-bit codes, 256-element blocks with an f16 scale.
 pub(crate) struct Tq2;
@@ -57,6 +57,38 @@ impl<S: Simd> Tq<S> for Tq2 {
         }
         // SAFETY: as above.
         unsafe { p_end::<S, R, T>(&p, acc) };
+    }
+
+    /// The planes masked in place: one shift per load instead of three.
+    #[inline(always)]
+    unsafe fn row_block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        _n: usize,
+        a: [*const i8; T],
+        lo: &mut [[S::V; T]; R],
+        hi: &mut [[S::V; T]; R],
+    ) {
+        // SAFETY: the caller vouches for the features.
+        let (mut pl, mut ph) = unsafe { (p_start::<S, R, T>(lo), p_start::<S, R, T>(hi)) };
+        for c in 0..Self::CODE_BYTES / S::W {
+            let mut ac = a;
+            // SAFETY: as in `block`.
+            unsafe {
+                let mut x = [S::zero(); R];
+                for r in 0..R {
+                    x[r] = S::load(w[r].add(c * S::W));
+                }
+                for t in 0..T {
+                    ac[t] = a[t].add(c * 4 * S::W);
+                }
+                dot_2bit_x4::<S, R, T>(x, ac, &mut pl, &mut ph);
+            }
+        }
+        // SAFETY: as above.
+        unsafe {
+            p_end::<S, R, T>(&pl, lo);
+            p_end::<S, R, T>(&ph, hi);
+        }
     }
 }
 
