@@ -175,12 +175,12 @@ impl<S: Simd, L: Tq<S>, const PB: bool, const U: bool> Tiles for TqCtx<'_, S, L,
         for r in 0..R {
             ahead_rows[r] = bytes.as_ptr().wrapping_add(r * row_bytes + ahead + 64);
         }
+        const { assert!(!(U && PB), "uniform-scale tiles take per-token activation scales") };
         // SAFETY: every pointer below stays in `bytes` (R rows of `blocks` whole blocks, step
         // `b` holding `n` of them), `act` (T tokens of `steps` prepared steps), `seeds` (T
         // tokens of `steps` vectors) and `scales` (T tokens of `per_token`, step `b`'s `n *
         // ACT_SCALES` at `b * step_scales`), sliced with checks above; prefetches never
         // fault; the caller vouches for the features.
-        const { assert!(!(U && PB), "uniform-scale tiles take per-token activation scales") };
         unsafe {
             let mut f = [[S::fzero(); T]; R];
             // With `U`: int32 along the row from zero (the seeds join as one sum at the end),
