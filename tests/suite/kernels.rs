@@ -681,7 +681,7 @@ fn expected_kernels(features: &[&str]) -> [[&'static str; 7]; 3] {
 fn x86_kernels(features: &[&str]) -> [[&'static str; 7]; 3] {
     let has = |f: &str| features.contains(&f);
     if has("avx512vnni") {
-        // The AVX-512 GEMM from 3 / 8 / 10 / 12 / 12 / 6 / 12 tokens on Intel, 4 / 24 / 24 /
+        // The AVX-512 GEMM from 3 / 8 / 10 / 12 / 12 / 6 / 12 tokens on Intel, 4 / 12 / 24 /
         // 12 / 12 / 6 / 12 elsewhere; AMX (not for Q2_0) from 16 / 28 / 10 / 10 / 10 / - / 10.
         let (gemv, gemm) = ("bitnet_gemv/avx512vnni", "bitnet_gemm/avx512vnni");
         let big = if has("amx") { "bitnet_gemm/amx" } else { gemm };

@@ -255,9 +255,15 @@ unsafe fn chunk<S: GemmSimd, L: Layout, O: QuadSink<S>, const C: usize, const BY
         *x = unsafe { L::row_codes::<S>(load_first::<S>(s.add(at + c), len), row) };
         // The same bytes of the row `LANES` below, for the next group: a group reads
         // its rows as short streams that the hardware prefetcher barely follows
-        // from L3 (Intel Xeon, m = 128: 2-4% faster at 6912x2560 and 2560x2560).
+        // from L3 (Intel Xeon, m = 128: 2-4% faster at 6912x2560 and 2560x2560). Both
+        // lines the `len <= 64` bytes may touch: TQ2_0's 66-byte blocks put most chunks
+        // across a line, and by their first bytes alone a line in 32 was never fetched.
+        let ahead = s.wrapping_add(S::LANES * row_bytes + at + c);
         // SAFETY: a prefetch never faults, whatever the address.
-        unsafe { S::prefetch_l2(s.wrapping_add(S::LANES * row_bytes + at + c)) };
+        unsafe {
+            S::prefetch_l2(ahead);
+            S::prefetch_l2(ahead.wrapping_add(len - 1));
+        }
     }
     let dwords = len.div_ceil(4);
     // SAFETY: see above; `v` holds `LANES` vectors, `out` the block's quads.

@@ -354,10 +354,14 @@ unsafe fn opaque(mut v: __m512i) -> __m512i {
 // Xeon (Emerald Rapids, KVM, one thread, m = 128, 2560x2560 and 6912x2560) 1-6 points of
 // the `vpdpbusd zmm` peak more for every format, measured in one process.
 // Thresholds, one thread, thread CPU time: they depend on the CPU more than on the shape.
-// - AMD EPYC Zen 4 (2560x2560): the GEMM overtakes the GEMV at 4 tokens for TQ1_0 (whose GEMV
-//   extracts digits per token tile), at about 24 for TQ2_0 and BITNET_B1_58 (the panel
-//   unpack costs about what 8 tokens of GEMV do; Zen 4 runs 512-bit `vpdpbusd` in two
-//   halves, so the GEMM's advantage comes late). Every other vendor keeps these.
+// - AMD EPYC Zen 4 (2560x2560, 6912x2560, 2560x6912; GEMV time / GEMM time at m = 6-20):
+//   the GEMM overtakes the GEMV at 4 tokens for TQ1_0 (whose GEMV extracts digits per token
+//   tile; 1.7x at 6), for TQ2_0 at 10-14 on weights in cache (1.06-1.11 at 16) and on the
+//   2B4T layer stack from DRAM (`tern bench --model bitnet-b1.58-2b --layers 4 --tokens M
+//   --kernel K`, two rounds: a tie at 10-12, the GEMM 1.05-1.10x faster at 14-16 and
+//   1.09-1.13x at 20), and after 20 for BITNET_B1_58 (0.94-0.97 at 20; Zen 4 runs 512-bit
+//   `vpdpbusd` in two halves, so the GEMM's advantage comes late). Every other vendor keeps
+//   these.
 // - Intel Xeon (Sapphire Rapids class, KVM; 2560x2560, 6912x2560, 2560x6912, 4096x14336 and
 //   14336x4096, 7-21 runs per point): the GEMM wins from 3 tokens for TQ1_0 at every shape,
 //   from 8 for TQ2_0 (2560x2560 303 against 367 µs; 4096x14336 2.94 against 3.08 ms; at 6 a
@@ -371,7 +375,7 @@ unsafe fn opaque(mut v: __m512i) -> __m512i {
 /// `bitnet_gemm/avx512vnni`, then `bitnet_gemv/avx512vnni` (4 rows per single-token tile,
 /// 2 x 4 per batch tile).
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
-    let (tq1, tq2, bitnet) = if super::is_intel() { (3, 8, 10) } else { (4, 24, 24) };
+    let (tq1, tq2, bitnet) = if super::is_intel() { (3, 8, 10) } else { (4, 12, 24) };
     let gemm = gemm::kernels::<Avx512, Avx512, 3, 8>(
         c"bitnet_gemm/avx512vnni",
         &[
