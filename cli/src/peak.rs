@@ -29,12 +29,12 @@ pub fn best_of(old: Vec<Peak>, new: Vec<Peak>) -> Vec<Peak> {
 }
 
 /// The peak a kernel's figures are compared with: `tdpbusd` for AMX kernels, `vpdpbusd zmm`
-/// for AVX-512 VNNI kernels, the VEX `vpdpbusd ymm` for AVX-VNNI ones, `vpmaddubsw ymm` for
-/// AVX2 ones.
+/// for AVX-512 VNNI kernels (and the VBMI one, which multiplies with it), the VEX `vpdpbusd
+/// ymm` for AVX-VNNI ones, `vpmaddubsw ymm` for AVX2 ones.
 pub fn for_kernel<'a>(peaks: &'a [Peak], kernel: &str) -> Option<&'a Peak> {
     let want = if kernel.ends_with("/amx") {
         "tdpbusd (AMX)"
-    } else if kernel.ends_with("/avx512vnni") {
+    } else if kernel.ends_with("/avx512vnni") || kernel.ends_with("/avx512vbmi") {
         "vpdpbusd zmm"
     } else if kernel.ends_with("/avxvnni") {
         VEX_YMM

@@ -681,12 +681,18 @@ fn expected_kernels(features: &[&str]) -> [[&'static str; 7]; 3] {
 fn x86_kernels(features: &[&str]) -> [[&'static str; 7]; 3] {
     let has = |f: &str| features.contains(&f);
     if has("avx512vnni") {
-        // The AVX-512 GEMM from 3 / 8 / 10 / 12 / 12 / 6 / 12 tokens on Intel, 4 / 12 / 24 /
-        // 12 / 12 / 6 / 12 elsewhere; AMX (not for Q2_0) from 16 / 28 / 10 / 10 / 10 / - / 10.
+        // The AVX-512 GEMM from 3 / 8 / 10 / 12 / 12 / 6 / 12 tokens on Intel, 3 / 12 / 24 /
+        // 12 / 12 / 6 / 12 elsewhere; AMX (not for Q2_0) from 16 / 28 / 10 / 10 / 10 / - / 10;
+        // TQ1_0's GEMV with VBMI, where it is preferred (not on Intel).
         let (gemv, gemm) = ("bitnet_gemv/avx512vnni", "bitnet_gemm/avx512vnni");
         let big = if has("amx") { "bitnet_gemm/amx" } else { gemm };
         let tq2 = if has("intel") { gemm } else { gemv };
-        [[gemv; 7], [gemm, tq2, gemv, gemv, gemv, gemm, gemv], [big, big, big, big, big, gemm, big]]
+        let tq1 = if has("avx512vbmi") && !has("intel") { "bitnet_gemv/avx512vbmi" } else { gemv };
+        [
+            [tq1, gemv, gemv, gemv, gemv, gemv, gemv],
+            [gemm, tq2, gemv, gemv, gemv, gemm, gemv],
+            [big, big, big, big, big, gemm, big],
+        ]
     } else if has("avxvnni") {
         // The GEMM from 3 / 14 / 24 / 12 / 12 / 8 / 12 tokens.
         let (gemv, gemm) = ("bitnet_gemv/avxvnni", "bitnet_gemm/avxvnni");
@@ -742,6 +748,7 @@ fn cpu_features() -> Vec<&'static str> {
             ("avx2", avx2),
             ("avxvnni", avx2 && is_x86_feature_detected!("avxvnni")),
             ("avx512vnni", avx512),
+            ("avx512vbmi", avx512 && is_x86_feature_detected!("avx512vbmi")),
             // AMX also needs the OS's tile permission, which only asking tells.
             ("amx", avx512 && tern::kernel::amx_status() == Some(Ok(()))),
             // The AVX-512 GEMM's thresholds differ by vendor.

@@ -31,7 +31,7 @@ pub(crate) mod prepare;
 mod simd;
 
 pub(crate) use layout::{OneScale, Tq};
-pub(crate) use loops::{one_scale, rows4, tq, PANEL};
+pub(crate) use loops::{one_scale, rows4, tq, LINE, PANEL};
 pub(crate) use prepare::{prepare_natural, prepare_one_scale, prepare_tq, Prepared};
 pub(crate) use simd::{dot_2bit, dot_2bit_into, dot_2bit_x4, p_end, p_start, Pieces, Simd};
 

@@ -355,8 +355,8 @@ unsafe fn opaque(mut v: __m512i) -> __m512i {
 // the `vpdpbusd zmm` peak more for every format, measured in one process.
 // Thresholds, one thread, thread CPU time: they depend on the CPU more than on the shape.
 // - AMD EPYC Zen 4 (2560x2560, 6912x2560, 2560x6912; GEMV time / GEMM time at m = 6-20):
-//   the GEMM overtakes the GEMV at 4 tokens for TQ1_0 (whose GEMV extracts digits per token
-//   tile; 1.7x at 6), for TQ2_0 at 10-14 on weights in cache (1.06-1.11 at 16) and on the
+//   the GEMM overtakes the GEMV at 3 tokens for TQ1_0 (whose GEMV extracts digits per token
+//   tile; against the VBMI GEMV 1.06-1.10x at 3, 0.90-0.98x at 4, 1.26x at 6), for TQ2_0 at 10-14 on weights in cache (1.06-1.11 at 16) and on the
 //   2B4T layer stack from DRAM (`tern bench --model bitnet-b1.58-2b --layers 4 --tokens M
 //   --kernel K`, two rounds: a tie at 10-12, the GEMM 1.05-1.10x faster at 14-16 and
 //   1.09-1.13x at 20), and after 20 for BITNET_B1_58 (0.94-0.97 at 20; Zen 4 runs 512-bit
@@ -372,10 +372,10 @@ unsafe fn opaque(mut v: __m512i) -> __m512i {
 // Q2_0's GEMM wins from 6 tokens (407 against 447 µs; 534 against 616 at 12), I2_S's from
 // 12 (a tie, 384 against 381 µs; 443 against 584 at 16); I2_S_R4's too (15 runs per m: 352
 // against 349 µs at 12, 369 against 419 at 14).
-/// `bitnet_gemm/avx512vnni`, then `bitnet_gemv/avx512vnni` (4 rows per single-token tile,
-/// 2 x 4 per batch tile).
-pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
-    let (tq1, tq2, bitnet) = if super::is_intel() { (3, 8, 10) } else { (4, 12, 24) };
+/// `bitnet_gemm/avx512vnni`, then TQ1_0's `bitnet_gemv/avx512vbmi` (after the next on Intel
+/// CPUs), then `bitnet_gemv/avx512vnni` (4 rows per single-token tile, 2 x 4 per batch tile).
+pub(super) fn kernels() -> Vec<Kernel> {
+    let (tq1, tq2, bitnet) = if super::is_intel() { (3, 8, 10) } else { (3, 12, 24) };
     let gemm = gemm::kernels::<Avx512, Avx512, 3, 8>(
         c"bitnet_gemm/avx512vnni",
         &[
@@ -388,5 +388,10 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::Q2_0, 6),
         ],
     );
-    gemm.into_iter().chain(tile::every_format::<Avx512, 4, 4, 2, 4, 2, 4>(c"bitnet_gemv/avx512vnni"))
+    let gemv = tile::every_format::<Avx512, 4, 4, 2, 4, 2, 4>(c"bitnet_gemv/avx512vnni");
+    // TQ1_0's table-lookup GEMV (CPUs with VBMI) is preferred where it was measured faster,
+    // and registered after this ISA's GEMV on Intel CPUs, where it was not measured.
+    let vbmi = super::avx512vbmi::kernels();
+    let (first, second) = if super::is_intel() { (gemv, vbmi) } else { (vbmi, gemv) };
+    gemm.into_iter().chain(first).chain(second).collect()
 }

@@ -5,6 +5,7 @@
 
 mod amx;
 mod avx2;
+mod avx512vbmi;
 mod avx512vnni;
 mod avxvnni;
 mod requant;
@@ -42,7 +43,7 @@ unsafe fn f16c(p: *const u8) -> f32 {
 /// Best first: AMX (for batches), AVX-512 VNNI, then AVX-VNNI, then AVX2; within an ISA
 /// the GEMM first, each GEMM preferred from its `min_tokens` on.
 pub(crate) fn kernels() -> Vec<Kernel> {
-    let avx = avx512vnni::kernels().chain(avxvnni::kernels()).chain(avx2::kernels());
+    let avx = avx512vnni::kernels().into_iter().chain(avxvnni::kernels()).chain(avx2::kernels());
     amx::kernels().into_iter().chain(avx).collect()
 }
 
