@@ -50,6 +50,10 @@ pub struct Args {
     /// converted to GGUF has (the kernels' per-tensor-scale path); also with --model
     #[arg(long)]
     uniform_scales: bool,
+    /// TQ1_0/TQ2_0/Q2_0: activations with a scale per block (I8_BLOCK256, I8_BLOCK32), what a
+    /// dispatcher with accurate activations gives those formats (the ggml backend's choice)
+    #[arg(long)]
+    accurate: bool,
     /// With --model: layers of the stack to run (default: all of the model's)
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     layers: Option<u32>,
@@ -193,8 +197,13 @@ pub fn run(args: Args) -> Result<(), String> {
         if args.uniform_scales {
             weight = with_uniform_scales(weight)?;
         }
+        let accurate = format.accurate_activation().filter(|_| args.accurate);
+        let act = match accurate {
+            Some(f) => &Tensor::encode(f, &act_f32, m, k).map_err(|e| e.to_string())?,
+            None => &act,
+        };
         let mut want = vec![0f32; m * n];
-        gemv(&dispatcher(REFERENCE, 1)?, &act, &weight, &mut want)?;
+        gemv(&dispatcher(REFERENCE, 1)?, act, &weight, &mut want)?;
         for name in names {
             done += 1;
             progress.step(done, total, &format!("{} {name}", format.name()));
@@ -203,11 +212,11 @@ pub fn run(args: Args) -> Result<(), String> {
             }
             let d = dispatcher(name, threads)?;
             let mut out = vec![0f32; m * n];
-            gemv(&d, &act, &weight, &mut out)?;
+            gemv(&d, act, &weight, &mut out)?;
             let max_rel_err = max_rel_err(&out, &want);
             let mut run_err = Ok(());
             let timing = time_runs_on(clock, runs, budget, 5, 10_000, || {
-                if let Err(e) = gemv(&d, &act, &weight, &mut out) {
+                if let Err(e) = gemv(&d, act, &weight, &mut out) {
                     run_err = Err(e);
                 }
             });
@@ -215,7 +224,7 @@ pub fn run(args: Args) -> Result<(), String> {
             // with the single-thread time, the split's overhead.
             let cpu = (threads > 1).then(|| {
                 time_runs_on(Clock::ProcessCpu, Some(timing.runs.min(20)), budget, 1, 20, || {
-                    if let Err(e) = gemv(&d, &act, &weight, &mut out) {
+                    if let Err(e) = gemv(&d, act, &weight, &mut out) {
                         run_err = Err(e);
                     }
                 })

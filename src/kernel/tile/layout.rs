@@ -17,9 +17,9 @@ pub(crate) trait Tq<S: Simd>: Codes {
     /// format's accurate activation format): 1 for TQ1_0/TQ2_0 (I8_BLOCK256), 2 for Q2_0
     /// (I8_BLOCK32).
     const ACT_SCALES: usize = 1;
-    /// Whether a tensor whose blocks all have one scale runs its rows in int32, reading no
-    /// block scale ([`Tq::row_block`]; with per-token activation scales only): the code of a
-    /// second set of tiles, kept where it pays.
+    /// Whether a tensor whose blocks all have one scale runs tiles that read no block scale
+    /// (by per-token activations its rows in int32, [`Tq::row_block`]; by per-block ones
+    /// scaled by the activations' scales alone): the code of more tiles, kept where it pays.
     const UNIFORM_ROWS: bool = true;
     /// Offset of the f16 scale in a block.
     const SCALE_AT: usize = match Self::SCALE {
