@@ -39,8 +39,13 @@ impl<S: Simd> Tq<S> for Tq2 {
         // One set of partial accumulators for the block's loads (see `Mac`).
         // SAFETY: the caller vouches for the features.
         let mut p = unsafe { p_start::<S, R, T>(acc) };
-        // SAFETY: the caller's contract, as `loads` requires it.
-        unsafe { loads::<S, R, T>(w, a, |x, ac| dot_2bit::<S, R, T>(x, ac, &mut p)) };
+        for c in 0..Self::CODE_BYTES / S::W {
+            // SAFETY: the caller's contract, which `load` and `dot_2bit` need.
+            unsafe {
+                let (x, ac) = load::<S, R, T>(w, a, c);
+                dot_2bit::<S, R, T>(x, ac, &mut p);
+            }
+        }
         // SAFETY: as above.
         unsafe { p_end::<S, R, T>(&p, acc) };
     }
@@ -56,8 +61,13 @@ impl<S: Simd> Tq<S> for Tq2 {
     ) {
         // SAFETY: the caller vouches for the features.
         let (mut pl, mut ph) = unsafe { (p_start::<S, R, T>(lo), p_start::<S, R, T>(hi)) };
-        // SAFETY: the caller's contract, as `loads` requires it.
-        unsafe { loads::<S, R, T>(w, a, |x, ac| dot_2bit_x4::<S, R, T>(x, ac, &mut pl, &mut ph)) };
+        for c in 0..Self::CODE_BYTES / S::W {
+            // SAFETY: the caller's contract, which `load` and `dot_2bit_x4` need.
+            unsafe {
+                let (x, ac) = load::<S, R, T>(w, a, c);
+                dot_2bit_x4::<S, R, T>(x, ac, &mut pl, &mut ph);
+            }
+        }
         // SAFETY: as above.
         unsafe {
             p_end::<S, R, T>(&pl, lo);
@@ -66,32 +76,31 @@ impl<S: Simd> Tq<S> for Tq2 {
     }
 }
 
-/// Calls `dot` on each of a block's `QS_BYTES / W` loads of every row `w[r]`, with the
-/// activations of its four planes (`4 W` bytes at `c * 4 W` of each token's `a[t]`).
+/// Load `c` of a block's `QS_BYTES / W` of every row `w[r]`, and the activations of its
+/// four planes (`4 W` bytes at `c * 4 W` of each token's `a[t]`). A function, not a
+/// closure: a closure is compiled without the ISA's target features unless it is inlined.
 ///
 /// # Safety
 /// The CPU must have `S`'s features; every `w[r]` points at a whole block and every `a[t]` at
-/// its 256 prepared bytes; `dot` may read `4 W` bytes at each activation pointer it is given.
+/// its 256 prepared bytes; `c < QS_BYTES / W`.
 #[inline(always)]
-unsafe fn loads<S: Simd, const R: usize, const T: usize>(
+unsafe fn load<S: Simd, const R: usize, const T: usize>(
     w: [*const u8; R],
     a: [*const i8; T],
-    mut dot: impl FnMut([S::V; R], [*const i8; T]),
-) {
-    for c in 0..Tq2::CODE_BYTES / S::W {
-        let mut ac = a;
-        // SAFETY: load `c` lies in the block's codes, and its planes' activations in the
-        // block's prepared bytes; the caller vouches for the features.
-        unsafe {
-            let mut x = [S::zero(); R];
-            for r in 0..R {
-                x[r] = S::load(w[r].add(c * S::W));
-            }
-            for t in 0..T {
-                ac[t] = a[t].add(c * 4 * S::W);
-            }
-            dot(x, ac);
+    c: usize,
+) -> ([S::V; R], [*const i8; T]) {
+    let mut ac = a;
+    // SAFETY: load `c` lies in the block's codes, and its planes' activations in the block's
+    // prepared bytes; the caller vouches for the features.
+    unsafe {
+        let mut x = [S::zero(); R];
+        for r in 0..R {
+            x[r] = S::load(w[r].add(c * S::W));
         }
+        for t in 0..T {
+            ac[t] = a[t].add(c * 4 * S::W);
+        }
+        (x, ac)
     }
 }
 

@@ -104,14 +104,23 @@ unsafe fn lookup(table: &[__m512i; 4], v: __m512i, top: __mmask64) -> __m512i {
     }
 }
 
-/// The four 64-byte quarters of a 256-entry table.
+/// The four 64-byte quarters of a 256-entry table. (No closures in these functions: one
+/// that is not inlined is compiled without the ISA's target features.)
 ///
 /// # Safety
 /// AVX-512F.
 #[inline(always)]
 unsafe fn quarters(table: &[u8; 256]) -> [__m512i; 4] {
-    // SAFETY: each load reads 64 of the table's 256 bytes; AVX-512F, which the caller has.
-    std::array::from_fn(|i| unsafe { _mm512_loadu_si512(table.as_ptr().add(64 * i) as *const _) })
+    let p = table.as_ptr();
+    // SAFETY: the loads read the table's 256 bytes; AVX-512F, which the caller has.
+    unsafe {
+        [
+            _mm512_loadu_si512(p as *const _),
+            _mm512_loadu_si512(p.add(64) as *const _),
+            _mm512_loadu_si512(p.add(128) as *const _),
+            _mm512_loadu_si512(p.add(192) as *const _),
+        ]
+    }
 }
 
 /// Digits by table lookup; the activations in the slots of [`Simd::tq1_slot`]'s default
@@ -142,12 +151,12 @@ impl Tq1Block<DigitTables> for __m512i {
                 let (d0, d1) = (_mm512_and_si512(digits, m03), _mm512_and_si512(digits, m0c));
                 let (d2, d3) = (_mm512_and_si512(high, m03), _mm512_and_si512(high, m0c));
                 for t in 0..T {
-                    let plane = |n: usize| _mm512_loadu_si512(a[t].add(64 * n) as *const _);
-                    let lo = _mm512_dpbusd_epi32(acc[r][t], d0, plane(0));
-                    let lo = _mm512_dpbusd_epi32(lo, d2, plane(2));
-                    let lo = _mm512_dpbusd_epi32(lo, d4, plane(4));
-                    let hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), d1, plane(1));
-                    let hi = _mm512_dpbusd_epi32(hi, d3, plane(3));
+                    let plane = [0, 1, 2, 3, 4].map(|n| a[t].add(64 * n) as *const __m512i);
+                    let lo = _mm512_dpbusd_epi32(acc[r][t], d0, _mm512_loadu_si512(plane[0]));
+                    let lo = _mm512_dpbusd_epi32(lo, d2, _mm512_loadu_si512(plane[2]));
+                    let lo = _mm512_dpbusd_epi32(lo, d4, _mm512_loadu_si512(plane[4]));
+                    let hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), d1, _mm512_loadu_si512(plane[1]));
+                    let hi = _mm512_dpbusd_epi32(hi, d3, _mm512_loadu_si512(plane[3]));
                     // Exact: every lane of `hi` is a multiple of 4.
                     acc[r][t] = _mm512_add_epi32(lo, _mm512_srai_epi32::<2>(hi));
                 }
