@@ -105,8 +105,17 @@ pub fn kernel_table(available: bool) -> Vec<(&'static str, String, &'static str)
     }
     rows.into_iter()
         .map(|(name, ks)| {
-            let weights: Vec<_> = ks.iter().map(|k| k.weight().name()).collect();
-            (name, format!("{} x {}", weights.join(", "), ks[0].act().name()), ks[0].requires())
+            // The weights per activation format, each activation format once, in order.
+            let mut by_act: Vec<(Format, Vec<&str>)> = Vec::new();
+            for k in &ks {
+                match by_act.iter_mut().find(|(act, _)| *act == k.act()) {
+                    Some((_, weights)) => weights.push(k.weight().name()),
+                    None => by_act.push((k.act(), vec![k.weight().name()])),
+                }
+            }
+            let pairs: Vec<_> =
+                by_act.iter().map(|(act, weights)| format!("{} x {}", weights.join(", "), act.name())).collect();
+            (name, pairs.join("; "), ks[0].requires())
         })
         .collect()
 }
