@@ -435,6 +435,20 @@ fn corrupt_codes_count_as_plus_two() {
     check(Format::BitnetB158, &w, 7, 100, 3, &mut rng);
 }
 
+/// Every byte value at every TQ1_0 code position (row `r` holds byte `(r + j) mod 256` at
+/// position `j`, canonical or not): the VBMI kernel looks digits up in tables indexed by
+/// the byte, which only every value can check.
+#[test]
+fn tq1_0_every_code_byte_at_every_position() {
+    let (n, k) = (256, 256);
+    let d = half::f16::from_f32(0.25).to_le_bytes();
+    let w: Vec<u8> = (0..n).flat_map(|r| (0..52).map(move |j| ((r + j) % 256) as u8).chain(d)).collect();
+    let mut rng = Rng(0x5EED_1234_ABCD_0012);
+    for m in [1, 2, 3, 8] {
+        check(Format::Tq1_0, &w, n, k, m, &mut rng);
+    }
+}
+
 /// Products that are all zero sum to exactly 0.0, however large the codes and scales
 /// around them (a fuzz finding: with the activation-sum correction in one lane, each lane
 /// held a large biased partial sum, and scaling the lanes by a block scale with a full
