@@ -54,6 +54,10 @@ pub struct Args {
     /// dispatcher with accurate activations gives those formats (the ggml backend's choice)
     #[arg(long)]
     accurate: bool,
+    /// With --model: Q/K/V and gate/up as one matmul_many each (one dispatch per shared
+    /// activation, as the ggml backend calls them); default: one matmul per weight
+    #[arg(long)]
+    many: bool,
     /// With --model: layers of the stack to run (default: all of the model's)
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     layers: Option<u32>,
@@ -125,11 +129,12 @@ pub fn run(args: Args) -> Result<(), String> {
             rounds: args.runs.unwrap_or(5) as usize,
             json: args.json,
             uniform_scales: args.uniform_scales,
+            many: args.many,
         };
         return model::run(model, &options);
     }
-    if args.layers.is_some() {
-        return Err("--layers needs --model".to_owned());
+    if args.layers.is_some() || args.many {
+        return Err(format!("--{} needs --model", if args.many { "many" } else { "layers" }));
     }
     let Shape { n, k } = args.shape;
     let (m, threads) = (args.tokens(), args.threads as usize);

@@ -15,6 +15,10 @@ pub struct Model {
     pub name: &'static str,
     pub layers: usize,
     pub matmuls: [(&'static str, usize, usize); 7],
+    /// Which of a layer's activations each matmul reads (Q, K and V the attention's input,
+    /// gate and up the FFN's): neighbours that read the same one run as one `matmul_many`
+    /// with `--many`.
+    pub inputs: [u8; 7],
     /// Where the shapes come from.
     pub source: &'static str,
     /// The weight format the model ships in (the default of `--format`).
@@ -37,6 +41,7 @@ pub const BITNET_2B: Model = Model {
         ("up", 6912, 2560),
         ("down", 2560, 6912),
     ],
+    inputs: [0, 0, 0, 1, 2, 2, 3],
     source: "config.json of huggingface.co/microsoft/bitnet-b1.58-2B-4T: hidden 2560, \
              intermediate 6912, 20 query heads, 5 KV heads of 128, 30 layers",
     format: Format::BitnetB158,
@@ -58,6 +63,7 @@ pub const BONSAI_8B: Model = Model {
         ("up", 12288, 4096),
         ("down", 4096, 12288),
     ],
+    inputs: [0, 0, 0, 1, 2, 2, 3],
     source: "Ternary-Bonsai-8B (base Qwen3-8B, config.json of huggingface.co/Qwen/Qwen3-8B): hidden 4096, \
              intermediate 12288, 32 query heads, 8 KV heads of 128, 36 layers",
     format: Format::Q2_0,
@@ -84,6 +90,9 @@ pub struct Options {
     /// TQ1_0/TQ2_0: every block of a matrix with one scale, as a BitNet checkpoint converted
     /// to GGUF has.
     pub uniform_scales: bool,
+    /// Q/K/V and gate/up as one `matmul_many` each, as an engine (the ggml backend) calls
+    /// them, instead of one `matmul` per weight.
+    pub many: bool,
 }
 
 /// Median wall time of each measurement over the interleaved rounds.
@@ -111,12 +120,23 @@ pub fn run(model: &Model, o: &Options) -> Result<(), String> {
     let (act1, act_m) = (acts(1, &mut rng)?, acts(o.tokens, &mut rng)?);
     let options = tern::DispatcherOptions { n_threads: o.threads, kernel: o.kernel.clone(), ..Default::default() };
     let d = tern::Dispatcher::new(options).map_err(|e| e.to_string())?;
-    let max_rows = model.matmuls.iter().map(|&(_, n, _)| n).max().unwrap_or(0);
-    let mut out = vec![0f32; o.tokens * max_rows];
+    let groups = dispatch_groups(model, o.many);
+    let rows = |g: &std::ops::Range<usize>| model.matmuls[g.clone()].iter().map(|&(_, n, _)| n).sum::<usize>();
+    let mut out = vec![0f32; o.tokens * groups.iter().map(rows).max().unwrap_or(0)];
     let pass = |acts: &[Tensor], out: &mut [f32]| -> Result<(), String> {
-        for w in &stack {
-            let a = acts.iter().find(|a| a.cols() == w.cols()).expect("an activation for every k");
-            d.matmul(a, w, None, &mut out[..a.rows() * w.rows()]).map_err(|e| e.to_string())?;
+        for layer in stack.chunks(model.matmuls.len()) {
+            for group in &groups {
+                let weights: Vec<&Tensor> = layer[group.clone()].iter().collect();
+                let a = acts.iter().find(|a| a.cols() == weights[0].cols()).expect("an activation for every k");
+                let mut outs = Vec::with_capacity(weights.len());
+                let mut rest = &mut out[..];
+                for w in &weights {
+                    let (mine, others) = rest.split_at_mut(a.rows() * w.rows());
+                    outs.push(mine);
+                    rest = others;
+                }
+                d.matmul_many(a, &weights, None, &mut outs).map_err(|e| e.to_string())?;
+            }
         }
         Ok(())
     };
@@ -143,6 +163,19 @@ pub fn run(model: &Model, o: &Options) -> Result<(), String> {
         print_table(model, o, &r, weight_bytes);
     }
     Ok(())
+}
+
+/// A layer's matmuls in the order of the model, cut into one dispatch each: with `many`,
+/// runs of neighbours that read the same activation; otherwise one matmul each.
+fn dispatch_groups(model: &Model, many: bool) -> Vec<std::ops::Range<usize>> {
+    let mut groups: Vec<std::ops::Range<usize>> = Vec::new();
+    for (i, &input) in model.inputs.iter().enumerate() {
+        match groups.last_mut() {
+            Some(g) if many && model.inputs[g.start] == input => g.end = i + 1,
+            _ => groups.push(i..i + 1),
+        }
+    }
+    groups
 }
 
 /// The layer stack, `layers` times the model's seven matmuls. One layer is encoded from
@@ -217,8 +250,9 @@ fn gb_per_s(bytes: usize, d: Duration) -> f64 {
 
 fn print_table(model: &Model, o: &Options, r: &Results, weight_bytes: usize) {
     let matmuls = o.layers * model.matmuls.len();
+    let calls = o.layers * dispatch_groups(model, o.many).len();
     outln!(
-        "tern bench --model {}: {} layer(s), {matmuls} matmuls, {} weights, {} thread(s), {} round(s) interleaved",
+        "tern bench --model {}: {} layer(s), {matmuls} matmuls in {calls} calls, {} weights, {} thread(s), {} round(s) interleaved",
         model.name,
         o.layers,
         o.format.name(),
@@ -254,6 +288,8 @@ fn print_json(model: &Model, o: &Options, r: &Results, weight_bytes: usize) {
         "format": o.format.name(),
         "layers": o.layers,
         "uniform_scales": o.uniform_scales,
+        "many": o.many,
+        "calls": o.layers * dispatch_groups(model, o.many).len(),
         "threads": o.threads,
         "rounds": o.rounds,
         "clock": if o.threads == 1 && Clock::ThreadCpu.is_cpu_time() { "thread_cpu" } else { "wall" },

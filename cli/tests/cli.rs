@@ -235,10 +235,32 @@ fn bench_model_reports_tokens_per_second_as_json() {
     let elems = 2 * 2560 * 2560 + 2 * 640 * 2560 + 3 * 6912 * 2560;
     assert_eq!(doc["weight_bytes"], elems / 4 + 7 * 4, "{doc}");
     assert_eq!(doc["format"], "BITNET_B1_58", "{doc}");
+    assert_eq!((&doc["many"], &doc["calls"]), (&false.into(), &7.into()), "{doc}");
     for test in ["tg", "pp"] {
         let tps = doc["tokens_per_second"][test].as_f64().expect("tokens/s");
         assert!(tps.is_finite() && tps > 0.0, "{test}: {doc}");
     }
+}
+
+/// With --many, Q/K/V and gate/up are one call each: four calls a layer (QKV, O, gate/up, down).
+#[test]
+fn bench_model_many_groups_the_shared_activations() {
+    let o = tern(&[
+        "bench",
+        "--model",
+        "bitnet-b1.58-2b",
+        "--layers",
+        "2",
+        "--tokens",
+        "2",
+        "--runs",
+        "1",
+        "--many",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON document");
+    assert_eq!((&doc["many"], &doc["calls"]), (&true.into(), &8.into()), "{doc}");
 }
 
 #[test]
@@ -248,6 +270,7 @@ fn bench_model_refuses_what_it_cannot_run() {
         "the models known are bitnet-b1.58-2b, ternary-bonsai-8b",
     );
     assert_fails_cleanly(&tern(&["bench", "--layers", "2"]), "layers alone", "--layers needs --model");
+    assert_fails_cleanly(&tern(&["bench", "--many"]), "many alone", "--many needs --model");
     assert_fails_cleanly(
         &tern(&["bench", "--model", "bitnet-b1.58-2b", "--layers", "31"]),
         "too many layers",
