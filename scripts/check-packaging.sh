@@ -63,7 +63,9 @@ shared_layout() {
     foreign=$(nm -D --defined-only "$libdir/$file" | awk '{print $NF}' | grep -v '^tern_' || true)
     [ -z "$foreign" ] || fail "$file exports non-tern symbols: $(echo "$foreign" | head -n 5 | tr '\n' ' ')"
     # Release artifacts ship without debug info (Cargo.toml's release profile).
-    ! readelf -S "$libdir/$file" | grep -q '\.debug_info' || fail "$file has debug info"
+    # Not `grep -q`, which stops reading at a match: under pipefail the writer's SIGPIPE
+    # would then fail the pipeline (here: pass a library with debug info).
+    ! readelf -S "$libdir/$file" | grep '\.debug_info' >/dev/null || fail "$file has debug info"
     echo "check-packaging: $libdir: $file (soname $soname), symlinks, no debug info, tern_* exports only"
 }
 
@@ -149,7 +151,7 @@ int main(void) {
 EOF
     "$clang" "${modules[@]}" -I "$includedir" -Werror -c "$scratch/include.c" -o "$scratch/include.o"
     # The #include must have gone through the module, not textual inclusion.
-    find "$scratch/cache" -name 'CTern-*.pcm' | grep -q . || fail "clang built no CTern module"
+    find "$scratch/cache" -name 'CTern-*.pcm' | grep . >/dev/null || fail "clang built no CTern module"
     "$clang" "$scratch/include.o" -L "$libdir" -ltern -Wl,-rpath,"$libdir" -o "$scratch/include"
     "$scratch/include"
     echo "check-packaging: $map: module CTern imports (@import and #include) and links"

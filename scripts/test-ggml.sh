@@ -137,7 +137,9 @@ EOF
 
 # Whose threads run tern's tasks: where ggml's CPU backend runs on OpenMP (this build links
 # libgomp), the backend must run them on the same OpenMP team (docs/ggml-backend.md).
-if ldd ./libggml-cpu.so | grep -q libgomp; then
+# grep reads all of ldd's output: `grep -q` stops at the first match, and under pipefail
+# ldd's SIGPIPE then fails the pipeline (seen in CI: the check took the wrong branch).
+if ldd ./libggml-cpu.so | grep libgomp >/dev/null; then
     threads="the OpenMP team of ggml's CPU backend" executor=openmp
 else
     threads="tern's own pool" executor=tern

@@ -112,7 +112,7 @@ echo "$java_out"
 grep -q 'refused as expected: true TERN_ERR_LENGTH_MISMATCH' <<<"$java_out" ||
     { echo "test-jvm: the Java example did not see its TernException" >&2; exit 1; }
 # tern.bridge: JNI forced on JDK 25; FFM refused on JDK 17, by name.
-"$JAVA25" --enable-native-access=ALL-UNNAMED -Dtern.bridge=jni -cp "$cp" QkvKt "$fixture" | grep -q '(jni bridge)' ||
+"$JAVA25" --enable-native-access=ALL-UNNAMED -Dtern.bridge=jni -cp "$cp" QkvKt "$fixture" | grep '(jni bridge)' >/dev/null ||
     { echo "test-jvm: -Dtern.bridge=jni did not choose JNI on JDK 25" >&2; exit 1; }
 if msg="$("$JAVA17" -Dtern.bridge=ffm -cp "$cp" QkvKt "$fixture" 2>&1)" ||
     ! grep -q 'tern.bridge=ffm needs JDK 22 or later; this is JDK 17' <<<"$msg"; then

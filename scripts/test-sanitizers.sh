@@ -21,7 +21,7 @@ if [ "$(uname -sm)" != "Linux x86_64" ]; then
     echo "test-sanitizers: needs an x86_64 Linux host" >&2
     exit 1
 fi
-rustup component list --toolchain nightly --installed | grep -q '^rust-src' ||
+rustup component list --toolchain nightly --installed | grep '^rust-src' >/dev/null ||
     rustup component add rust-src --toolchain nightly
 
 # Build cost: LLVM is nearly all of it (tern's frontend takes 3 s). Two things double it and
