@@ -95,11 +95,13 @@ pub struct Options {
     pub many: bool,
 }
 
-/// Median wall time of each measurement over the interleaved rounds.
+/// Median time of each measurement over the interleaved rounds, and the calls a pass makes.
 struct Results {
     tg: Duration,
     pp: Duration,
     probe: Duration,
+    /// Dispatcher calls per token pass.
+    calls: usize,
 }
 
 pub fn run(model: &Model, o: &Options) -> Result<(), String> {
@@ -120,23 +122,25 @@ pub fn run(model: &Model, o: &Options) -> Result<(), String> {
     let (act1, act_m) = (acts(1, &mut rng)?, acts(o.tokens, &mut rng)?);
     let options = tern::DispatcherOptions { n_threads: o.threads, kernel: o.kernel.clone(), ..Default::default() };
     let d = tern::Dispatcher::new(options).map_err(|e| e.to_string())?;
+    // The weights of each call of a token pass, made once: only the calls are timed.
     let groups = dispatch_groups(model, o.many);
-    let rows = |g: &std::ops::Range<usize>| model.matmuls[g.clone()].iter().map(|&(_, n, _)| n).sum::<usize>();
-    let mut out = vec![0f32; o.tokens * groups.iter().map(rows).max().unwrap_or(0)];
+    let calls: Vec<Vec<&Tensor>> = stack
+        .chunks(model.matmuls.len())
+        .flat_map(|layer| groups.iter().map(move |g| layer[g.clone()].iter().collect()))
+        .collect();
+    let max_rows = calls.iter().map(|ws| ws.iter().map(|w| w.rows()).sum::<usize>()).max().unwrap_or(0);
+    let mut out = vec![0f32; o.tokens * max_rows];
     let pass = |acts: &[Tensor], out: &mut [f32]| -> Result<(), String> {
-        for layer in stack.chunks(model.matmuls.len()) {
-            for group in &groups {
-                let weights: Vec<&Tensor> = layer[group.clone()].iter().collect();
-                let a = acts.iter().find(|a| a.cols() == weights[0].cols()).expect("an activation for every k");
-                let mut outs = Vec::with_capacity(weights.len());
-                let mut rest = &mut out[..];
-                for w in &weights {
-                    let (mine, others) = rest.split_at_mut(a.rows() * w.rows());
-                    outs.push(mine);
-                    rest = others;
-                }
-                d.matmul_many(a, &weights, None, &mut outs).map_err(|e| e.to_string())?;
+        for weights in &calls {
+            let a = acts.iter().find(|a| a.cols() == weights[0].cols()).expect("an activation for every k");
+            let mut outs = Vec::with_capacity(weights.len());
+            let mut rest = &mut out[..];
+            for w in weights {
+                let (mine, others) = rest.split_at_mut(a.rows() * w.rows());
+                outs.push(mine);
+                rest = others;
             }
+            d.matmul_many(a, weights, None, &mut outs).map_err(|e| e.to_string())?;
         }
         Ok(())
     };
@@ -156,7 +160,7 @@ pub fn run(model: &Model, o: &Options) -> Result<(), String> {
         pp.push((result?, t).1);
     }
     progress.finish();
-    let r = Results { tg: median(tg), pp: median(pp), probe: median(probe) };
+    let r = Results { tg: median(tg), pp: median(pp), probe: median(probe), calls: calls.len() };
     if o.json {
         print_json(model, o, &r, weight_bytes);
     } else {
@@ -250,11 +254,11 @@ fn gb_per_s(bytes: usize, d: Duration) -> f64 {
 
 fn print_table(model: &Model, o: &Options, r: &Results, weight_bytes: usize) {
     let matmuls = o.layers * model.matmuls.len();
-    let calls = o.layers * dispatch_groups(model, o.many).len();
     outln!(
-        "tern bench --model {}: {} layer(s), {matmuls} matmuls in {calls} calls, {} weights, {} thread(s), {} round(s) interleaved",
+        "tern bench --model {}: {} layer(s), {matmuls} matmuls in {} calls, {} weights, {} thread(s), {} round(s) interleaved",
         model.name,
         o.layers,
+        r.calls,
         o.format.name(),
         o.threads,
         o.rounds
@@ -289,7 +293,7 @@ fn print_json(model: &Model, o: &Options, r: &Results, weight_bytes: usize) {
         "layers": o.layers,
         "uniform_scales": o.uniform_scales,
         "many": o.many,
-        "calls": o.layers * dispatch_groups(model, o.many).len(),
+        "calls": r.calls,
         "threads": o.threads,
         "rounds": o.rounds,
         "clock": if o.threads == 1 && Clock::ThreadCpu.is_cpu_time() { "thread_cpu" } else { "wall" },
