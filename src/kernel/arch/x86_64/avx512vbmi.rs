@@ -6,8 +6,9 @@
 //! two bits each (the layout of a TQ2_0 or BITNET_B1_58 byte) and digit 4; each lookup is
 //! two `vpermi2b` of 128 entries and a blend on the byte's top bit. The packed digits then
 //! take BITNET_B1_58's planes (masked in place, one shift), so a block costs five
-//! `vpdpbusd` per token where the digit identity of `avx512vnni.rs` needs ten: measured on
-//! an AMD Zen 4 (one 512-bit `vpdpbusd` per cycle) at 2560x2560, see [`kernels`].
+//! `vpdpbusd` per token where the digit identity of `avx512vnni.rs` needs ten: faster on an
+//! AMD Zen 4 (one 512-bit `vpdpbusd` per cycle), slower on an Intel Xeon (two), see
+//! [`kernels`].
 
 use super::avxvnni::Dpbusd;
 use super::vector::{Tq1Block, Vector, X86};
@@ -172,7 +173,12 @@ impl Tq1Block<DigitTables> for __m512i {
 /// 2560x6912): 1.08x as fast at one token (116 against 126 µs at 2560x2560), 1.20-1.26x at two,
 /// 1.15-1.18x at three, 1.39-1.42x at four; the decode of the 2B4T layer stack 1.07x. Three
 /// tokens are the GEMM's (1.06-1.10x faster), four a near tie (the GEMV 1.02-1.10x faster).
-/// Not measured on Intel, where `kernels` in `avx512vnni.rs` lists it after that ISA's GEMV.
+/// On an Intel Xeon (Emerald Rapids, two 512-bit `vpdpbusd` ports; same command, three
+/// interleaved rounds) it is 1.10x slower than `bitnet_gemv/avx512vnni` at one token (161
+/// against 146.5 µs at 2560x2560, 432 against 393 at 6912x2560): the digit identity's extra
+/// `vpdpbusd` have a second port there, and the permutes issue on one (port 5 in LLVM's Ice
+/// Lake server model). So `kernels` in `avx512vnni.rs` lists it after that ISA's GEMV on
+/// Intel CPUs.
 pub(super) fn kernels() -> Vec<Kernel> {
     tile::kernels::<Avx512Vbmi, 4, 4, 2, 4, 2, 4>(c"bitnet_gemv/avx512vbmi", &[Format::Tq1_0])
 }

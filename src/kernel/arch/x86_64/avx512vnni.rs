@@ -389,8 +389,9 @@ pub(super) fn kernels() -> Vec<Kernel> {
         ],
     );
     let gemv = tile::every_format::<Avx512, 4, 4, 2, 4, 2, 4>(c"bitnet_gemv/avx512vnni");
-    // TQ1_0's table-lookup GEMV (CPUs with VBMI) is preferred where it was measured faster,
-    // and registered after this ISA's GEMV on Intel CPUs, where it was not measured.
+    // TQ1_0's table-lookup GEMV (CPUs with VBMI) is preferred where it was measured faster
+    // (AMD Zen 4), and registered after this ISA's GEMV on Intel CPUs, where it measured
+    // slower (see avx512vbmi.rs).
     let vbmi = super::avx512vbmi::kernels();
     let (first, second) = if super::is_intel() { (gemv, vbmi) } else { (vbmi, gemv) };
     gemm.into_iter().chain(first).chain(second).collect()
