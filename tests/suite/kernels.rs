@@ -344,15 +344,16 @@ fn uniform_block_scales_match_the_per_block_path() {
     }
 }
 
-/// Uniform-scale rows too long for one int32 accumulator per lane (the GEMV's uniform path
-/// sums a whole row in int32; past 2,048 blocks it takes the per-block path): every weight
-/// +1 (code 2, the largest sums TQ1_0's digits make) and every activation +127, so that a
-/// lane's sum along 4,096 blocks, and TQ1_0's 256 times it, would overflow; each output must
-/// be exactly `127 * k * d * a_scale` (all in f32: k, 127 and the sums are exact).
+/// Uniform-scale rows at and past the int32 bound (the GEMV's uniform path sums a whole row
+/// in int32 up to 1,024 blocks, then takes the per-block path): every weight +1 (code 2, the
+/// largest sums TQ1_0's digits make) and every activation +127, so that TQ1_0's row sums
+/// (256 times a lane's dot product) come near the bound at 1,024 blocks and would overflow
+/// at 2,048 and 4,096; each output must be exactly `127 * k * d * a_scale` (all in f32: k,
+/// 127 and the sums are exact).
 #[test]
 fn uniform_scales_on_rows_past_the_int32_bound() {
-    let (n, k, m) = (1, 4096 * 256, 1);
-    for format in [Format::Tq1_0, Format::Tq2_0] {
+    for (format, blocks) in [Format::Tq1_0, Format::Tq2_0].into_iter().flat_map(|f| [(f, 1024), (f, 2048), (f, 4096)]) {
+        let (n, k, m) = (1, blocks * 256, 1);
         let bytes = encode(format, &vec![1.0f32; n * k], n, k);
         let w = tern::Tensor::from_vec(format, bytes, n, k).unwrap();
         let d = w.uniform_block_scale().unwrap().expect("one scale");
@@ -363,7 +364,7 @@ fn uniform_scales_on_rows_past_the_int32_bound() {
         let want = a_scale * (d * (127.0 * k as f32));
         for kern in candidates(format) {
             for (i, &g) in run(kern, &wm, &a, 0..n, 0..m).iter().enumerate() {
-                assert!((g - want).abs() <= 1e-6 * want, "{} {format:?} out[{i}]: {g} vs {want}", kern.name());
+                assert!((g - want).abs() <= 1e-6 * want, "{} {format:?} k={k} out[{i}]: {g} vs {want}", kern.name());
             }
         }
     }

@@ -49,8 +49,8 @@ pub(crate) trait Tq<S: Simd>: Codes {
     /// As [`Tq::block`] for weights of one scale, into accumulators that run along the whole
     /// row: `lo` takes what [`Tq::block`] adds to `acc`, unless the format's dot products
     /// are cheaper with the odd bit planes masked in place (as BITNET_B1_58's, see
-    /// `dot_2bit_x4`), which then go to `hi` as four times their dot product. The row's dot
-    /// product is `lo + hi / 4`, summed over the lanes.
+    /// `dot_2bit_x4`), which then go to `hi` as four times their dot product, or another
+    /// format's sums that [`Tq::row_dot`] combines at the row's end.
     ///
     /// # Safety
     /// As for [`Tq::block`].
@@ -64,6 +64,16 @@ pub(crate) trait Tq<S: Simd>: Codes {
     ) {
         // SAFETY: the caller's contract.
         unsafe { Self::block::<R, T>(w, n, a, lo) }
+    }
+    /// The dot product of one row and token from the accumulators [`Tq::row_block`] ran
+    /// along the row (their seeds not included).
+    ///
+    /// # Safety
+    /// The CPU must have `S`'s features.
+    #[inline(always)]
+    unsafe fn row_dot(lo: S::V, hi: S::V) -> i32 {
+        // SAFETY: the caller's contract.
+        unsafe { S::hsum_planes(lo, hi) }
     }
     /// One token's per-block activation scales of a step (`n * ACT_SCALES` f32 at `a`) in
     /// the lanes [`Tq::scale_add`] multiplies them into: the block's one scale in every lane.

@@ -144,10 +144,10 @@ pub(crate) struct TqCtx<'a, S: Simd, L: Tq<S>, const PB: bool, const U: bool> {
 }
 
 /// The most blocks per row the uniform-scale tiles take with per-token activation scales,
-/// whose int32 lanes then sum a whole row: TQ1_0's digit identity holds a lane's running
-/// sum times 256 (at most 20 * 127 * 2 per block before it), which stays in range for
-/// about 3,300 blocks; 2,048 (rows of 524,288 elements) keeps a margin.
-const UNIFORM_MAX_BLOCKS: usize = 2048;
+/// whose int32 lanes then sum a whole row: TQ1_0's digit identity (AVX-512) ends a row with
+/// 256 times each lane's dot product of raw digits (at most 20 * 2 * 128 per block), which
+/// stays in range for about 1,600 blocks; 1,024 (rows of 262,144 elements) keeps a margin.
+const UNIFORM_MAX_BLOCKS: usize = 1024;
 
 impl<S: Simd, L: Tq<S>, const PB: bool, const U: bool> Tiles for TqCtx<'_, S, L, PB, U> {
     #[inline(always)]
@@ -238,7 +238,7 @@ impl<S: Simd, L: Tq<S>, const PB: bool, const U: bool> Tiles for TqCtx<'_, S, L,
                     let v = if U && PB {
                         self.d * S::fsum(f[r][t])
                     } else if U {
-                        let dot = S::hsum_planes(row_lo[r][t], row_hi[r][t]) + self.act.token_seed_sum(t0 + t);
+                        let dot = L::row_dot(row_lo[r][t], row_hi[r][t]) + self.act.token_seed_sum(t0 + t);
                         // The reference's order for one scale: `a_scale * (d * dot)`.
                         scales[t] * (self.d * dot as f32)
                     } else if PB {

@@ -39,6 +39,27 @@ pub(crate) trait Simd: 'static {
         a: [*const i8; T],
         acc: &mut [[Self::V; T]; R],
     );
+    /// As [`Simd::tq1_block`] for a weight of one scale, into accumulators that run along
+    /// the whole row from zero ([`Tq::row_block`](super::Tq::row_block)), whose dot product
+    /// [`Simd::tq1_row_dot`] gives at the row's end. By default the block's dot products go
+    /// to `lo`.
+    #[inline(always)]
+    unsafe fn tq1_row_block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        lo: &mut [[Self::V; T]; R],
+        _hi: &mut [[Self::V; T]; R],
+    ) {
+        // SAFETY: the same contract.
+        unsafe { Self::tq1_block::<R, T>(w, a, lo) }
+    }
+    /// The dot product of a row's accumulators from [`Simd::tq1_row_block`]; by default
+    /// [`Simd::hsum_planes`].
+    #[inline(always)]
+    unsafe fn tq1_row_dot(lo: Self::V, hi: Self::V) -> i32 {
+        // SAFETY: the same contract.
+        unsafe { Self::hsum_planes(lo, hi) }
+    }
     unsafe fn fzero() -> Self::F;
     unsafe fn fsplat(x: f32) -> Self::F;
     /// `a * b`, lane by lane.

@@ -48,6 +48,24 @@ impl<S: Simd> Tq<S> for Tq1 {
         // SAFETY: the same contract as `Simd::tq1_block`.
         unsafe { S::tq1_block::<R, T>(w, a, acc) }
     }
+
+    #[inline(always)]
+    unsafe fn row_block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        _n: usize,
+        a: [*const i8; T],
+        lo: &mut [[S::V; T]; R],
+        hi: &mut [[S::V; T]; R],
+    ) {
+        // SAFETY: the same contract as `Simd::tq1_block`.
+        unsafe { S::tq1_row_block::<R, T>(w, a, lo, hi) }
+    }
+
+    #[inline(always)]
+    unsafe fn row_dot(lo: S::V, hi: S::V) -> i32 {
+        // SAFETY: the caller's contract.
+        unsafe { S::tq1_row_dot(lo, hi) }
+    }
 }
 
 gemv_format!(Tq1: Simd, prepare_tq, tq);

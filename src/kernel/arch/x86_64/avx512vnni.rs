@@ -238,14 +238,9 @@ impl Tq1Block<Dpbusd> for __m512i {
         a: [*const i8; T],
         acc: &mut [[__m512i; T]; R],
     ) {
-        // SAFETY: one masked load of the 52 code bytes at each `w[r]` and 320 prepared bytes at
-        // each `a[t]`, readable by the trait's contract; the rest is register-only AVX-512.
+        // SAFETY: the trait's contract is `tq1_sums`'s; the rest is register-only AVX-512.
         unsafe {
             let zero = _mm512_setzero_si512();
-            let mut q = [zero; R];
-            for r in 0..R {
-                q[r] = <Self as Vector>::load_partial(w[r], TQ1_CODE_BYTES);
-            }
             let mut lo = [[zero; T]; R];
             // The seed `-sum a` joins as `+256 sum a` in the subtracted sum.
             let mut hi = [[zero; T]; R];
@@ -254,28 +249,85 @@ impl Tq1Block<Dpbusd> for __m512i {
                     hi[r][t] = _mm512_slli_epi32::<8>(_mm512_sub_epi32(zero, acc[r][t]));
                 }
             }
-            for digit in 0..5 {
-                let mut next = [zero; R];
-                for r in 0..R {
-                    next[r] = _mm512_add_epi8(q[r], opaque(_mm512_add_epi8(q[r], q[r])));
-                }
-                for t in 0..T {
-                    let av = _mm512_loadu_si512(a[t].add(digit * 64) as *const _);
-                    for r in 0..R {
-                        lo[r][t] = _mm512_dpbusd_epi32(lo[r][t], q[r], av);
-                        hi[r][t] = _mm512_dpbusd_epi32(hi[r][t], next[r], av);
-                    }
-                }
-                q = next;
-            }
+            tq1_sums(w, a, &mut lo, &mut hi);
             for r in 0..R {
                 for t in 0..T {
-                    let lo3 = _mm512_add_epi32(lo[r][t], _mm512_add_epi32(lo[r][t], lo[r][t]));
-                    // Exact: every lane's difference is 256 times its dot product.
-                    acc[r][t] = _mm512_srai_epi32::<8>(_mm512_sub_epi32(lo3, hi[r][t]));
+                    acc[r][t] = tq1_lanes(lo[r][t], hi[r][t]);
                 }
             }
         }
+    }
+
+    /// The identity's two sums along the whole row, combined once at its end
+    /// ([`Tq1Block::tq1_row_dot`]): per block only the digits' adds and `vpdpbusd` (20
+    /// operations per row and token where [`Tq1Block::tq1_block`] adds six more).
+    #[inline(always)]
+    unsafe fn tq1_row_block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        lo: &mut [[__m512i; T]; R],
+        hi: &mut [[__m512i; T]; R],
+    ) {
+        // SAFETY: the same contract.
+        unsafe { tq1_sums(w, a, lo, hi) }
+    }
+
+    #[inline(always)]
+    unsafe fn tq1_row_dot(lo: __m512i, hi: __m512i) -> i32 {
+        // SAFETY: register-only AVX-512F, which the caller has (the trait's contract).
+        unsafe { _mm512_reduce_add_epi32(tq1_lanes(lo, hi)) }
+    }
+}
+
+/// Adds the digit identity's two sums of one TQ1_0 block per row `w[r]` (52 code bytes) and
+/// token `a[t]` (320 prepared bytes): `sum q_n a_n` to `lo`, `sum q_(n+1) a_n` to `hi`.
+///
+/// # Safety
+/// AVX-512F, BW and VNNI; the code bytes and the prepared activations are readable.
+#[inline(always)]
+unsafe fn tq1_sums<const R: usize, const T: usize>(
+    w: [*const u8; R],
+    a: [*const i8; T],
+    lo: &mut [[__m512i; T]; R],
+    hi: &mut [[__m512i; T]; R],
+) {
+    // SAFETY: one masked load of the 52 code bytes at each `w[r]` and 320 prepared bytes at
+    // each `a[t]`, readable as the caller guarantees; the rest is register-only AVX-512.
+    unsafe {
+        let zero = _mm512_setzero_si512();
+        let mut q = [zero; R];
+        for r in 0..R {
+            q[r] = <__m512i as Vector>::load_partial(w[r], TQ1_CODE_BYTES);
+        }
+        for digit in 0..5 {
+            let mut next = [zero; R];
+            for r in 0..R {
+                next[r] = _mm512_add_epi8(q[r], opaque(_mm512_add_epi8(q[r], q[r])));
+            }
+            for t in 0..T {
+                let av = _mm512_loadu_si512(a[t].add(digit * 64) as *const _);
+                for r in 0..R {
+                    lo[r][t] = _mm512_dpbusd_epi32(lo[r][t], q[r], av);
+                    hi[r][t] = _mm512_dpbusd_epi32(hi[r][t], next[r], av);
+                }
+            }
+            q = next;
+        }
+    }
+}
+
+/// `(3 lo - hi) / 256` per lane: the dot products of the digits, from [`tq1_sums`]. Exact
+/// in wrapping int32 as long as each lane's `3 lo - hi`, 256 times its dot product, is in
+/// range: a lane meets 20 digits (at most 2) of each block, so up to 1,650 blocks.
+///
+/// # Safety
+/// AVX-512F.
+#[inline(always)]
+unsafe fn tq1_lanes(lo: __m512i, hi: __m512i) -> __m512i {
+    // SAFETY: register-only AVX-512F, which the caller has.
+    unsafe {
+        let lo3 = _mm512_add_epi32(lo, _mm512_add_epi32(lo, lo));
+        _mm512_srai_epi32::<8>(_mm512_sub_epi32(lo3, hi))
     }
 }
 

@@ -64,6 +64,31 @@ pub(super) trait Tq1Block<M>: Vector {
     /// # Safety
     /// As for [`Simd::tq1_block`].
     unsafe fn tq1_block<const R: usize, const T: usize>(w: [*const u8; R], a: [*const i8; T], acc: &mut [[Self; T]; R]);
+
+    /// See [`Simd::tq1_row_block`].
+    ///
+    /// # Safety
+    /// As for [`Simd::tq1_block`].
+    #[inline(always)]
+    unsafe fn tq1_row_block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        lo: &mut [[Self; T]; R],
+        _hi: &mut [[Self; T]; R],
+    ) {
+        // SAFETY: the same contract.
+        unsafe { Self::tq1_block::<R, T>(w, a, lo) }
+    }
+
+    /// See [`Simd::tq1_row_dot`].
+    ///
+    /// # Safety
+    /// The ISA's features.
+    #[inline(always)]
+    unsafe fn tq1_row_dot(lo: Self, hi: Self) -> i32 {
+        // SAFETY: the same contract.
+        unsafe { Self::hsum_planes(lo, hi) }
+    }
 }
 
 /// The x86 vector operations of register type `V` with the multiply-accumulate `M`.
@@ -131,6 +156,23 @@ impl<V: Tq1Block<M>, M: Mac<V>> Simd for X86<V, M> {
     unsafe fn tq1_block<const R: usize, const T: usize>(w: [*const u8; R], a: [*const i8; T], acc: &mut [[V; T]; R]) {
         // SAFETY: the same contract.
         unsafe { V::tq1_block::<R, T>(w, a, acc) }
+    }
+
+    #[inline(always)]
+    unsafe fn tq1_row_block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        lo: &mut [[V; T]; R],
+        hi: &mut [[V; T]; R],
+    ) {
+        // SAFETY: the same contract.
+        unsafe { V::tq1_row_block::<R, T>(w, a, lo, hi) }
+    }
+
+    #[inline(always)]
+    unsafe fn tq1_row_dot(lo: V, hi: V) -> i32 {
+        // SAFETY: the same contract.
+        unsafe { V::tq1_row_dot(lo, hi) }
     }
 
     #[inline(always)]
