@@ -238,7 +238,8 @@ impl Tq1Block<Dpbusd> for __m512i {
         a: [*const i8; T],
         acc: &mut [[__m512i; T]; R],
     ) {
-        // SAFETY: the trait's contract is `tq1_sums`'s; the rest is register-only AVX-512.
+        // SAFETY: `tq1_sums` needs what the trait's contract gives (the features, readable
+        // code bytes and activations); the rest is register-only AVX-512.
         unsafe {
             let zero = _mm512_setzero_si512();
             let mut lo = [[zero; T]; R];
@@ -318,7 +319,8 @@ unsafe fn tq1_sums<const R: usize, const T: usize>(
 
 /// `(3 lo - hi) / 256` per lane: the dot products of the digits, from [`tq1_sums`]. Exact
 /// in wrapping int32 as long as each lane's `3 lo - hi`, 256 times its dot product, is in
-/// range: a lane meets 20 digits (at most 2) of each block, so up to 1,650 blocks.
+/// range: a lane meets 20 digits (at most 2, times activations of at most 128) of each
+/// block, so up to about 1,600 blocks (`UNIFORM_MAX_BLOCKS` in tile/loops.rs stops at 1,024).
 ///
 /// # Safety
 /// AVX-512F.
