@@ -9,7 +9,9 @@
 
 rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
 
-tern_wasm_llvm="$(clang -dumpversion 2>/dev/null | cut -d. -f1)"
+# `|| true`: without clang (installed below) the pipeline fails, and under a sourcing
+# script's `set -eo pipefail` that ended the script without a word.
+tern_wasm_llvm="$(clang -dumpversion 2>/dev/null | cut -d. -f1 || true)"
 # Only what is missing: a machine's own node (say, NodeSource's nodejs, which bundles npm)
 # conflicts with Debian's npm package, so asking apt for both would fail.
 TERN_WASM_APT_PACKAGES="wasi-libc lld-${tern_wasm_llvm:-14} libclang-rt-${tern_wasm_llvm:-14}-dev-wasm32"
