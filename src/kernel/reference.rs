@@ -62,6 +62,7 @@ pub(crate) static DECODING_MATMUL: Kernel =
 
 fn bitnet_gemv(w: &MatRef, a: &MatRef, out: &mut OutTile) {
     let act = ActI8::parse(a);
+    assert!(out.tokens().end <= act.m, "an output block past the activation's tokens");
     let k = w.cols;
     let block = w.format.kernel_block(k);
     let mut trits = vec![0i8; k];
