@@ -12,7 +12,7 @@ const TERNARY = [Format.TQ1_0, Format.TQ2_0, Format.BITNET_B1_58];
  * (measured; src/kernel/arch/wasm32/mod.rs), stated here, not read from the module, so a
  * wrong threshold fails.
  */
-const GEMM_FROM = { 'relaxed-simd128': [3, 3, 6], simd128: [2, 4, 7] };
+const GEMM_FROM = { 'relaxed-simd128': [3, 3, 6], simd128: [2, 2, 3] };
 /** The kernel the build's dispatcher must pick for `m` tokens of `format`. */
 const bestKernel = (format, m) => {
     const { kernel, gemm } = VARIANTS[tern.variant];
@@ -111,9 +111,9 @@ test('matmul: the best kernel, events after the call, parity with the reference 
 });
 
 test('Q2_0 and the I2_S packings: bytes round trip, and the dispatcher agrees with the reference kernel', () => {
-    // Three tokens: the build's GEMM serves the 128- and 64-element packings (from 3 tokens
-    // in both builds) but not Q2_0 (from 7 with simd128, 5 relaxed: the GEMV); the four-row
-    // packing (I2_S_R4) the relaxed build's GEMM (from 2; simd128 from 4, its GEMV).
+    // Three tokens: the build's GEMM serves the 128- and 64-element packings (from 2 tokens
+    // with simd128, 3 relaxed) but not Q2_0 (from 7 with simd128, 5 relaxed: the GEMV); the
+    // four-row packing (I2_S_R4) the relaxed build's GEMM (from 2; simd128 from 4, its GEMV).
     const [n, k, m] = [8, 256, 3];
     const a = tern.encode(Format.F32, values(m * k, 11), m, k);
     for (const format of [Format.Q2_0, Format.I2_S, Format.I2_S_64, Format.I2_S_R4]) {

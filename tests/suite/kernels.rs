@@ -681,8 +681,8 @@ fn requantizer_is_bit_identical_to_the_definition() {
 /// The kernels the dispatcher must pick for each of [`TERNARY`] at m = 1, 8 and 128 tokens
 /// on a CPU with `features`, stated per feature set (not derived from the registry, so a
 /// wrong order or threshold fails here). Every x86 ISA serves every format (AMX all but
-/// Q2_0); elsewhere I2_S and Q2_0 have the kernels BITNET_B1_58 has, their GEMMs from
-/// BITNET_B1_58's token counts or fewer, so they get its choice at 1, 8 and 128 tokens.
+/// Q2_0); elsewhere I2_S and Q2_0 have the kernels BITNET_B1_58 has, their GEMMs from 8
+/// tokens or fewer, so they get its choice at 1, 8 and 128 tokens.
 fn expected_kernels(features: &[&str]) -> [[&'static str; 7]; 3] {
     let has = |f: &str| features.contains(&f);
     if has("avx2") {
@@ -738,7 +738,7 @@ fn every_isa_kernels(features: &[&str]) -> [[&'static str; 3]; 3] {
             ["bitnet_gemm/wasm-relaxed-simd128"; 3],
         ]
     } else if has("simd128") {
-        // The GEMM from 2 / 4 / 7 tokens.
+        // The GEMM from 2 / 2 / 3 tokens.
         let (gemv, gemm) = ("bitnet_gemv/wasm-simd128", "bitnet_gemm/wasm-simd128");
         [[gemv; 3], [gemm; 3], [gemm; 3]]
     } else {
