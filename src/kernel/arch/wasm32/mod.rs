@@ -52,12 +52,13 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 //   1.13-1.25x at 4), BITNET_B1_58 from 6 (0.98x at 5, 1.02-1.03x at 6-7, 1.11-1.27x at 8-16),
 //   I2_S and I2_S_64 from 3 (0.96x at 2, 1.18x at 3), Q2_0 from 5 (0.94-0.95x at 4, 1.04x at
 //   5, 1.13x at 6), I2_S_R4 from 2 (1.07x at 2).
-// The simd128 GEMM's activations then came widened (`GemmMac`, 1.32-1.43x faster at m = 64),
+// The simd128 GEMM's activations then came widened (`GemmMac`, 1.33-1.43x faster at m = 64),
 // and its TQ2_0, BITNET_B1_58 and I2_S thresholds were measured again (AMD EPYC Zen 3, node
 // 22, 2560x2560; `--tokens 2,3,4,5,6 --rounds 2`, then `--tokens 2,3,4 --rounds 4`): TQ2_0
 // from 2 (1.89-2.53x at 2: this CPU's plain GEMV runs two tokens at 2.8x one), BITNET_B1_58
 // from 3 (0.92-0.93x at 2, 1.07-1.08x at 3, 1.07-1.85x at 4), I2_S from 2 (1.15-1.32x at 2,
-// 1.15-1.24x at 3; I2_S_64 with it); Q2_0 (0.91-1.21x at 2-6) and I2_S_R4 (0.62-1.38x) too noisy to move.
+// 1.15-1.24x at 3; I2_S_64 with it); Q2_0 (0.91-1.21x at 2-6) and I2_S_R4 (0.62-1.38x)
+// were too noisy to move.
 
 #[cfg(target_feature = "simd128")]
 mod plain {

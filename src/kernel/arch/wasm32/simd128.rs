@@ -107,7 +107,7 @@ impl Widening {
 /// by two loads (`i16x8.load8x8_s`, quads 0-1 and 2-3), from which each quad is one 64-bit
 /// broadcast (`i64x2` shuffle). Broadcast from memory, each quad cost a load and two
 /// widenings: the 2 x 2 block's group took 112 operations, now 100 (LLVM's output, read
-/// with `--emit asm`), and the GEMM runs 1.32-1.43x as fast (AMD Zen 3, node 22, m = 64).
+/// with `--emit asm`), and the GEMM runs 1.33-1.43x as fast (AMD Zen 3, node 22, m = 64).
 impl QuadMac<v128, [v128; 2]> for Widening {
     type Q = (v128, v128);
     const Q_GROUPS: usize = <Widening as Mac<v128>>::GROUPS;
