@@ -43,10 +43,9 @@ pub(crate) trait GemmSimd: Simd {
             Self::and(Self::or(y, Self::slli32::<12>(y)), Self::splat8(3))
         }
     }
-    /// The top base-3 digit `q * 3 >> 8` of every byte (TQ1_0's digits, see [`Tq1`]).
-    unsafe fn top_trit(q: Self::V) -> Self::V;
-    /// `3 q mod 256` in every byte.
-    unsafe fn times3(q: Self::V) -> Self::V;
+    /// The first `n` (4 or 5) base-3 digits of every byte, digit `d` to `put(d, ..)`:
+    /// TQ1_0's, digit `d` of a byte `b` being `((b * 3^d) mod 256) * 3 >> 8` (see [`Tq1`]).
+    unsafe fn trits(q: Self::V, n: usize, put: impl FnMut(usize, Self::V));
     /// Four quads of one token's activations (16 bytes of [`Packed`]), as [`QuadMac::q_dot`]
     /// takes them: the address itself where the dot product broadcasts from memory, or a
     /// register.

@@ -72,8 +72,7 @@ gemv_format!(Tq1: Simd, prepare_tq, tq);
 
 impl Layout for Tq1 {
     /// Byte `b` of a region holds elements `first + b + n * bytes` as base-3 digit `n`
-    /// (see `tq1_0::position`); digit `n` is `((b * 3^n) mod 256) * 3 >> 8`
-    /// ([`GemmSimd::top_trit`]). The `qh` dword holds four digits.
+    /// (see `tq1_0::position`; [`GemmSimd::trits`]). The `qh` dword holds four digits.
     #[inline(always)]
     unsafe fn expand<S: GemmSimd, O: QuadSink<S>>(i: usize, v: S::V, out: &mut O) {
         // (first quad, quads per digit, digits) of the region holding dword i.
@@ -84,12 +83,6 @@ impl Layout for Tq1 {
         };
         // SAFETY: the caller's contract; the regions' last quads (`q0 + (digits - 1) step`)
         // are at most 39, 59 and 63.
-        unsafe {
-            let mut q = v;
-            for n in 0..digits {
-                out.put(q0 + n * step, S::top_trit(q));
-                q = S::times3(q);
-            }
-        }
+        unsafe { S::trits(v, digits, |n, d| out.put(q0 + n * step, d)) }
     }
 }

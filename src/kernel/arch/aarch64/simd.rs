@@ -341,18 +341,17 @@ impl<M: Mac<uint8x16_t> + QuadMac<uint8x16_t, int8x16_t>> GemmSimd for Neon<M> {
         }
     }
 
-    /// Three instructions with byte shifts ([`super::simd::top_trit`]); x86 needs five.
+    /// Digit by digit: three instructions with byte shifts ([`super::simd::top_trit`]; x86
+    /// needs five), then one `mul` by 3 for the next.
     #[inline(always)]
-    unsafe fn top_trit(q: uint8x16_t) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features); register operations only.
-        unsafe { super::simd::top_trit(q) }
-    }
-
-    /// One `mul` by 3 instead of two additions.
-    #[inline(always)]
-    unsafe fn times3(q: uint8x16_t) -> uint8x16_t {
-        // SAFETY: the trait's contract (this ISA's features); register operations only.
-        unsafe { vmulq_u8(q, vdupq_n_u8(3)) }
+    unsafe fn trits(mut q: uint8x16_t, n: usize, mut put: impl FnMut(usize, uint8x16_t)) {
+        for d in 0..n {
+            // SAFETY: the trait's contract (this ISA's features); register operations only.
+            unsafe {
+                put(d, super::simd::top_trit(q));
+                q = vmulq_u8(q, vdupq_n_u8(3));
+            }
+        }
     }
 
     /// A register: the multiply-accumulate takes the quad from one of its four 32-bit lanes.

@@ -31,9 +31,9 @@ use std::marker::PhantomData;
 /// them, LLVM rewrites `min(q -sat c, 1)` as the compare `q > c`, which SIMD128 has only as
 /// `i8x16.gt_u`: four x64 instructions in V8 (`pmaxub`, `pcmpeqb`, and a `pcmpeqb` and `pxor`
 /// to invert), ten per digit for the five written here. The cost is a 48-byte stack round
-/// trip where they are made: once per block in the GEMV, but once per digit vector in the
-/// GEMM's packer, whose `GemmSimd::top_trit` has nowhere to keep them (with [`times3`], the
-/// simd128 TQ1_0 GEMM at m = 64 still went from 30.9 to 18.9 ms).
+/// trip where they are made: once per block in the GEMV and once per packed vector's digits
+/// in the GEMM's packer (`GemmSimd::trits`; with [`times3`], made once per digit vector
+/// before, the simd128 TQ1_0 GEMM at m = 64 still went from 30.9 to 18.9 ms).
 #[inline(always)]
 fn trit_consts() -> [v128; 3] {
     std::hint::black_box([u8x16_splat(85), u8x16_splat(170), u8x16_splat(1)])
@@ -467,13 +467,12 @@ impl<D: GemmMac> GemmSimd for Wasm<D> {
     }
 
     #[inline(always)]
-    unsafe fn top_trit(q: v128) -> v128 {
-        top_trit(q, trit_consts())
-    }
-
-    #[inline(always)]
-    unsafe fn times3(q: v128) -> v128 {
-        times3(q)
+    unsafe fn trits(mut q: v128, n: usize, mut put: impl FnMut(usize, v128)) {
+        let k = trit_consts();
+        for d in 0..n {
+            put(d, top_trit(q, k));
+            q = times3(q);
+        }
     }
 
     type A = D::A;

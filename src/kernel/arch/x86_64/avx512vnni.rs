@@ -107,22 +107,24 @@ impl Vector for __m512i {
         unsafe { _mm512_or_si512(a, b) }
     }
 
+    /// Digit by digit: `[q >= 86] + [q >= 171]` from saturating subtractions (x86 has no
+    /// unsigned byte compare, byte shift or byte multiply), then `3 q` in two byte additions.
     #[inline(always)]
-    unsafe fn add8(a: __m512i, b: __m512i) -> __m512i {
+    unsafe fn trits(mut q: __m512i, n: usize, mut put: impl FnMut(usize, __m512i)) {
         // SAFETY: register-only AVX-512BW, which the caller has (the trait's contract).
-        unsafe { _mm512_add_epi8(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn subs_u8(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: register-only AVX-512BW, which the caller has (the trait's contract).
-        unsafe { _mm512_subs_epu8(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn min_u8(a: __m512i, b: __m512i) -> __m512i {
-        // SAFETY: register-only AVX-512BW, which the caller has (the trait's contract).
-        unsafe { _mm512_min_epu8(a, b) }
+        unsafe {
+            let (one, c85, c170) = (_mm512_set1_epi8(1), _mm512_set1_epi8(85), _mm512_set1_epi8(170u8 as i8));
+            for d in 0..n {
+                put(
+                    d,
+                    _mm512_add_epi8(
+                        _mm512_min_epu8(_mm512_subs_epu8(q, c85), one),
+                        _mm512_min_epu8(_mm512_subs_epu8(q, c170), one),
+                    ),
+                );
+                q = _mm512_add_epi8(q, _mm512_add_epi8(q, q));
+            }
+        }
     }
 
     #[inline(always)]

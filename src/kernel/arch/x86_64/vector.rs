@@ -31,9 +31,8 @@ pub(super) trait Vector: Copy + 'static {
     unsafe fn splat32(x: i32) -> Self;
     unsafe fn and(a: Self, b: Self) -> Self;
     unsafe fn or(a: Self, b: Self) -> Self;
-    unsafe fn add8(a: Self, b: Self) -> Self;
-    unsafe fn subs_u8(a: Self, b: Self) -> Self;
-    unsafe fn min_u8(a: Self, b: Self) -> Self;
+    /// See [`GemmSimd::trits`].
+    unsafe fn trits(q: Self, n: usize, put: impl FnMut(usize, Self));
     /// Shifts 16-bit lanes right by `N` (2, 4 or 6).
     unsafe fn srli16<const N: u32>(x: Self) -> Self;
     unsafe fn srli32<const N: u32>(x: Self) -> Self;
@@ -56,8 +55,9 @@ pub(super) trait Vector: Copy + 'static {
 }
 
 /// TQ1_0's block of [`Simd::tq1_block`] on one register width with the multiply-accumulate
-/// `M`: the one operation whose best algorithm differs between the widths (16-bit
-/// multiplies on ymm, a digit-free `vpdpbusd` identity on zmm, which needs `vpdpbusd`).
+/// `M`, whose best algorithm differs between the widths and needs the multiply-accumulate
+/// (digit pairs from 16-bit multiplies on ymm, a digit-free identity on zmm, which needs
+/// `vpdpbusd`).
 pub(super) trait Tq1Block<M>: Vector {
     /// See [`Simd::tq1_block`].
     ///
@@ -265,22 +265,10 @@ impl<V: Tq1Block<M>, M: Mac<V>> GemmSimd for X86<V, M> {
         unsafe { V::or(a, b) }
     }
 
-    /// `[q >= 86] + [q >= 171]`, from saturating subtractions: x86 has no unsigned byte
-    /// compare, byte shift or byte multiply.
     #[inline(always)]
-    unsafe fn top_trit(q: V) -> V {
+    unsafe fn trits(q: V, n: usize, put: impl FnMut(usize, V)) {
         // SAFETY: register-only; the trait's contract (this ISA's features).
-        unsafe {
-            let one = V::splat8(1);
-            V::add8(V::min_u8(V::subs_u8(q, V::splat8(85)), one), V::min_u8(V::subs_u8(q, V::splat8(170)), one))
-        }
-    }
-
-    /// Two byte additions.
-    #[inline(always)]
-    unsafe fn times3(q: V) -> V {
-        // SAFETY: register-only; the trait's contract (this ISA's features).
-        unsafe { V::add8(q, V::add8(q, q)) }
+        unsafe { V::trits(q, n, put) }
     }
 
     /// The address: [`QuadMac::q_dot`] broadcasts from memory.

@@ -69,22 +69,22 @@ impl Vector for __m256i {
         unsafe { _mm256_or_si256(a, b) }
     }
 
+    /// Two at a time ([`DigitPairs`]).
     #[inline(always)]
-    unsafe fn add8(a: __m256i, b: __m256i) -> __m256i {
+    unsafe fn trits(q: __m256i, n: usize, mut put: impl FnMut(usize, __m256i)) {
         // SAFETY: register-only AVX2, which the caller has (the trait's contract).
-        unsafe { _mm256_add_epi8(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn subs_u8(a: __m256i, b: __m256i) -> __m256i {
-        // SAFETY: register-only AVX2, which the caller has (the trait's contract).
-        unsafe { _mm256_subs_epu8(a, b) }
-    }
-
-    #[inline(always)]
-    unsafe fn min_u8(a: __m256i, b: __m256i) -> __m256i {
-        // SAFETY: register-only AVX2, which the caller has (the trait's contract).
-        unsafe { _mm256_min_epu8(a, b) }
+        unsafe {
+            let k = PairConsts::new();
+            let mut digits = DigitPairs::new(q);
+            for d in (0..n - n % 2).step_by(2) {
+                let (first, second) = digits.pair(&k);
+                put(d, first);
+                put(d + 1, second);
+            }
+            if n % 2 == 1 {
+                put(n - 1, digits.last(&k));
+            }
+        }
     }
 
     #[inline(always)]
@@ -201,16 +201,91 @@ impl Vector for __m256i {
     }
 }
 
+/// TQ1_0 bytes being split into their base-3 digits, two at a time. Digit n of a byte `b`
+/// is `d_n = ((b * 3^n) mod 256) * 3 >> 8`, so with `t_n = (b * 3^n) mod 256`, `9 t_n = 256
+/// (3 d_n + d_(n+1)) + t_(n+2)`: one 16-bit multiply by 9 gives two digits as a pair value
+/// (0..8), which one `vpshufb` each splits, and the byte two digits on. Even bytes sit in
+/// the high half of their 16-bit lane (`vpmulhuw` reads the pair, `vpmullw` keeps the next
+/// byte), odd bytes in the low half (`vpmullw` leaves the pair in the high byte, in place,
+/// and the next byte below it); one byte blend joins the pairs. Eight multiplies and 19
+/// operations per 32 bytes' five digits (twenty and 30 digit by digit, or about 35
+/// operations with byte adds and saturating compares).
+#[derive(Clone, Copy)]
+struct DigitPairs {
+    even: __m256i,
+    odd: __m256i,
+}
+
+/// The constants of [`DigitPairs`], made once per block or vector.
+#[derive(Clone, Copy)]
+struct PairConsts {
+    high: __m256i,
+    low: __m256i,
+    nine: __m256i,
+    three: __m256i,
+    /// A pair value `3 d_n + d_(n+1)` to `d_n`, and to `d_(n+1)`.
+    first: __m256i,
+    second: __m256i,
+}
+
+impl PairConsts {
+    /// # Safety
+    /// AVX2.
+    #[inline(always)]
+    unsafe fn new() -> Self {
+        // SAFETY: register-only AVX2, which the caller has.
+        unsafe {
+            PairConsts {
+                high: _mm256_set1_epi16(0xFF00u16 as i16),
+                low: _mm256_set1_epi16(0x00FF),
+                nine: _mm256_set1_epi16(9),
+                three: _mm256_set1_epi16(3),
+                first: _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 0, 0, 1, 1, 1, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0)),
+                second: _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0)),
+            }
+        }
+    }
+}
+
+impl DigitPairs {
+    /// # Safety
+    /// AVX2.
+    #[inline(always)]
+    unsafe fn new(x: __m256i) -> Self {
+        // SAFETY: register-only AVX2, which the caller has.
+        unsafe { DigitPairs { even: _mm256_slli_epi16::<8>(x), odd: _mm256_srli_epi16::<8>(x) } }
+    }
+
+    /// The next two digits of every byte, one per byte each.
+    ///
+    /// # Safety
+    /// AVX2.
+    #[inline(always)]
+    unsafe fn pair(&mut self, k: &PairConsts) -> (__m256i, __m256i) {
+        // SAFETY: register-only AVX2, which the caller has.
+        unsafe {
+            let odd9 = mullo_epi16(self.odd, k.nine);
+            let pairs = _mm256_blendv_epi8(mulhi_epu16(self.even, k.nine), odd9, k.high);
+            self.even = mullo_epi16(self.even, k.nine);
+            self.odd = _mm256_and_si256(odd9, k.low);
+            (_mm256_shuffle_epi8(k.first, pairs), _mm256_shuffle_epi8(k.second, pairs))
+        }
+    }
+
+    /// The next digit of every byte, the last one taken.
+    ///
+    /// # Safety
+    /// AVX2.
+    #[inline(always)]
+    unsafe fn last(self, k: &PairConsts) -> __m256i {
+        // SAFETY: register-only AVX2, which the caller has.
+        unsafe { _mm256_blendv_epi8(mulhi_epu16(self.even, k.three), mullo_epi16(self.odd, k.three), k.high) }
+    }
+}
+
 impl<M: Mac<__m256i>> Tq1Block<M> for __m256i {
-    /// Two loads per block: `qs[0..32]`, then `qs[32..48]` with `qh` in lanes 16..20.
-    /// Digit n of a byte `b` is `d_n = ((b * 3^n) mod 256) * 3 >> 8`, so with `t_n = (b *
-    /// 3^n) mod 256`, `9 t_n = 256 (3 d_n + d_(n+1)) + t_(n+2)`: one 16-bit multiply by 9
-    /// gives two digits as a pair value (0..8), which one `vpshufb` each splits, and the
-    /// byte two digits on. Even bytes sit in the high half of their 16-bit lane (`vpmulhuw`
-    /// reads the pair, `vpmullw` keeps the next byte), odd bytes in the low half (`vpmullw`
-    /// leaves the pair in the high byte, in place, and the next byte below it); one byte
-    /// blend joins the pairs. Eight multiplies and 19 operations per 32 bytes' five digits
-    /// (twenty and 30 digit by digit).
+    /// Two loads per block: `qs[0..32]`, then `qs[32..48]` with `qh` in lanes 16..20; each
+    /// split into its five digits by [`DigitPairs`].
     #[inline(always)]
     unsafe fn tq1_block<const R: usize, const T: usize>(
         w: [*const u8; R],
@@ -220,27 +295,19 @@ impl<M: Mac<__m256i>> Tq1Block<M> for __m256i {
         // SAFETY: loads the 52 code bytes at each `w[r]` (32, 16 and 4 bytes) and 320 prepared
         // bytes at each `a[t]`, readable by the trait's contract; AVX2.
         unsafe {
-            let high = _mm256_set1_epi16(0xFF00u16 as i16);
-            let low = _mm256_set1_epi16(0x00FF);
-            let nine = _mm256_set1_epi16(9);
-            let three = _mm256_set1_epi16(3);
-            // A pair value `3 d_n + d_(n+1)` to `d_n` and to `d_(n+1)`.
-            let first = _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 0, 0, 1, 1, 1, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0));
-            let second = _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0));
+            let k = PairConsts::new();
             for chunk in 0..2 {
                 let zero = _mm256_setzero_si256();
-                let (mut odd, mut even) = ([zero; R], [zero; R]);
+                let mut digits = [DigitPairs::new(zero); R];
                 for r in 0..R {
-                    let x = match chunk {
+                    digits[r] = DigitPairs::new(match chunk {
                         0 => <Self as Vector>::load(w[r]),
                         _ => {
                             let qs = _mm_loadu_si128(w[r].add(32) as *const __m128i);
                             let qh = _mm_cvtsi32_si128(i32::from_le_bytes(*(w[r].add(48) as *const [u8; 4])));
                             _mm256_set_m128i(qh, qs)
                         }
-                    };
-                    odd[r] = _mm256_srli_epi16::<8>(x);
-                    even[r] = _mm256_slli_epi16::<8>(x);
+                    });
                 }
                 let mut p = [[M::start(zero); T]; R];
                 for r in 0..R {
@@ -259,21 +326,12 @@ impl<M: Mac<__m256i>> Tq1Block<M> for __m256i {
                 for pair in 0..2 {
                     let (mut firsts, mut seconds) = ([zero; R], [zero; R]);
                     for r in 0..R {
-                        let odd9 = mullo_epi16(odd[r], nine);
-                        let pairs = _mm256_blendv_epi8(mulhi_epu16(even[r], nine), odd9, high);
-                        firsts[r] = _mm256_shuffle_epi8(first, pairs);
-                        seconds[r] = _mm256_shuffle_epi8(second, pairs);
-                        even[r] = mullo_epi16(even[r], nine);
-                        odd[r] = _mm256_and_si256(odd9, low);
+                        (firsts[r], seconds[r]) = digits[r].pair(&k);
                     }
                     dot(&mut p, 2 * pair, firsts);
                     dot(&mut p, 2 * pair + 1, seconds);
                 }
-                let mut fifths = [zero; R];
-                for r in 0..R {
-                    fifths[r] = _mm256_blendv_epi8(mulhi_epu16(even[r], three), mullo_epi16(odd[r], three), high);
-                }
-                dot(&mut p, 4, fifths);
+                dot(&mut p, 4, digits.map(|d| d.last(&k)));
                 for r in 0..R {
                     for t in 0..T {
                         acc[r][t] = M::end(p[r][t], acc[r][t]);
