@@ -342,34 +342,38 @@ impl<M: Mac<__m256i>> Tq1Block<M> for __m256i {
     }
 }
 
-/// `vpmullw`, written out: LLVM turns a multiply by a splat constant into shifts and adds,
-/// two instructions for one.
-#[inline]
-#[target_feature(enable = "avx2")]
-unsafe fn mullo_epi16(a: __m256i, b: __m256i) -> __m256i {
-    let out: __m256i;
-    // SAFETY: a register-only AVX2 instruction (the caller has AVX2), no memory or flags.
-    unsafe {
-        std::arch::asm!("vpmullw {o}, {a}, {b}", o = lateout(ymm_reg) out, a = in(ymm_reg) a, b = in(ymm_reg) b,
-            options(pure, nomem, nostack, preserves_flags))
+/// A two-operand, register-only AVX2 instruction as a function, written out in asm where
+/// LLVM would emit something else for its intrinsic.
+macro_rules! ymm_asm {
+    ($(#[$doc:meta])* $name:ident = $insn:literal) => {
+        $(#[$doc])*
+        #[inline]
+        #[target_feature(enable = "avx2")]
+        unsafe fn $name(a: __m256i, b: __m256i) -> __m256i {
+            let out: __m256i;
+            // SAFETY: a register-only AVX2 instruction (the caller has AVX2), no memory or
+            // flags.
+            unsafe {
+                std::arch::asm!(concat!($insn, " {o}, {a}, {b}"), o = lateout(ymm_reg) out, a = in(ymm_reg) a,
+                    b = in(ymm_reg) b, options(pure, nomem, nostack, preserves_flags))
+            };
+            out
+        }
     };
-    out
 }
 
-/// `vpmulhuw`, written out: `_mm256_mulhi_epu16` is generic widening arithmetic in this
-/// Rust's `std::arch`, which LLVM lowers here as zero-extension to 32 bits, `vpmulld`,
-/// shifts and packs — five times the cost of the one instruction.
-#[inline]
-#[target_feature(enable = "avx2")]
-unsafe fn mulhi_epu16(a: __m256i, b: __m256i) -> __m256i {
-    let out: __m256i;
-    // SAFETY: a register-only AVX2 instruction (the caller has AVX2), no memory or flags.
-    unsafe {
-        std::arch::asm!("vpmulhuw {o}, {a}, {b}", o = lateout(ymm_reg) out, a = in(ymm_reg) a, b = in(ymm_reg) b,
-            options(pure, nomem, nostack, preserves_flags))
-    };
-    out
-}
+ymm_asm!(
+    /// `vpmullw`: LLVM turns a multiply by a splat constant into shifts and adds, two
+    /// instructions for one.
+    mullo_epi16 = "vpmullw"
+);
+
+ymm_asm!(
+    /// `vpmulhuw`: `_mm256_mulhi_epu16` is generic widening arithmetic in this Rust's
+    /// `std::arch`, which LLVM lowers here as zero-extension to 32 bits, `vpmulld`, shifts
+    /// and packs — five times the cost of the one instruction.
+    mulhi_epu16 = "vpmulhuw"
+);
 
 /// Q2_0's blocks two to a vector, one per 128-bit half.
 impl<M: Mac<__m256i>> Pieces for Ymm<M>
