@@ -46,7 +46,8 @@ for round in $(seq "$rounds"); do
                 for build in simd128 relaxed; do
                     isa="wasm-simd128"
                     [ "$build" = relaxed ] && isa="wasm-relaxed-simd128"
-                    "$TERN_NODE22" --no-warnings scripts/wasm/wasi-run.mjs "target/wasm-$build/tern-cli.wasm" \
+                    # --no-liftoff: optimized code from the first call (see bench-wasm.sh).
+                    "$TERN_NODE22" --no-warnings --no-liftoff scripts/wasm/wasi-run.mjs "target/wasm-$build/tern-cli.wasm" \
                         bench --shape "$shape" --format "$format" --tokens "$m" --json \
                         --kernel "bitnet_gemv/$isa,bitnet_gemm/$isa" >"$out/$round-$shape-$format-$m-$build.json"
                 done

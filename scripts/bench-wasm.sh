@@ -33,7 +33,11 @@ for build in simd128 relaxed; do
 done
 
 out="$(mktemp -d)"
-wasm() { "$TERN_NODE22" --no-warnings scripts/wasm/wasi-run.mjs "target/wasm-$1/tern-cli.wasm" "${@:2}"; }
+# --no-liftoff: V8 compiles every function optimized before it first runs. By default the
+# first calls run baseline (Liftoff) code until the optimized one is ready, and the median
+# of half a second of calls mixed the two (AMD Zen 3, TQ2_0 simd128 at 2560x2560: medians
+# 0.82-1.35 ms, fastest runs 0.43; with the flag, medians 0.43).
+wasm() { "$TERN_NODE22" --no-warnings --no-liftoff scripts/wasm/wasi-run.mjs "target/wasm-$1/tern-cli.wasm" "${@:2}"; }
 for round in $(seq "$rounds"); do
     echo "bench-wasm: round $round of $rounds" >&2
     for format in TQ1_0 TQ2_0 BITNET_B1_58; do
