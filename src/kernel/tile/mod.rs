@@ -137,13 +137,14 @@ impl<S: Simd + Isa, L: GemvFormat<S>, const R1: usize, const RB: usize, const TB
 
 /// The GEMV entries `name` of ISA `S` for `formats` by I8_ABSMAX, and by their accurate
 /// activation format (`Format::accurate_activation`: I8_BLOCK256 for TQ1_0 and TQ2_0): `R1`
-/// rows per single-token tile (`TQ1_R1` for TQ1_0, whose digits are longer chains of
-/// operations per load), `RB x TB` per batch tile (`BRB x BTB` for the formats with one
-/// scale per tensor, whose split planes need twice the accumulators on some ISAs).
+/// rows per single-token tile, `RB x TB` per batch tile (TQ1_0, whose digits are longer
+/// chains of operations per load, `TQ1_R1` and `TQ1_RB x TB`; `BRB x BTB` for the formats
+/// with one scale per tensor, whose split planes need twice the accumulators on some ISAs).
 pub(crate) fn kernels<
     S: Simd + Isa,
     const R1: usize,
     const TQ1_R1: usize,
+    const TQ1_RB: usize,
     const RB: usize,
     const TB: usize,
     const BRB: usize,
@@ -158,7 +159,7 @@ pub(crate) fn kernels<
         let acts = [Some(Format::I8Absmax), format.accurate_activation()];
         for act in acts.into_iter().flatten() {
             all.push(match format {
-                Format::Tq1_0 => Kernel::new(name, format, act, 1, &Gemv::<S, Tq1, TQ1_R1, RB, TB>::NEW),
+                Format::Tq1_0 => Kernel::new(name, format, act, 1, &Gemv::<S, Tq1, TQ1_R1, TQ1_RB, TB>::NEW),
                 Format::Tq2_0 => Kernel::new(name, format, act, 1, &Gemv::<S, Tq2, R1, RB, TB>::NEW),
                 Format::BitnetB158 => Kernel::new(name, format, act, 1, &Gemv::<S, Bitnet, R1, BRB, BTB>::NEW),
                 Format::I2S => Kernel::new(name, format, act, 1, &Gemv::<S, I2s128, R1, BRB, BTB>::NEW),
@@ -180,6 +181,7 @@ pub(crate) fn every_format<
     S: Pieces + Isa,
     const R1: usize,
     const TQ1_R1: usize,
+    const TQ1_RB: usize,
     const RB: usize,
     const TB: usize,
     const BRB: usize,
@@ -188,7 +190,7 @@ pub(crate) fn every_format<
     name: &'static std::ffi::CStr,
 ) -> Vec<crate::kernel::Kernel> {
     let simd = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64, Format::I2SR4];
-    let mut all = kernels::<S, R1, TQ1_R1, RB, TB, BRB, BTB>(name, &simd);
+    let mut all = kernels::<S, R1, TQ1_R1, TQ1_RB, RB, TB, BRB, BTB>(name, &simd);
     let q2 = &Gemv::<S, Q2, R1, RB, TB>::NEW;
     all.push(crate::kernel::Kernel::new(name, Format::Q2_0, Format::I8Absmax, 1, q2));
     if q2_halves_apart::<S>() {

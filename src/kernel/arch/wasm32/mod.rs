@@ -33,7 +33,9 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 // token measured no better (TQ2_0 2560x2560 under node 22, within the noise). The relaxed
 // build's TQ1_0 takes one row per token: with two, V8 spilled most of the two rows' digit
 // chains to the stack (Intel Xeon, node 22, 2560x2560, 3 interleaved rounds: 800-813 µs
-// against 1,076-1,243; one row in the plain build 896-899 against 836-839 with two).
+// against 1,076-1,243; one row in the plain build 896-899 against 836-839 with two). Its
+// batch tile keeps two rows: one (1 x 2) took 1.20-1.21 ms against 0.75-0.92 at m = 2 (AMD
+// Zen 3, node 22 --no-liftoff, 2560x2560, 3 rounds).
 //
 // GEMM register blocks (`gemm::kernels::<S, S, RV, T>`: RV vectors of 4 rows x T tokens): plain
 // 2 x 2 (two int32 partial sums per (vector, token), 8 of the 16 xmm registers, as the GEMV's
@@ -90,7 +92,7 @@ mod plain {
             (Format::Q2_0, 7),
         ];
         let gemm = gemm::kernels::<Wasm<Widening>, Wasm<Widening>, 2, 2>(c"bitnet_gemm/wasm-simd128", &every);
-        gemm.into_iter().chain(tile::every_format::<Wasm<Widening>, 2, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-simd128"))
+        gemm.into_iter().chain(tile::every_format::<Wasm<Widening>, 2, 2, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-simd128"))
     }
 }
 
@@ -126,7 +128,7 @@ mod relaxed {
         let gemm =
             gemm::kernels::<Wasm<RelaxedDot>, Wasm<RelaxedDot>, 2, 4>(c"bitnet_gemm/wasm-relaxed-simd128", &every);
         gemm.into_iter()
-            .chain(tile::every_format::<Wasm<RelaxedDot>, 2, 1, 2, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128"))
+            .chain(tile::every_format::<Wasm<RelaxedDot>, 2, 1, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128"))
     }
 }
 

@@ -57,11 +57,12 @@ impl Mac<__m256i> for Maddubs {
 // 1.01x at 4, 1.21x at 5).
 // I2_S_R4 on that Xeon (2560x2560, 11-15 runs per m): the GEMM from 6 (437 against 469
 // µs; 393 against 402 at 5, a tie; 353 against 315 at 4).
-// TQ1_0's single-token tile takes 1 row: its digit pairs keep six constants in registers,
-// and 2 rows spilled (94 instructions per block and row against 79; AMD Zen 3, 2560x2560:
-// 206 against 204.5 µs).
-/// `bitnet_gemm/avx2`, then `bitnet_gemv/avx2` (2 rows per single-token tile, 1 for
-/// TQ1_0; 2 x 2 per batch tile).
+// TQ1_0's tiles take 1 row: its digit pairs keep six constants in registers, and 2 rows
+// spilled (one token: 94 instructions per block and row against 79; AMD Zen 3, 2560x2560,
+// fastest of 3 runs: 206 against 204.5 µs; two tokens: 292 against 271 µs, 6912x2560 784
+// against 727). The relaxed wasm build measured the other way at two tokens (wasm32/mod.rs).
+/// `bitnet_gemm/avx2`, then `bitnet_gemv/avx2` (2 rows per single-token tile, 2 x 2 per
+/// batch tile; TQ1_0 1 and 1 x 2).
 pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
     let gemm = gemm::kernels::<Ymm<Maddubs>, Ymm<Maddubs>, 2, 4>(
         c"bitnet_gemm/avx2",
@@ -75,5 +76,5 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::Q2_0, 8),
         ],
     );
-    gemm.into_iter().chain(tile::every_format::<Ymm<Maddubs>, 2, 1, 2, 2, 2, 2>(c"bitnet_gemv/avx2"))
+    gemm.into_iter().chain(tile::every_format::<Ymm<Maddubs>, 2, 1, 1, 2, 2, 2, 2>(c"bitnet_gemv/avx2"))
 }
