@@ -216,7 +216,7 @@ struct DigitPairs {
     odd: __m256i,
 }
 
-/// The constants of [`DigitPairs`], made once per block or vector.
+/// The constants of [`DigitPairs`], made once per vector of bytes.
 #[derive(Clone, Copy)]
 struct PairConsts {
     high: __m256i,
@@ -284,8 +284,9 @@ impl DigitPairs {
 }
 
 impl<M: Mac<__m256i>> Tq1Block<M> for __m256i {
-    /// Two loads per block: `qs[0..32]`, then `qs[32..48]` with `qh` in lanes 16..20; each
-    /// split into its five digits by [`DigitPairs`].
+    /// Two loads per block and row: `qs[0..32]`, then `qs[32..48]` with `qh` in lanes
+    /// 16..20; each split into its five digits by [`Vector::trits`], which meet the tokens'
+    /// activations as they come.
     #[inline(always)]
     unsafe fn tq1_block<const R: usize, const T: usize>(
         w: [*const u8; R],
@@ -295,46 +296,25 @@ impl<M: Mac<__m256i>> Tq1Block<M> for __m256i {
         // SAFETY: loads the 52 code bytes at each `w[r]` (32, 16 and 4 bytes) and 320 prepared
         // bytes at each `a[t]`, readable by the trait's contract; AVX2.
         unsafe {
-            let k = PairConsts::new();
             for chunk in 0..2 {
-                let zero = _mm256_setzero_si256();
-                let mut digits = [DigitPairs::new(zero); R];
                 for r in 0..R {
-                    digits[r] = DigitPairs::new(match chunk {
+                    let x = match chunk {
                         0 => <Self as Vector>::load(w[r]),
                         _ => {
                             let qs = _mm_loadu_si128(w[r].add(32) as *const __m128i);
                             let qh = _mm_cvtsi32_si128(i32::from_le_bytes(*(w[r].add(48) as *const [u8; 4])));
                             _mm256_set_m128i(qh, qs)
                         }
-                    });
-                }
-                let mut p = [[M::start(zero); T]; R];
-                for r in 0..R {
-                    for t in 0..T {
-                        p[r][t] = M::start(acc[r][t]);
-                    }
-                }
-                let dot = |p: &mut [[M::P; T]; R], digit: usize, codes: [__m256i; R]| {
-                    for t in 0..T {
-                        let av = <Self as Vector>::load(a[t].add(chunk * 160 + digit * 32) as *const u8);
-                        for r in 0..R {
-                            p[r][t] = M::dot(p[r][t], codes[r], av);
+                    };
+                    let mut p = acc[r].map(|acc| M::start(acc));
+                    <Self as Vector>::trits(x, 5, |digit, codes| {
+                        for t in 0..T {
+                            let av = <Self as Vector>::load(a[t].add(chunk * 160 + digit * 32) as *const u8);
+                            p[t] = M::dot(p[t], codes, av);
                         }
-                    }
-                };
-                for pair in 0..2 {
-                    let (mut firsts, mut seconds) = ([zero; R], [zero; R]);
-                    for r in 0..R {
-                        (firsts[r], seconds[r]) = digits[r].pair(&k);
-                    }
-                    dot(&mut p, 2 * pair, firsts);
-                    dot(&mut p, 2 * pair + 1, seconds);
-                }
-                dot(&mut p, 4, digits.map(|d| d.last(&k)));
-                for r in 0..R {
+                    });
                     for t in 0..T {
-                        acc[r][t] = M::end(p[r][t], acc[r][t]);
+                        acc[r][t] = M::end(p[t], acc[r][t]);
                     }
                 }
             }
