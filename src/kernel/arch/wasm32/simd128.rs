@@ -15,11 +15,8 @@
 //!
 //! Engines lower SIMD128 to the host's vectors; on x64 some operations have no instruction
 //! of their own and cost several (byte shifts, unsigned byte compares), so the code uses
-//! 16-bit shifts and saturating byte arithmetic instead (measured: 2.7x on TQ2_0 for the
-//! shift alone). TQ1_0's base-3 digits need no multiply: digit `n` of a byte `b` is
-//! `q * 3 >> 8` with `q = b * 3^n mod 256`, i.e. `(q >= 86) + (q >= 171)`, and `q` for the
-//! next digit is `3 q mod 256` (see [`top_trit`] and [`times3`] for how LLVM is kept from
-//! rewriting them into operations SIMD128 lacks).
+//! 16-bit shifts instead (measured: 2.7x on TQ2_0 for the shift alone), and takes TQ1_0's
+//! base-3 digits two at a time from 16-bit multiplies ([`DigitPairs`]).
 
 use crate::kernel::gemm::GemmSimd;
 use crate::kernel::mac::{Mac, QuadMac};
@@ -27,32 +24,115 @@ use crate::kernel::tile::{Pieces, Simd};
 use core::arch::wasm32::*;
 use std::marker::PhantomData;
 
-/// The constants of [`top_trit`] (85, 170 and 1 in every byte), out of LLVM's sight. Seeing
-/// them, LLVM rewrites `min(q -sat c, 1)` as the compare `q > c`, which SIMD128 has only as
-/// `i8x16.gt_u`: four x64 instructions in V8 (`pmaxub`, `pcmpeqb`, and a `pcmpeqb` and `pxor`
-/// to invert), ten per digit for the five written here. The cost is a 48-byte stack round
-/// trip where they are made: once per block in the GEMV and once per packed vector's digits
-/// in the GEMM's packer (`GemmSimd::trits`; with [`times3`], made once per digit vector
-/// before, the simd128 TQ1_0 GEMM at m = 64 still went from 30.9 to 18.9 ms).
-#[inline(always)]
-fn trit_consts() -> [v128; 3] {
-    std::hint::black_box([u8x16_splat(85), u8x16_splat(170), u8x16_splat(1)])
+/// TQ1_0 bytes being split into their base-3 digits two at a time, `R` vectors in step, by
+/// AVX2's identity (`arch/x86_64/ymm.rs`): with `t_n = (b * 3^n) mod 256`, digit `d_n = t_n *
+/// 3 >> 8` and `9 t_n = 256 (3 d_n + d_(n+1)) + t_(n+2)`. SIMD128 has no 16-bit high
+/// multiply, so every byte sits in the low half of a 16-bit lane of its own (even bytes
+/// masked, odd bytes shifted down): `i16x8.mul` by 9 leaves the pair value (0..8) in the
+/// lane's high byte and the byte two digits on in its low byte. Two digits cost 7
+/// operations and a table lookup each, 9 x64 instructions in V8 (13 in the plain build,
+/// whose `i8x16.swizzle` adds a saturating add from memory to each `pshufb`), where digit
+/// by digit took 16: per digit two saturating subtractions, two `min` and an add (x64 has no
+/// unsigned byte compare), and a shift, a mask and an add for `3 t` (SIMD128 has no byte
+/// multiply). AMD Zen 3, node 22, TQ1_0 GEMV at 2560x2560, one token: relaxed 889 to 624 µs,
+/// plain 810 to 780 µs.
+struct DigitPairs<'k, const R: usize> {
+    even: [v128; R],
+    odd: [v128; R],
+    k: &'k PairConsts,
 }
 
-/// The top base-3 digit `q * 3 >> 8` of every byte, `(q >= 86) + (q >= 171)`, with native
-/// byte operations (x64 has no unsigned byte compare): `min(q -sat 85, 1) + min(q -sat 170,
-/// 1)`, the constants from [`trit_consts`]. TQ1_0's digits, in both skeletons.
-#[inline(always)]
-fn top_trit(q: v128, [c85, c170, one]: [v128; 3]) -> v128 {
-    i8x16_add(u8x16_min(u8x16_sub_sat(q, c85), one), u8x16_min(u8x16_sub_sat(q, c170), one))
+/// The constants of [`DigitPairs`].
+struct PairConsts {
+    low: v128,
+    nine: v128,
+    three: v128,
+    /// A pair value `3 d_n + d_(n+1)` to `d_n`, and to `d_(n+1)`.
+    first: v128,
+    second: v128,
 }
 
-/// `3 q mod 256` in every byte: `q + 2 q`, with `2 q` a 16-bit shift that drops the bits
-/// crossing bytes. Written as byte additions, LLVM folds `q + q + q` into a byte multiply,
-/// which SIMD128 lacks and LLVM then emits as two widening multiplies and a shuffle.
+impl PairConsts {
+    #[inline(always)]
+    fn new() -> Self {
+        PairConsts {
+            low: u16x8_splat(0x00FF),
+            nine: u16x8_splat(9),
+            three: u16x8_splat(3),
+            first: u8x16(0, 0, 0, 1, 1, 1, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0),
+            second: u8x16(0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0),
+        }
+    }
+}
+
+impl<'k, const R: usize> DigitPairs<'k, R> {
+    #[inline(always)]
+    fn new(x: [v128; R], k: &'k PairConsts) -> Self {
+        DigitPairs { even: x.map(|x| v128_and(x, k.low)), odd: x.map(|x| u16x8_shr(x, 8)), k }
+    }
+
+    /// The next two digits of every byte of each vector as pair values `3 d_n + d_(n+1)`,
+    /// which [`PairConsts::first`] and [`PairConsts::second`] split.
+    #[inline(always)]
+    fn pair(&mut self) -> [v128; R] {
+        let k = self.k;
+        let mut pairs = [k.low; R];
+        for ((pairs, even), odd) in pairs.iter_mut().zip(&mut self.even).zip(&mut self.odd) {
+            let (even9, odd9) = (i16x8_mul(*even, k.nine), i16x8_mul(*odd, k.nine));
+            *pairs = high_bytes(even9, odd9, k);
+            *even = v128_and(even9, k.low);
+            *odd = v128_and(odd9, k.low);
+        }
+        pairs
+    }
+
+    /// The next digit of every byte of each vector, the last one taken.
+    #[inline(always)]
+    fn last(self) -> [v128; R] {
+        let k = self.k;
+        let mut digit = [k.low; R];
+        for ((digit, even), odd) in digit.iter_mut().zip(self.even).zip(self.odd) {
+            *digit = high_bytes(i16x8_mul(even, k.three), i16x8_mul(odd, k.three), k);
+        }
+        digit
+    }
+}
+
+/// `t * m >> 8` of every byte `t` as a byte, for 16-bit lanes holding `t * m` of the even
+/// bytes (`even`) and of the odd ones (`odd`), as [`DigitPairs`] keeps them.
 #[inline(always)]
-fn times3(q: v128) -> v128 {
-    i8x16_add(q, v128_and(i16x8_shl(q, 1), u8x16_splat(0xFE)))
+fn high_bytes(even: v128, odd: v128, k: &PairConsts) -> v128 {
+    v128_or(u16x8_shr(even, 8), v128_andnot(odd, k.low))
+}
+
+/// The first `n` (4 or 5) base-3 digits of every byte of each vector `q[r]`, digit `d` of
+/// all of them to `put(d, ..)` (see [`DigitPairs`]). The pairs are written out: as a loop
+/// (over `n / 2`, or over `[0, 2]`) LLVM left them rolled in wasm, and V8 reloaded the
+/// constants from the stack and checked for interrupts at every pair.
+#[inline(always)]
+fn trits<const R: usize>(q: [v128; R], n: usize, k: &PairConsts, mut put: impl FnMut(usize, [v128; R])) {
+    assert!(n == 4 || n == 5, "TQ1_0's bytes hold 4 or 5 digits");
+    let mut digits = DigitPairs::new(q, k);
+    let pairs = digits.pair();
+    put(0, pairs.map(|p| lookup(k.first, p)));
+    put(1, pairs.map(|p| lookup(k.second, p)));
+    let pairs = digits.pair();
+    put(2, pairs.map(|p| lookup(k.first, p)));
+    put(3, pairs.map(|p| lookup(k.second, p)));
+    if n == 5 {
+        put(4, digits.last());
+    }
+}
+
+/// `table[i]` for every byte index `i < 16`: `i8x16.relaxed_swizzle` where the build has it
+/// (`pshufb`), else `i8x16.swizzle` (`pshufb` after a saturating add that sends indices past
+/// 15 to zero, which these never are).
+#[inline(always)]
+fn lookup(table: v128, i: v128) -> v128 {
+    #[cfg(target_feature = "relaxed-simd")]
+    return i8x16_relaxed_swizzle(table, i);
+    #[cfg(not(target_feature = "relaxed-simd"))]
+    i8x16_swizzle(table, i)
 }
 
 /// `f + float(acc) * s`, lane by lane: multiply, then add (no fused multiply-add in SIMD128;
@@ -305,7 +385,7 @@ impl<D: Mac<v128>> Simd for Wasm<D> {
         a: [*const i8; T],
         acc: &mut [[v128; T]; R],
     ) {
-        let k = trit_consts();
+        let k = PairConsts::new();
         for chunk in 0..4 {
             let mut q = [i8x16_splat(0); R];
             for r in 0..R {
@@ -318,22 +398,9 @@ impl<D: Mac<v128>> Simd for Wasm<D> {
                 };
             }
             // SAFETY: register-only SIMD128, which the build has (the trait's contract).
-            let mut p = unsafe { [[D::start(i8x16_splat(0)); T]; R] };
-            for r in 0..R {
-                for t in 0..T {
-                    // SAFETY: as above.
-                    p[r][t] = unsafe { D::start(acc[r][t]) };
-                }
-            }
+            let mut p = acc.map(|acc| acc.map(|acc| unsafe { D::start(acc) }));
             // qh's bytes hold four digits each: the fifth would only meet zero activations.
-            for digit in 0..if chunk == 3 { 4 } else { 5 } {
-                let mut codes = [i8x16_splat(0); R];
-                for r in 0..R {
-                    if digit > 0 {
-                        q[r] = times3(q[r]);
-                    }
-                    codes[r] = top_trit(q[r], k);
-                }
+            trits(q, if chunk == 3 { 4 } else { 5 }, &k, |digit, codes| {
                 for t in 0..T {
                     // SAFETY: the trait's contract: 320 prepared bytes at `a[t]`.
                     let av = unsafe { Self::load(a[t].add(chunk * 80 + digit * 16) as *const u8) };
@@ -342,7 +409,7 @@ impl<D: Mac<v128>> Simd for Wasm<D> {
                         p[r][t] = unsafe { D::dot(p[r][t], codes[r], av) };
                     }
                 }
-            }
+            });
             for r in 0..R {
                 for t in 0..T {
                     // SAFETY: register-only SIMD128, which the build has.
@@ -467,12 +534,8 @@ impl<D: GemmMac> GemmSimd for Wasm<D> {
     }
 
     #[inline(always)]
-    unsafe fn trits(mut q: v128, n: usize, mut put: impl FnMut(usize, v128)) {
-        let k = trit_consts();
-        for d in 0..n {
-            put(d, top_trit(q, k));
-            q = times3(q);
-        }
+    unsafe fn trits(q: v128, n: usize, mut put: impl FnMut(usize, v128)) {
+        trits([q], n, &PairConsts::new(), |d, [digit]| put(d, digit));
     }
 
     type A = D::A;
