@@ -35,13 +35,7 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 // chains to the stack (Intel Xeon, node 22, 2560x2560, 3 interleaved rounds: 800-813 µs
 // against 1,076-1,243; one row in the plain build 896-899 against 836-839 with two). Its
 // batch tile keeps two rows: one (1 x 2) took 1.20-1.21 ms against 0.75-0.92 at m = 2 (AMD
-// Zen 3, node 22 --no-liftoff, 2560x2560, 3 rounds). Since TQ1_0's digits come in pairs
-// (`simd128::DigitPairs`), the plain build's TQ1_0 batch tile runs slower than before: m = 2
-// in 2.04-2.10 ms against 1.22 (2 x 2; 1 x 2 1.93-2.07 ms; AMD Zen 3, node 22, 2560x2560,
-// fastest of 3 interleaved rounds; V8's code for the 1 x 2 tile moves 38 vectors to and from
-// the stack per 16 weight bytes' five digits, of 135 instructions in all); its dispatcher
-// sends TQ1_0 batches to the plain GEMM, which runs m = 2 in 0.90 ms (1.13-1.25 before, its
-// packer taking the same pairs).
+// Zen 3, node 22 --no-liftoff, 2560x2560, 3 rounds).
 //
 // GEMM register blocks (`gemm::kernels::<S, S, RV, T>`: RV vectors of 4 rows x T tokens): plain
 // 2 x 2 (two int32 partial sums per (vector, token), 8 of the 16 xmm registers, as the GEMV's
