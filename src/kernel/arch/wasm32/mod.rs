@@ -30,12 +30,12 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 
 // GEMV tiles: 2 rows for one token, 2 x 2 for batches, as AVX2 (engines map v128 onto the 16
 // xmm registers, and the plain build keeps two partial sums per (row, token)); 4 rows for one
-// token measured no better (TQ2_0 2560x2560 under node 22, within the noise). The relaxed
-// build's TQ1_0 takes one row per token: with two, V8 spilled most of the two rows' digit
-// chains to the stack (Intel Xeon, node 22, 2560x2560, 3 interleaved rounds: 800-813 µs
-// against 1,076-1,243; one row in the plain build 896-899 against 836-839 with two). Its
-// batch tile keeps two rows: one (1 x 2) took 1.20-1.21 ms against 0.75-0.92 at m = 2 (AMD
-// Zen 3, node 22 --no-liftoff, 2560x2560, 3 rounds).
+// token measured no better (TQ2_0 2560x2560 under node 22, within the noise). TQ1_0 too: the
+// relaxed build's took one row while its digits came one at a time (with two, V8 spilled
+// most of the two rows' digit chains: Intel Xeon, 800-813 against 1,076-1,243 µs), and two
+// again once they came in pairs with one partial sum per block (AMD Zen 3, node 22
+// --no-liftoff, fastest of 7 interleaved rounds: 2560x2560 410 against 478 µs, 6912x2560 of
+// 3 rounds 1,103 against 1,287 µs).
 //
 // GEMM register blocks (`gemm::kernels::<S, S, RV, T>`: RV vectors of 4 rows x T tokens): plain
 // 2 x 2 (two int32 partial sums per (vector, token), 8 of the 16 xmm registers, as the GEMV's
@@ -128,7 +128,7 @@ mod relaxed {
         let gemm =
             gemm::kernels::<Wasm<RelaxedDot>, Wasm<RelaxedDot>, 2, 4>(c"bitnet_gemm/wasm-relaxed-simd128", &every);
         gemm.into_iter()
-            .chain(tile::every_format::<Wasm<RelaxedDot>, 2, 1, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128"))
+            .chain(tile::every_format::<Wasm<RelaxedDot>, 2, 2, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128"))
     }
 }
 
