@@ -29,13 +29,18 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 }
 
 // GEMV tiles: 2 rows for one token, 2 x 2 for batches, as AVX2 (engines map v128 onto the 16
-// xmm registers, and the plain build keeps two partial sums per (row, token)); 4 rows for one
-// token measured no better (TQ2_0 2560x2560 under node 22, within the noise). TQ1_0 too: the
-// relaxed build's took one row while its digits came one at a time (with two, V8 spilled
-// most of the two rows' digit chains: Intel Xeon, 800-813 against 1,076-1,243 µs), and two
-// again once they came in pairs with one partial sum per block (AMD Zen 3, node 22
-// --no-liftoff, fastest of 7 interleaved rounds: 2560x2560 410 against 478 µs, 6912x2560 of
-// 3 rounds 1,103 against 1,287 µs).
+// xmm registers, and the plain build keeps two partial sums per (row, token)), but 4 rows for
+// one token in the plain build except for TQ1_0. Medians under node 22 had measured 4 rows no
+// better (TQ2_0 2560x2560, within the noise); its optimized code alone (`--no-liftoff`, AMD
+// Zen 3, 2560x2560, fastest of 3-5 interleaved rounds, 2 rows against 4): TQ2_0 426 -> 404
+// µs, BITNET_B1_58 397 -> 381, I2_S 399 -> 379, I2_S_64 397 -> 378, I2_S_R4 697 against 704
+// (a tie), Q2_0 526 -> 542 (3 % slower; it shares the parameter); 6912x2560 TQ2_0 1,143 ->
+// 1,090, BITNET_B1_58 1,073 -> 1,029, Q2_0 1,412 -> 1,460. The relaxed build keeps 2 (4:
+// BITNET_B1_58 1.06x, TQ2_0 0.88x). TQ1_0: the relaxed build's took one row while its digits
+// came one at a time (with two, V8 spilled most of the two rows' digit chains: Intel Xeon,
+// 800-813 against 1,076-1,243 µs), and two again once they came in pairs with one partial
+// sum per block (AMD Zen 3, node 22 --no-liftoff, fastest of 7 interleaved rounds: 2560x2560
+// 410 against 478 µs, 6912x2560 of 3 rounds 1,103 against 1,287 µs).
 //
 // GEMM register blocks (`gemm::kernels::<S, S, RV, T>`: RV vectors of 4 rows x T tokens): plain
 // 2 x 2 (two int32 partial sums per (vector, token), 8 of the 16 xmm registers, as the GEMV's
@@ -92,7 +97,7 @@ mod plain {
             (Format::Q2_0, 7),
         ];
         let gemm = gemm::kernels::<Wasm<Widening>, Wasm<Widening>, 2, 2>(c"bitnet_gemm/wasm-simd128", &every);
-        gemm.into_iter().chain(tile::every_format::<Wasm<Widening>, 2, 2, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-simd128"))
+        gemm.into_iter().chain(tile::every_format::<Wasm<Widening>, 4, 2, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-simd128"))
     }
 }
 
