@@ -65,7 +65,9 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 // from 2 (1.89-2.53x at 2: this CPU's plain GEMV runs two tokens at 2.8x one), BITNET_B1_58
 // from 3 (0.92-0.93x at 2, 1.07-1.08x at 3, 1.07-1.85x at 4), I2_S from 2 (1.15-1.32x at 2,
 // 1.15-1.24x at 3; I2_S_64 with it); Q2_0 (0.91-1.21x at 2-6) and I2_S_R4 (0.62-1.38x)
-// were too noisy to move.
+// were too noisy to move. After the plain single-token tile took 4 rows (same machine,
+// `--tokens 2,3 --rounds 2`, medians): TQ2_0 1.15x at 2, I2_S 1.05x at 2, BITNET_B1_58 0.97x
+// at 3 (a tie, not moved).
 
 #[cfg(target_feature = "simd128")]
 mod plain {
