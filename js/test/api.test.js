@@ -12,7 +12,7 @@ const TERNARY = [Format.TQ1_0, Format.TQ2_0, Format.BITNET_B1_58];
  * (measured; src/kernel/arch/wasm32/mod.rs), stated here, not read from the module, so a
  * wrong threshold fails.
  */
-const GEMM_FROM = { 'relaxed-simd128': [3, 3, 6], simd128: [2, 2, 3] };
+const GEMM_FROM = { 'relaxed-simd128': [3, 3, 8], simd128: [2, 2, 5] };
 /** The kernel the build's dispatcher must pick for `m` tokens of `format`. */
 const bestKernel = (format, m) => {
     const { kernel, gemm } = VARIANTS[tern.variant];
@@ -111,9 +111,14 @@ test('matmul: the best kernel, events after the call, parity with the reference 
 });
 
 test('Q2_0 and the I2_S packings: bytes round trip, and the dispatcher agrees with the reference kernel', () => {
-    // Three tokens: the build's GEMM serves the 128- and 64-element packings (from 2 tokens
-    // with simd128, 3 relaxed) but not Q2_0 (from 7 with simd128, 5 relaxed: the GEMV); the
-    // four-row packing (I2_S_R4) the relaxed build's GEMM (from 2; simd128 from 4, its GEMV).
+    // Three tokens: the token counts from which each build's GEMM serves these formats
+    // (measured, src/kernel/arch/wasm32/mod.rs; stated here so that a wrong one fails) put
+    // m = 3 on the GEMM for the 128- and 64-element packings with simd128 (from 3) and for
+    // I2_S_R4 relaxed (from 2), on the GEMV for them otherwise and for Q2_0 in both builds.
+    const gemmFrom = {
+        'relaxed-simd128': { [Format.Q2_0]: 5, [Format.I2_S]: 4, [Format.I2_S_64]: 4, [Format.I2_S_R4]: 2 },
+        simd128: { [Format.Q2_0]: 7, [Format.I2_S]: 3, [Format.I2_S_64]: 3, [Format.I2_S_R4]: 4 },
+    }[tern.variant];
     const [n, k, m] = [8, 256, 3];
     const a = tern.encode(Format.F32, values(m * k, 11), m, k);
     for (const format of [Format.Q2_0, Format.I2_S, Format.I2_S_64, Format.I2_S_R4]) {
@@ -132,9 +137,7 @@ test('Q2_0 and the I2_S packings: bytes round trip, and the dispatcher agrees wi
             assert.deepEqual(got, want, w.formatName);
         }
         const { kernel: gemv, gemm } = VARIANTS[tern.variant];
-        const relaxed = tern.variant === 'relaxed-simd128';
-        const onGemv = format === Format.Q2_0 || (format === Format.I2_S_R4 && !relaxed);
-        const kernel = onGemv ? gemv : gemm;
+        const kernel = m >= gemmFrom[format] ? gemm : gemv;
         assert.deepEqual(events, ['requantize-i8-absmax', kernel], w.formatName);
         for (const h of [w, again, best, reference]) h.close();
     }

@@ -138,8 +138,10 @@ impl<S: Simd + Isa, L: GemvFormat<S>, const R1: usize, const RB: usize, const TB
 /// The GEMV entries `name` of ISA `S` for `formats` by I8_ABSMAX, and by their accurate
 /// activation format (`Format::accurate_activation`: I8_BLOCK256 for TQ1_0 and TQ2_0): `R1`
 /// rows per single-token tile, `RB x TB` per batch tile (TQ1_0, whose digits are longer
-/// chains of operations per load, `TQ1_R1` and `TQ1_RB x TB`; `BRB x BTB` for the formats
-/// with one scale per tensor, whose split planes need twice the accumulators on some ISAs).
+/// chains of operations per load, `TQ1_R1` and `TQ1_RB x TB`; `BR1` and `BRB x BTB` for
+/// the formats with one scale per tensor, whose planes need other registers: twice the
+/// partial sums where they stay in place, fewer where they are shifted, see
+/// [`Simd::PLANES_IN_PLACE`]).
 pub(crate) fn kernels<
     S: Simd + Isa,
     const R1: usize,
@@ -147,6 +149,7 @@ pub(crate) fn kernels<
     const TQ1_RB: usize,
     const RB: usize,
     const TB: usize,
+    const BR1: usize,
     const BRB: usize,
     const BTB: usize,
 >(
@@ -161,10 +164,10 @@ pub(crate) fn kernels<
             all.push(match format {
                 Format::Tq1_0 => Kernel::new(name, format, act, 1, &Gemv::<S, Tq1, TQ1_R1, TQ1_RB, TB>::NEW),
                 Format::Tq2_0 => Kernel::new(name, format, act, 1, &Gemv::<S, Tq2, R1, RB, TB>::NEW),
-                Format::BitnetB158 => Kernel::new(name, format, act, 1, &Gemv::<S, Bitnet, R1, BRB, BTB>::NEW),
-                Format::I2S => Kernel::new(name, format, act, 1, &Gemv::<S, I2s128, R1, BRB, BTB>::NEW),
-                Format::I2S64 => Kernel::new(name, format, act, 1, &Gemv::<S, I2s64, R1, BRB, BTB>::NEW),
-                Format::I2SR4 => Kernel::new(name, format, act, 1, &Gemv::<S, I2sR4, R1, BRB, BTB>::NEW),
+                Format::BitnetB158 => Kernel::new(name, format, act, 1, &Gemv::<S, Bitnet, BR1, BRB, BTB>::NEW),
+                Format::I2S => Kernel::new(name, format, act, 1, &Gemv::<S, I2s128, BR1, BRB, BTB>::NEW),
+                Format::I2S64 => Kernel::new(name, format, act, 1, &Gemv::<S, I2s64, BR1, BRB, BTB>::NEW),
+                Format::I2SR4 => Kernel::new(name, format, act, 1, &Gemv::<S, I2sR4, BR1, BRB, BTB>::NEW),
                 _ => panic!("no GEMV for {format}"),
             });
         }
@@ -184,13 +187,14 @@ pub(crate) fn every_format<
     const TQ1_RB: usize,
     const RB: usize,
     const TB: usize,
+    const BR1: usize,
     const BRB: usize,
     const BTB: usize,
 >(
     name: &'static std::ffi::CStr,
 ) -> Vec<crate::kernel::Kernel> {
     let simd = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64, Format::I2SR4];
-    let mut all = kernels::<S, R1, TQ1_R1, TQ1_RB, RB, TB, BRB, BTB>(name, &simd);
+    let mut all = kernels::<S, R1, TQ1_R1, TQ1_RB, RB, TB, BR1, BRB, BTB>(name, &simd);
     let q2 = &Gemv::<S, Q2, R1, RB, TB>::NEW;
     all.push(crate::kernel::Kernel::new(name, Format::Q2_0, Format::I8Absmax, 1, q2));
     if q2_halves_apart::<S>() {

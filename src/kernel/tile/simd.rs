@@ -19,6 +19,11 @@ pub(crate) trait Simd: 'static {
     type F: Copy;
     /// The multiply-accumulate (see [`Mac`] for how many dots a partial accumulator takes).
     type M: Mac<Self::V>;
+    /// Whether [`dot_2bit_x4`] masks the odd 2-bit planes in place into a second set of
+    /// partial sums (one shift per load) or shifts every plane into one set, as
+    /// [`dot_2bit`] (three): in place needs twice the partial sums, which suits an ISA
+    /// whose compiler keeps them in registers.
+    const PLANES_IN_PLACE: bool = true;
 
     unsafe fn zero() -> Self::V;
     unsafe fn load(p: *const u8) -> Self::V;
@@ -206,7 +211,8 @@ unsafe fn plane_dot<S: Simd, const R: usize, const T: usize, const PLANE: usize,
 /// to `lo`, planes 1 and 3 as `4 * code` (masked with 0x0C, no shift) to `hi`, so the dot
 /// product is `lo + hi / 4`. One shift per load instead of three; only BitNet's one scale
 /// per row lets the division wait until the row's end. Products stay small enough for
-/// `vpmaddubsw`: at most 12 * 127 * 2 per pair.
+/// `vpmaddubsw`: at most 12 * 127 * 2 per pair. Without [`Simd::PLANES_IN_PLACE`] this is
+/// [`dot_2bit`] into `lo`, and `hi` is left as it is.
 ///
 /// # Safety
 /// As for [`dot_2bit`].
@@ -217,6 +223,10 @@ pub(crate) unsafe fn dot_2bit_x4<S: Simd, const R: usize, const T: usize>(
     lo: &mut [[P<S>; T]; R],
     hi: &mut [[P<S>; T]; R],
 ) {
+    if !S::PLANES_IN_PLACE {
+        // SAFETY: the same contract.
+        return unsafe { dot_2bit::<S, R, T>(x, a, lo) };
+    }
     // SAFETY: pointer reads stay in the ranges the caller vouches for, with its features.
     unsafe {
         let (m03, m0c) = (S::splat8(0x03), S::splat8(0x0C));

@@ -50,7 +50,8 @@ impl<S: Simd> Tq<S> for Tq2 {
         unsafe { p_end::<S, R, T>(&p, acc) };
     }
 
-    /// The planes masked in place: one shift per load instead of three.
+    /// The planes as [`dot_2bit_x4`] takes them: masked in place (one shift per load instead
+    /// of three) where the ISA keeps the second set of partial sums in registers.
     #[inline(always)]
     unsafe fn row_block<const R: usize, const T: usize>(
         w: [*const u8; R],

@@ -124,5 +124,5 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::Q2_0, 3),
         ],
     );
-    gemm.into_iter().chain(tile::every_format::<Neon<Sdot>, 4, 4, 4, 4, 4, 4, 2>(c"bitnet_gemv/neon-dotprod"))
+    gemm.into_iter().chain(tile::every_format::<Neon<Sdot>, 4, 4, 4, 4, 4, 4, 4, 2>(c"bitnet_gemv/neon-dotprod"))
 }

@@ -120,5 +120,5 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
         (Format::Q2_0, Format::I8Block32) => Kernel { min_tokens: 1, ..k },
         _ => k,
     });
-    gemm.chain(tile::every_format::<Neon<Smlal>, 4, 4, 2, 2, 2, 2, 2>(c"bitnet_gemv/neon"))
+    gemm.chain(tile::every_format::<Neon<Smlal>, 4, 4, 2, 2, 2, 4, 2, 2>(c"bitnet_gemv/neon"))
 }

@@ -30,7 +30,9 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 
 // GEMV tiles: 2 rows for one token, 2 x 2 for batches, as AVX2 (engines map v128 onto the 16
 // xmm registers, and the plain build keeps two partial sums per (row, token)), but 4 rows for
-// one token in the plain build except for TQ1_0. Medians under node 22 had measured 4 rows no
+// one token in the plain build except for TQ1_0, and in both builds for the formats with one
+// scale per tensor (relaxed BITNET_B1_58, AMD Zen 3, fastest of 3 interleaved rounds, with
+// its planes shifted: 4 rows 174-177 µs, 2 rows 235-250 µs). Medians under node 22 had measured 4 rows no
 // better (TQ2_0 2560x2560, within the noise); its optimized code alone (`--no-liftoff`, AMD
 // Zen 3, 2560x2560, fastest of 3-5 interleaved rounds, 2 rows against 4): TQ2_0 426 -> 404
 // µs, BITNET_B1_58 397 -> 381, I2_S 399 -> 379, I2_S_64 397 -> 378, I2_S_R4 697 against 704
@@ -67,7 +69,13 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 // 1.15-1.24x at 3; I2_S_64 with it); Q2_0 (0.91-1.21x at 2-6) and I2_S_R4 (0.62-1.38x)
 // were too noisy to move. After the plain single-token tile took 4 rows (same machine,
 // `--tokens 2,3 --rounds 2`, medians): TQ2_0 1.15x at 2, I2_S 1.05x at 2, BITNET_B1_58 0.97x
-// at 3 (a tie, not moved).
+// at 3 (a tie, not moved). The one-scale GEMVs then shifted their odd planes instead of
+// keeping them in place (`Simd::PLANES_IN_PLACE`) and took 4 rows per single-token tile in
+// both builds, 1.5x faster in the relaxed one; their thresholds again (same machine,
+// `--formats BITNET_B1_58,I2_S --tokens 2,3,4,5,6,7,8,10 --rounds 4`, medians): simd128
+// BITNET_B1_58 from 5 (0.96x at 3-4, 1.05x at 5, 1.06-1.13x at 6-10), I2_S from 3 (0.97x at
+// 2, 1.07-1.16x at 3-10); relaxed BITNET_B1_58 from 8 (0.90x at 6, 1.00x at 7, 1.02x at 8,
+// 1.07x at 10), I2_S from 4 (0.98x at 3, 1.11-1.25x at 4-10).
 
 #[cfg(target_feature = "simd128")]
 mod plain {
@@ -92,14 +100,15 @@ mod plain {
         let every = [
             (Format::Tq1_0, 2),
             (Format::Tq2_0, 2),
-            (Format::BitnetB158, 3),
-            (Format::I2S, 2),
-            (Format::I2S64, 2),
+            (Format::BitnetB158, 5),
+            (Format::I2S, 3),
+            (Format::I2S64, 3),
             (Format::I2SR4, 4),
             (Format::Q2_0, 7),
         ];
         let gemm = gemm::kernels::<Wasm<Widening>, Wasm<Widening>, 2, 2>(c"bitnet_gemm/wasm-simd128", &every);
-        gemm.into_iter().chain(tile::every_format::<Wasm<Widening>, 4, 2, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-simd128"))
+        gemm.into_iter()
+            .chain(tile::every_format::<Wasm<Widening>, 4, 2, 2, 2, 2, 4, 2, 2>(c"bitnet_gemv/wasm-simd128"))
     }
 }
 
@@ -126,16 +135,16 @@ mod relaxed {
         let every = [
             (Format::Tq1_0, 3),
             (Format::Tq2_0, 3),
-            (Format::BitnetB158, 6),
-            (Format::I2S, 3),
-            (Format::I2S64, 3),
+            (Format::BitnetB158, 8),
+            (Format::I2S, 4),
+            (Format::I2S64, 4),
             (Format::I2SR4, 2),
             (Format::Q2_0, 5),
         ];
         let gemm =
             gemm::kernels::<Wasm<RelaxedDot>, Wasm<RelaxedDot>, 2, 4>(c"bitnet_gemm/wasm-relaxed-simd128", &every);
         gemm.into_iter()
-            .chain(tile::every_format::<Wasm<RelaxedDot>, 2, 2, 2, 2, 2, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128"))
+            .chain(tile::every_format::<Wasm<RelaxedDot>, 2, 2, 2, 2, 2, 4, 2, 2>(c"bitnet_gemv/wasm-relaxed-simd128"))
     }
 }
 

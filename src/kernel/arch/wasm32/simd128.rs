@@ -332,6 +332,10 @@ impl<D: Mac<v128>> Simd for Wasm<D> {
     type V = v128;
     type F = v128;
     type M = D;
+    /// V8 spilled the second set of partial sums (and the activations) of a 2-row tile out
+    /// of the 16 xmm registers, and with it the relaxed BITNET_B1_58 GEMV ran at 37 % of
+    /// AVX2; the shifts cost less (see docs/wasm.md).
+    const PLANES_IN_PLACE: bool = false;
 
     #[inline(always)]
     unsafe fn zero() -> v128 {

@@ -76,5 +76,5 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::Q2_0, 8),
         ],
     );
-    gemm.into_iter().chain(tile::every_format::<Ymm<Maddubs>, 2, 1, 1, 2, 2, 2, 2>(c"bitnet_gemv/avx2"))
+    gemm.into_iter().chain(tile::every_format::<Ymm<Maddubs>, 2, 1, 1, 2, 2, 2, 2, 2>(c"bitnet_gemv/avx2"))
 }

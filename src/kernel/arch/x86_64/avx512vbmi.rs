@@ -180,5 +180,5 @@ impl Tq1Block<DigitTables> for __m512i {
 /// Lake server model). So `kernels` in `avx512vnni.rs` lists it after that ISA's GEMV on
 /// Intel CPUs.
 pub(super) fn kernels() -> Vec<Kernel> {
-    tile::kernels::<Avx512Vbmi, 4, 4, 2, 2, 4, 2, 4>(c"bitnet_gemv/avx512vbmi", &[Format::Tq1_0])
+    tile::kernels::<Avx512Vbmi, 4, 4, 2, 2, 4, 4, 2, 4>(c"bitnet_gemv/avx512vbmi", &[Format::Tq1_0])
 }

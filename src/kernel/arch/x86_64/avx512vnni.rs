@@ -444,7 +444,7 @@ pub(super) fn kernels() -> Vec<Kernel> {
             (Format::Q2_0, 6),
         ],
     );
-    let gemv = tile::every_format::<Avx512, 4, 4, 2, 2, 4, 2, 4>(c"bitnet_gemv/avx512vnni");
+    let gemv = tile::every_format::<Avx512, 4, 4, 2, 2, 4, 4, 2, 4>(c"bitnet_gemv/avx512vnni");
     // TQ1_0's table-lookup GEMV (CPUs with VBMI) is preferred where it was measured faster
     // (AMD Zen 4), and registered after this ISA's GEMV on Intel CPUs, where it measured
     // slower (see avx512vbmi.rs).

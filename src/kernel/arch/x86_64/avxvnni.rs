@@ -77,5 +77,5 @@ pub(super) fn kernels() -> impl Iterator<Item = Kernel> {
             (Format::Q2_0, 8),
         ],
     );
-    gemm.into_iter().chain(tile::every_format::<Ymm<Dpbusd>, 2, 2, 2, 2, 2, 2, 2>(c"bitnet_gemv/avxvnni"))
+    gemm.into_iter().chain(tile::every_format::<Ymm<Dpbusd>, 2, 2, 2, 2, 2, 2, 2, 2>(c"bitnet_gemv/avxvnni"))
 }
