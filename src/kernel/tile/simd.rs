@@ -24,6 +24,10 @@ pub(crate) trait Simd: 'static {
     /// [`dot_2bit`] (three): in place needs twice the partial sums, which suits an ISA
     /// whose compiler keeps them in registers.
     const PLANES_IN_PLACE: bool = true;
+    /// Whether a TQ2_0 block's loads stay a loop that the compiler is kept from unrolling:
+    /// for an engine that, given the unrolled block, loads everything first and spills it
+    /// (V8, the relaxed SIMD128 build).
+    const ROLLED_BLOCK: bool = false;
 
     unsafe fn zero() -> Self::V;
     unsafe fn load(p: *const u8) -> Self::V;

@@ -39,7 +39,10 @@ impl<S: Simd> Tq<S> for Tq2 {
         // One set of partial accumulators for the block's loads (see `Mac`).
         // SAFETY: the caller vouches for the features.
         let mut p = unsafe { p_start::<S, R, T>(acc) };
-        for c in 0..Self::CODE_BYTES / S::W {
+        let loads = Self::CODE_BYTES / S::W;
+        // An opaque count is what keeps LLVM from unrolling the loop.
+        let loads = if S::ROLLED_BLOCK { std::hint::black_box(loads) } else { loads };
+        for c in 0..loads {
             // SAFETY: the caller's contract, which `load` and `dot_2bit` need.
             unsafe {
                 let (x, ac) = load::<S, R, T>(w, a, c);

@@ -9,7 +9,8 @@
 //! The GEMVs are the shared tile skeleton ([`crate::kernel::tile`]), the GEMMs the shared
 //! panel GEMM ([`crate::kernel::gemm`]), both over [`simd128::Wasm`]; the two builds differ
 //! only in the multiply-accumulate ([`crate::kernel::mac::Mac`] for the GEMV,
-//! [`crate::kernel::mac::QuadMac`] for the GEMM).
+//! [`crate::kernel::mac::QuadMac`] for the GEMM) and in what it decides about the code
+//! around it ([`simd128::Build`], [`simd128::GemmMac`]).
 
 #[cfg(target_feature = "simd128")]
 mod requant;

@@ -291,9 +291,29 @@ impl Mac<v128> for RelaxedDot {
     }
 }
 
+/// What else a build's multiply-accumulate decides in the GEMV.
+pub(super) trait Build: Mac<v128> {
+    /// [`Simd::ROLLED_BLOCK`] for the build.
+    const ROLLED_BLOCK: bool;
+}
+
+/// LLVM keeps the plain build's TQ2_0 block a loop by itself (its body is larger); an
+/// opaque count cost 4 % (AMD Zen 3, 2560x2560: 406 against 421 µs).
+impl Build for Widening {
+    const ROLLED_BLOCK: bool = false;
+}
+
+/// LLVM unrolled the relaxed build's TQ2_0 block (four loads), and V8 then loaded all of
+/// them and their 16 activation vectors first and kept most on the stack; as a loop,
+/// one load at a time: 232 against 220 µs at 2560x2560 (AMD Zen 3, m = 1).
+#[cfg(target_feature = "relaxed-simd")]
+impl Build for RelaxedDot {
+    const ROLLED_BLOCK: bool = true;
+}
+
 /// How a build's GEMM takes a group of four activation quads ([`GemmSimd::A`]): widened
 /// into registers ([`Widening`]) or as the address its broadcasts load from ([`RelaxedDot`]).
-pub(super) trait GemmMac: Mac<v128> + QuadMac<v128, Self::A> {
+pub(super) trait GemmMac: Build + QuadMac<v128, Self::A> {
     type A: Copy;
     /// See [`GemmSimd::a_load`].
     ///
@@ -327,7 +347,7 @@ impl GemmMac for RelaxedDot {
 /// The SIMD128 vector operations, with the multiply-accumulate `D`.
 pub(super) struct Wasm<D>(PhantomData<D>);
 
-impl<D: Mac<v128>> Simd for Wasm<D> {
+impl<D: Build> Simd for Wasm<D> {
     const W: usize = 16;
     type V = v128;
     type F = v128;
@@ -336,6 +356,7 @@ impl<D: Mac<v128>> Simd for Wasm<D> {
     /// of the 16 xmm registers, and with it the relaxed BITNET_B1_58 GEMV ran at 37 % of
     /// AVX2; the shifts cost less (see docs/wasm.md).
     const PLANES_IN_PLACE: bool = false;
+    const ROLLED_BLOCK: bool = D::ROLLED_BLOCK;
 
     #[inline(always)]
     unsafe fn zero() -> v128 {
@@ -471,7 +492,7 @@ impl<D: Mac<v128>> Simd for Wasm<D> {
 }
 
 /// Q2_0's blocks one to a vector.
-impl<D: Mac<v128>> Pieces for Wasm<D> {
+impl<D: Build> Pieces for Wasm<D> {
     #[inline(always)]
     unsafe fn load_pieces(p: *const u8, _stride: usize, n: usize) -> v128 {
         debug_assert_eq!(n, 1);
