@@ -12,7 +12,7 @@ const TERNARY = [Format.TQ1_0, Format.TQ2_0, Format.BITNET_B1_58];
  * (measured; src/kernel/arch/wasm32/mod.rs), stated here, not read from the module, so a
  * wrong threshold fails.
  */
-const GEMM_FROM = { 'relaxed-simd128': [3, 3, 8], simd128: [2, 2, 5] };
+const GEMM_FROM = { 'relaxed-simd128': [3, 4, 8], simd128: [2, 2, 5] };
 /** The kernel the build's dispatcher must pick for `m` tokens of `format`. */
 const bestKernel = (format, m) => {
     const { kernel, gemm } = VARIANTS[tern.variant];
