@@ -177,7 +177,7 @@ pub(crate) fn kernels<
 
 /// The GEMV entries `name` of ISA `S` for every format: [`kernels`] of those that need no
 /// more than [`Simd`], and Q2_0 (which needs [`Pieces`]) with the block-scaled formats'
-/// tiles, by I8_ABSMAX and, where `S`'s multiply-accumulate keeps each 32-element half of a
+/// batch tiles and the one-scale formats' single-token rows `BR1`, by I8_ABSMAX and, where `S`'s multiply-accumulate keeps each 32-element half of a
 /// Q2_0 block in lanes of its own (every ISA but NEON's `smlal`, whose int16 lanes add
 /// bytes `j` and `j + 8`), by I8_BLOCK32.
 pub(crate) fn every_format<
@@ -195,7 +195,8 @@ pub(crate) fn every_format<
 ) -> Vec<crate::kernel::Kernel> {
     let simd = [Format::Tq1_0, Format::Tq2_0, Format::BitnetB158, Format::I2S, Format::I2S64, Format::I2SR4];
     let mut all = kernels::<S, R1, TQ1_R1, TQ1_RB, RB, TB, BR1, BRB, BTB>(name, &simd);
-    let q2 = &Gemv::<S, Q2, R1, RB, TB>::NEW;
+    // Q2_0's steps are one load per row, as the one-scale formats' chunks: their row count.
+    let q2 = &Gemv::<S, Q2, BR1, RB, TB>::NEW;
     all.push(crate::kernel::Kernel::new(name, Format::Q2_0, Format::I8Absmax, 1, q2));
     if q2_halves_apart::<S>() {
         all.push(crate::kernel::Kernel::new(name, Format::Q2_0, Format::I8Block32, 1, q2));

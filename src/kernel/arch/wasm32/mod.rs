@@ -33,7 +33,9 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 // xmm registers, and the plain build keeps two partial sums per (row, token)), but 4 rows for
 // one token in the plain build except for TQ1_0, and in both builds for the formats with one
 // scale per tensor (relaxed BITNET_B1_58, AMD Zen 3, fastest of 3 interleaved rounds, with
-// its planes shifted: 4 rows 174-177 µs, 2 rows 235-250 µs). Medians under node 22 had measured 4 rows no
+// its planes shifted: 4 rows 174-177 µs, 2 rows 235-250 µs) and Q2_0, which takes their row
+// count (relaxed, 2560x2560: 4 rows 317-323 µs, 2 rows 337; 6912x2560 840-844 against
+// 897-899; relaxed TQ2_0 keeps 2: 220 against 223 µs with 4). Medians under node 22 had measured 4 rows no
 // better (TQ2_0 2560x2560, within the noise); its optimized code alone (`--no-liftoff`, AMD
 // Zen 3, 2560x2560, fastest of 3-5 interleaved rounds, 2 rows against 4): TQ2_0 426 -> 404
 // µs, BITNET_B1_58 397 -> 381, I2_S 399 -> 379, I2_S_64 397 -> 378, I2_S_R4 697 against 704
