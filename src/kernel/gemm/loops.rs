@@ -52,7 +52,7 @@ impl Ctx<'_> {
             t0 + T <= mp && t0.is_multiple_of(self.act.t) && (T == self.act.t || t0 + T == mp),
             "not a packed block"
         );
-        let act = &self.act.codes()[t0 * kg..(t0 + T) * kg];
+        let act = self.act.block_codes(t0, T);
         let w = self.panel.as_ptr();
         // The sums of the tile, in `K`'s lane order.
         let mut f = match self.scale {
@@ -60,8 +60,8 @@ impl Ctx<'_> {
                 assert!(!per_block, "one scale per tensor meets one scale per token");
                 let seeds: &[i32; T] = self.act.row_seeds[t0..t0 + T].try_into().expect("a seed per token");
                 // SAFETY: `K`'s features (the caller's promise); the panel holds `4 groups`
-                // quads of `w_step` bytes and `act` `groups * 16` bytes per token (checked
-                // above).
+                // quads of `w_step` bytes and `act` `groups * 16` bytes per token and the
+                // codes' slack (checked above, and by `block_codes`).
                 unsafe {
                     let mut acc = [[S::zero(); T]; RV];
                     for t in 0..T {
@@ -179,8 +179,8 @@ impl Ctx<'_> {
     ///
     /// # Safety
     /// The CPU must have `K`'s features; `o.w` and `o.a` must hold `blocks * block_groups`
-    /// groups of the panel and of the token block; the panel's scales `blocks >> shift`
-    /// blocks.
+    /// groups of the panel and of the token block (`o.a` and the codes' slack after them);
+    /// the panel's scales `blocks >> shift` blocks.
     #[inline(always)]
     unsafe fn block_sums<S: GemmSimd, K: MicroTile<S>, const RV: usize, const T: usize>(
         &self,

@@ -78,8 +78,8 @@ pub(crate) trait MicroTile<S: GemmSimd>: Isa {
     /// accumulators `acc`, in this tile's lane order: the inner loop.
     ///
     /// # Safety
-    /// `w` must be valid for `groups * 16 * RV * LANES` bytes, `a` for `groups * 16 * T`; the
-    /// CPU must have this tile's features.
+    /// `w` must be valid for `groups * 16 * RV * LANES` bytes, `a` for `groups * 16 * T +
+    /// SLACK` (the codes' [`SLACK`](super::pack::SLACK)); the CPU must have this tile's features.
     unsafe fn micro<const RV: usize, const T: usize>(
         w: *const u8,
         a: *const u8,
@@ -138,7 +138,8 @@ impl<S: GemmSimd + Isa> MicroTile<S> for S {
         }
         let quad_bytes = RV * 4 * S::LANES;
         // SAFETY: every address is inside the spans the caller guarantees (group `g <
-        // groups`, quad `4 g + L`, vector `v < RV`, token `t < T`); `S`'s features.
+        // groups`, quad `4 g + L`, vector `v < RV`, token `t < T`; a rolled quad's loads at
+        // most 12 bytes past its group, in `a`'s slack at the last); `S`'s features.
         unsafe {
             let mut g0 = 0;
             while g0 < groups {
@@ -150,12 +151,26 @@ impl<S: GemmSimd + Isa> MicroTile<S> for S {
                     }
                 }
                 let (mut wq, mut ag) = (w.add(4 * g0 * quad_bytes), a.add(g0 * GROUP * T));
-                for _ in g0..end {
-                    let av = S::a_load_next::<T>(&mut ag);
-                    quad::<S, RV, T, 0>(&mut p, &mut wq, &av);
-                    quad::<S, RV, T, 1>(&mut p, &mut wq, &av);
-                    quad::<S, RV, T, 2>(&mut p, &mut wq, &av);
-                    quad::<S, RV, T, 3>(&mut p, &mut wq, &av);
+                if S::ROLLED_QUADS {
+                    // An opaque count is what keeps LLVM from unrolling the loop. Quad `i % 4`
+                    // of group `g0 + i / 4`; its 16-byte loads reach at most 12 bytes past the
+                    // group, into the next token's or the codes' slack.
+                    for i in 0..std::hint::black_box(4 * (end - g0)) {
+                        let aq = ag.add(i / 4 * GROUP * T + i % 4 * 4);
+                        let mut av = [S::a_load(aq); T];
+                        for t in 1..T {
+                            av[t] = S::a_load(aq.add(GROUP * t));
+                        }
+                        quad::<S, RV, T, 0>(&mut p, &mut wq, &av);
+                    }
+                } else {
+                    for _ in g0..end {
+                        let av = S::a_load_next::<T>(&mut ag);
+                        quad::<S, RV, T, 0>(&mut p, &mut wq, &av);
+                        quad::<S, RV, T, 1>(&mut p, &mut wq, &av);
+                        quad::<S, RV, T, 2>(&mut p, &mut wq, &av);
+                        quad::<S, RV, T, 3>(&mut p, &mut wq, &av);
+                    }
                 }
                 for v in 0..RV {
                     for t in 0..T {

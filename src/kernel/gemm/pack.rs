@@ -73,6 +73,11 @@ pub(crate) fn sized<T: Copy + Default>(v: &mut Vec<T>, len: usize) -> &mut [T] {
 /// the row in groups of this many elements, whatever group a micro-tile packs.
 pub(crate) const GROUP: usize = 16;
 
+/// Zero bytes after a [`Packed`]'s codes: the rolled inner loop
+/// ([`GemmSimd::ROLLED_QUADS`](super::GemmSimd::ROLLED_QUADS)) loads 16 bytes from each quad
+/// of a group, up to 12 past the group's end.
+pub(crate) const SLACK: usize = GROUP;
+
 /// Int8 activations (I8_ABSMAX, I8_BLOCK256 or I8_BLOCK32) packed for a GEMM, once
 /// per call: token blocks of `t`, the last one shorter but padded to a multiple of `pad`
 /// tokens (which repeat its last token; no output reads them); the block of token `t0` at
@@ -123,7 +128,7 @@ impl Packed {
         let mut lines = Vec::new();
         // Tokens with the padding, which repeats the last token's codes, seeds and scales.
         let mp = m.next_multiple_of(pad);
-        let codes: &mut [u8] = aligned(&mut lines, mp * kg);
+        let codes: &mut [u8] = aligned(&mut lines, mp * kg + SLACK);
         let (mut block_seeds, mut row_seeds) = (vec![0i32; blocks * mp], vec![0i32; mp]);
         for t0 in (0..m).step_by(t) {
             let real = t.min(m - t0);
@@ -185,9 +190,16 @@ impl Packed {
         &self.block_seeds[t0 * blocks..(t0 + tn) * blocks]
     }
 
-    /// The packed codes (the last block padded), from a cache-line boundary.
+    /// The packed codes (the last block padded), from a cache-line boundary: AMX's tiles.
+    #[cfg(target_arch = "x86_64")]
     pub(in crate::kernel) fn codes(&self) -> &[u8] {
         &bytemuck::cast_slice(&self.codes)[..self.m.next_multiple_of(self.pad) * self.kg]
+    }
+
+    /// The codes of the token block from `t0` (`tn` tokens, its padding included) and the
+    /// [`SLACK`] bytes after them (the next block's codes, or zeros after the last).
+    pub(in crate::kernel) fn block_codes(&self, t0: usize, tn: usize) -> &[u8] {
+        &bytemuck::cast_slice(&self.codes)[t0 * self.kg..(t0 + tn) * self.kg + SLACK]
     }
 }
 

@@ -52,6 +52,11 @@ pub(crate) trait GemmSimd: Simd {
     type A: Copy;
     /// Reads 16 bytes.
     unsafe fn a_load(p: *const u8) -> Self::A;
+    /// Whether the broadcast tile's inner loop takes one quad per iteration (each token's
+    /// [`GemmSimd::a_load`] from the quad on, its quad 0 taken), a loop the compiler is kept
+    /// from unrolling, rather than a group of four quads unrolled: for an engine that loads
+    /// all of an unrolled group's weights and quads first and spills them (V8, wasm).
+    const ROLLED_QUADS: bool = false;
     /// The multiply-accumulate of a weight vector by a broadcast activation quad.
     type Quad: QuadMac<Self::V, Self::A>;
     /// [`Simd::load_partial`] for the panel unpack's short chunks, where an ISA has a cheaper

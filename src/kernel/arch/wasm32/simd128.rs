@@ -566,6 +566,9 @@ impl<D: GemmMac> GemmSimd for Wasm<D> {
     }
 
     type A = D::A;
+    /// V8 loaded a 2 x 4 block's eight weight vectors and sixteen quads first and kept
+    /// most on the stack; one quad at a time it spills nothing (see docs/wasm.md).
+    const ROLLED_QUADS: bool = true;
 
     #[inline(always)]
     unsafe fn a_load(p: *const u8) -> D::A {
