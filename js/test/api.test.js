@@ -12,7 +12,7 @@ const TERNARY = [Format.TQ1_0, Format.TQ2_0, Format.BITNET_B1_58];
  * (measured; src/kernel/arch/wasm32/mod.rs), stated here, not read from the module, so a
  * wrong threshold fails.
  */
-const GEMM_FROM = { 'relaxed-simd128': [3, 4, 8], simd128: [2, 2, 5] };
+const GEMM_FROM = { 'relaxed-simd128': [3, 4, 8], simd128: [2, 2, 4] };
 /** The kernel the build's dispatcher must pick for `m` tokens of `format`. */
 const bestKernel = (format, m) => {
     const { kernel, gemm } = VARIANTS[tern.variant];
@@ -113,11 +113,11 @@ test('matmul: the best kernel, events after the call, parity with the reference 
 test('Q2_0 and the I2_S packings: bytes round trip, and the dispatcher agrees with the reference kernel', () => {
     // Three tokens: the token counts from which each build's GEMM serves these formats
     // (measured, src/kernel/arch/wasm32/mod.rs; stated here so that a wrong one fails) put
-    // m = 3 on the GEMM for the 128- and 64-element packings with simd128 (from 3) and for
-    // I2_S_R4 relaxed (from 2), on the GEMV for them otherwise and for Q2_0 in both builds.
+    // m = 3 on the GEMM for the 128- and 64-element packings with simd128 (from 2), on the
+    // GEMV for them in the relaxed build and for Q2_0 and I2_S_R4 in both.
     const gemmFrom = {
-        'relaxed-simd128': { [Format.Q2_0]: 5, [Format.I2_S]: 4, [Format.I2_S_64]: 4, [Format.I2_S_R4]: 2 },
-        simd128: { [Format.Q2_0]: 7, [Format.I2_S]: 3, [Format.I2_S_64]: 3, [Format.I2_S_R4]: 4 },
+        'relaxed-simd128': { [Format.Q2_0]: 5, [Format.I2_S]: 4, [Format.I2_S_64]: 4, [Format.I2_S_R4]: 7 },
+        simd128: { [Format.Q2_0]: 4, [Format.I2_S]: 2, [Format.I2_S_64]: 2, [Format.I2_S_R4]: 6 },
     }[tern.variant];
     const [n, k, m] = [8, 256, 3];
     const a = tern.encode(Format.F32, values(m * k, 11), m, k);

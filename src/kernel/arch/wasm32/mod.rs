@@ -80,7 +80,16 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 // 2, 1.07-1.16x at 3-10); relaxed BITNET_B1_58 from 8 (0.90x at 6, 1.00x at 7, 1.02x at 8,
 // 1.07x at 10), I2_S from 4 (0.98x at 3, 1.11-1.25x at 4-10). After the relaxed TQ2_0
 // block became a loop (`Build::ROLLED_BLOCK`), relaxed TQ2_0 from 4 (`--formats TQ2_0 --tokens
-// 2,3,4 --rounds 3`: 0.83x at 2, 0.86x at 3, 1.09x at 4).
+// 2,3,4 --rounds 3`: 0.83x at 2, 0.86x at 3, 1.09x at 4). After the GEMMs took one quad per
+// iteration (`GemmSimd::ROLLED_QUADS`, 1.07-1.25x at m = 64) and the simd128 I2_S_R4 GEMV
+// took 4 rows (2x at m = 1), two runs on a loud host (`--tokens 2,3,4,5,6,8 --rounds 2` and
+// `--tokens 2,3,4,6,8 --rounds 2`, medians), ratios of the first / second: simd128
+// BITNET_B1_58 from 4 (0.97x / 0.90x at 3, 1.15x / 1.39x at 4, 1.22x / 0.96x at 6), Q2_0
+// from 4 (1.30x / 0.87x at 3, 1.16x / 1.26x at 4, 1.24-1.55x / 1.30-1.40x beyond), I2_S
+// from 2 (1.68x / 1.12x at 2), I2_S_R4 from 6 (0.85x / 0.91x at 3, 1.06x / 0.98x at 4,
+// 1.03x / 1.09x at 6); relaxed I2_S_R4 from 7 (0.64x / 0.59x at 2, 1.02x / 1.02x at 4,
+// 0.87x / 1.04x at 6, 1.04x at 7, 1.20x at 8); the others held (simd128 TQ1_0 and TQ2_0 from
+// 2, relaxed TQ1_0 from 3, TQ2_0 and I2_S from 4, Q2_0 from 5, BITNET_B1_58 from 8).
 
 #[cfg(target_feature = "simd128")]
 mod plain {
@@ -105,11 +114,11 @@ mod plain {
         let every = [
             (Format::Tq1_0, 2),
             (Format::Tq2_0, 2),
-            (Format::BitnetB158, 5),
-            (Format::I2S, 3),
-            (Format::I2S64, 3),
-            (Format::I2SR4, 4),
-            (Format::Q2_0, 7),
+            (Format::BitnetB158, 4),
+            (Format::I2S, 2),
+            (Format::I2S64, 2),
+            (Format::I2SR4, 6),
+            (Format::Q2_0, 4),
         ];
         let gemm = gemm::kernels::<Wasm<Widening>, Wasm<Widening>, 2, 2>(c"bitnet_gemm/wasm-simd128", &every);
         gemm.into_iter()
@@ -143,7 +152,7 @@ mod relaxed {
             (Format::BitnetB158, 8),
             (Format::I2S, 4),
             (Format::I2S64, 4),
-            (Format::I2SR4, 2),
+            (Format::I2SR4, 7),
             (Format::Q2_0, 5),
         ];
         let gemm =
