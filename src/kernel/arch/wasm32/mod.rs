@@ -35,13 +35,14 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 // scale per tensor (relaxed BITNET_B1_58, AMD Zen 3, fastest of 3 interleaved rounds, with
 // its planes shifted: 4 rows 174-177 µs, 2 rows 235-250 µs) and Q2_0, which takes their row
 // count (relaxed, 2560x2560: 4 rows 317-323 µs, 2 rows 337; 6912x2560 840-844 against
-// 897-899; relaxed TQ2_0 keeps 2: 220 against 223 µs with 4). Medians under node 22 had measured 4 rows no
-// better (TQ2_0 2560x2560, within the noise); its optimized code alone (`--no-liftoff`, AMD
-// Zen 3, 2560x2560, fastest of 3-5 interleaved rounds, 2 rows against 4): TQ2_0 426 -> 404
-// µs, BITNET_B1_58 397 -> 381, I2_S 399 -> 379, I2_S_64 397 -> 378, I2_S_R4 697 against 704
-// (a tie), Q2_0 526 -> 542 (3 % slower; it shares the parameter); 6912x2560 TQ2_0 1,143 ->
-// 1,090, BITNET_B1_58 1,073 -> 1,029, Q2_0 1,412 -> 1,460. The relaxed build keeps 2 (4:
-// BITNET_B1_58 1.06x, TQ2_0 0.88x). TQ1_0: the relaxed build's took one row while its digits
+// 897-899; relaxed TQ2_0 keeps 2: 220 against 223 µs with 4). Medians under node 22 had
+// measured 4 rows no better (TQ2_0 2560x2560, within the noise); its optimized code alone
+// (`--no-liftoff`, AMD Zen 3, 2560x2560, fastest of 3-5 interleaved rounds, 2 rows against
+// 4): TQ2_0 426 -> 404 µs, BITNET_B1_58 397 -> 381, I2_S 399 -> 379, I2_S_64 397 -> 378,
+// I2_S_R4 697 against 704 (a tie), Q2_0 526 -> 542 (3 % slower; it shared the parameter);
+// 6912x2560 TQ2_0 1,143 -> 1,090, BITNET_B1_58 1,073 -> 1,029, Q2_0 1,412 -> 1,460. The
+// relaxed build kept 2 then (4: BITNET_B1_58 1.06x, TQ2_0 0.88x, before the shifted planes
+// and the rolled TQ2_0 block). TQ1_0: the relaxed build's took one row while its digits
 // came one at a time (with two, V8 spilled most of the two rows' digit chains: Intel Xeon,
 // 800-813 against 1,076-1,243 µs), and two again once they came in pairs with one partial
 // sum per block (AMD Zen 3, node 22 --no-liftoff, fastest of 7 interleaved rounds: 2560x2560
@@ -49,7 +50,9 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 //
 // GEMM register blocks (`gemm::kernels::<S, S, RV, T>`: RV vectors of 4 rows x T tokens): plain
 // 2 x 2 (two int32 partial sums per (vector, token), 8 of the 16 xmm registers, as the GEMV's
-// batch tiles), relaxed 2 x 4 (one int16 partial sum each, 8 registers). Each GEMM serves
+// batch tiles), relaxed 2 x 4 (one int16 partial sum each, 8 registers; with one quad per
+// iteration, AMD Zen 3, BITNET_B1_58 2560x2560 m = 64: 8.2 ms against 8.5 for 2 x 5, 9.5 for
+// 2 x 6, 12.5 for 1 x 8). Each GEMM serves
 // from the token count from which it beat the same build's GEMV, both forced (Intel Xeon,
 // Sapphire Rapids class, node 22, 2560x2560, medians of 2 rounds, GEMV time / GEMM time, after
 // the GEMVs' int16 relaxed products and constant planes made them 1.3-2x faster; `bash
