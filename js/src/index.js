@@ -388,38 +388,47 @@ export class Tern {
 
     /**
      * null if this build's kernels (its GEMV and its GEMM) agree with tern's reference
-     * kernel on a small known case (every ternary format, activations of both signs), else
-     * why not. Engines have shipped relaxed SIMD that validates but computes otherwise:
-     * node 20's --experimental-wasm-relaxed-simd gets `i32x4.relaxed_dot_i8x16_i7x16_add`
-     * wrong (tern's GEMV used it before 0.3), so every relaxed instruction the kernels use is
-     * checked by running both.
+     * kernel on small known cases, else why not. The cases reach every tile the kernels have:
+     * every ternary weight format, 12 or 13 rows (whole tiles and a one-row remainder; I2_S_R4
+     * takes rows in fours) and 1, 3 and 5 tokens (the single-token tiles, the batch tiles and
+     * a leftover token, the GEMM's 4-token blocks and a leftover), two blocks of 256 columns,
+     * activations of both signs. Engines have shipped relaxed SIMD that validates but
+     * computes otherwise: node 20's `--experimental-wasm-relaxed-simd` (V8 11) returns twice
+     * the dot product for `i32x4.relaxed_dot_i8x16_i7x16_add_s` and drops the accumulator,
+     * and LLVM forms that instruction where a kernel's int16 partial holds a single dot (the
+     * relaxed I2_S_R4 GEMV's batch tiles), so every tile is run, not just one instruction.
      */
     _knownAnswerCheck() {
-        const [n, k] = [4, 256];
-        const w = Float32Array.from({ length: n * k }, (_, i) => (((i * 7919) % 201) - 100) / 100);
-        const x = Float32Array.from({ length: k }, (_, i) => (((i * 104729) % 255) - 127) / 127);
+        const k = 512;
+        const x = Float32Array.from({ length: 5 * k }, (_, i) => (((i * 104729) % 255) - 127) / 127);
         // The build's own kernels by name, whatever TERN_KERNEL in `env` says.
         const { kernel, gemm } = VARIANTS[this.variant];
         const own = [kernel, gemm].map((name) => [name, this.dispatcher({ kernel: name })]);
         const reference = this.dispatcher({ kernel: 'bitnet_gemv/reference' });
-        const act = this.encode(Format.F32, x, 1, k);
+        const acts = [1, 3, 5].map((m) => this.encode(Format.F32, x.subarray(0, m * k), m, k));
         try {
-            for (const format of [Format.TQ1_0, Format.TQ2_0, Format.BITNET_B1_58]) {
+            for (const format of [Format.TQ1_0, Format.TQ2_0, Format.BITNET_B1_58, Format.Q2_0, Format.I2_S, Format.I2_S_64, Format.I2_S_R4]) {
+                const n = format === Format.I2_S_R4 ? 12 : 13;
+                const w = Float32Array.from({ length: n * k }, (_, i) => (((i * 7919) % 201) - 100) / 100);
                 const weight = this.encode(format, w, n, k);
-                const want = reference.matmul(act, weight);
-                const results = own.map(([name, d]) => [name, d.matmul(act, weight)]);
-                weight.close();
-                for (const [name, got] of results) {
-                    for (let i = 0; i < n; i++) {
-                        if (!(Math.abs(got[i] - want[i]) <= 1e-5 * Math.max(1, Math.abs(want[i])))) {
-                            return `its kernel ${name} gives ${got[i]} where the reference kernel gives ${want[i]} (${FORMAT_NAMES[format]}, row ${i}): the engine computes an instruction otherwise than specified`;
+                try {
+                    for (const act of acts) {
+                        const want = reference.matmul(act, weight);
+                        for (const [name, d] of own) {
+                            const got = d.matmul(act, weight);
+                            const i = got.findIndex((y, i) => !(Math.abs(y - want[i]) <= 1e-5 * Math.max(1, Math.abs(want[i]))));
+                            if (i >= 0) {
+                                return `its kernel ${name} gives ${got[i]} where the reference kernel gives ${want[i]} (${FORMAT_NAMES[format]}, ${act.rows} tokens, token ${Math.floor(i / n)}, row ${i % n}): the engine computes an instruction otherwise than specified`;
+                            }
                         }
                     }
+                } finally {
+                    weight.close();
                 }
             }
             return null;
         } finally {
-            for (const h of [act, reference, ...own.map(([, d]) => d)]) h.close();
+            for (const h of [...acts, reference, ...own.map(([, d]) => d)]) h.close();
         }
     }
 
