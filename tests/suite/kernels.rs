@@ -731,14 +731,14 @@ fn every_isa_kernels(features: &[&str]) -> [[&'static str; 3]; 3] {
     } else if has("neon") {
         [["bitnet_gemv/neon"; 3], ["bitnet_gemm/neon"; 3], ["bitnet_gemm/neon"; 3]]
     } else if has("relaxed-simd") {
-        // The GEMM from 3 / 4 / 8 tokens (the other formats from 4 or 5).
+        // The GEMM from 3 / 4 / 8 tokens (the other formats from 4 to 8).
         [
             ["bitnet_gemv/wasm-relaxed-simd128"; 3],
             ["bitnet_gemm/wasm-relaxed-simd128"; 3],
             ["bitnet_gemm/wasm-relaxed-simd128"; 3],
         ]
     } else if has("simd128") {
-        // The GEMM from 2 / 2 / 4 tokens (the other formats from 2 to 6).
+        // The GEMM from 2 / 2 / 4 tokens (the other formats from 2 to 4).
         let (gemv, gemm) = ("bitnet_gemv/wasm-simd128", "bitnet_gemm/wasm-simd128");
         [[gemv; 3], [gemm; 3], [gemm; 3]]
     } else {
