@@ -40,6 +40,16 @@ pub(crate) trait Mac<V: Copy>: 'static {
     /// As for [`Mac::start`].
     unsafe fn end(p: Self::P, acc: V) -> V;
 
+    /// `acc` plus one dot product, for a loop whose partial would take just this one.
+    ///
+    /// # Safety
+    /// As for [`Mac::start`].
+    #[inline(always)]
+    unsafe fn dot_once(acc: V, u: V, s: V) -> V {
+        // SAFETY: the caller's features.
+        unsafe { Self::end(Self::dot(Self::start(acc), u, s), acc) }
+    }
+
     /// The int32 lane of `end`'s result that byte `byte` of `dot`'s operands adds to, for
     /// the per-lane seeds (`prep::lane_sums`). Dot-product instructions add bytes
     /// `4i..4i + 4` to lane `i`.

@@ -484,7 +484,8 @@ impl<S: Simd> Rows4Ctx<'_, S> {
             }
             let (m03, m0c) = (S::splat8(0x03), S::splat8(0x0C));
             // As in the one-scale tiles: single-token tiles take a cache line of chunks per
-            // set of partial sums (one dot per row and chunk: at most 4), batch tiles one.
+            // set of partial sums (one dot per row and chunk: at most 4), batch tiles one,
+            // whose one dot per row and token goes straight to int32 (`Mac::dot_once`).
             let group = if T == 1 { (LINE / S::W).max(1) } else { 1 };
             let mut c0 = 0;
             while c0 < chunks {
@@ -518,11 +519,17 @@ impl<S: Simd> Rows4Ctx<'_, S> {
                     for t in 0..T {
                         let av = S::load(a[t] as *const u8);
                         for r in 0..R {
-                            p[r][t] = S::M::dot(p[r][t], w[r], av);
+                            if group == 1 {
+                                acc[r][t] = S::M::dot_once(acc[r][t], w[r], av);
+                            } else {
+                                p[r][t] = S::M::dot(p[r][t], w[r], av);
+                            }
                         }
                     }
                 }
-                p_end::<S, R, T>(&p, &mut acc);
+                if group > 1 {
+                    p_end::<S, R, T>(&p, &mut acc);
+                }
                 c0 = c1;
             }
             let zero = S::zero();

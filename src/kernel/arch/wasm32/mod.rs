@@ -94,11 +94,12 @@ pub(crate) fn kernels() -> Vec<Kernel> {
 // 3, TQ2_0 and I2_S from 4, Q2_0 from 5, BITNET_B1_58 from 8). Relaxed I2_S_R4 had stayed
 // on the GEMM from 2 while its GEMV's batch tile computed wrong sums under node 20 with
 // `--experimental-wasm-relaxed-simd` (LLVM had fused its one-dot int16 partials into the
-// relaxed dot-add that V8 11 computes wrongly, see `RelaxedDot::end`). Folded without it,
-// that tile runs 1.27x faster, and relaxed I2_S_R4 serves from 8 (`--formats I2_S_R4
-// --tokens 3,4,5,6,7,8 --rounds 3`, medians: 0.76-0.90x at 3-6, 1.00x at 7, 1.06x at 8);
-// simd128 I2_S_R4 from 4 (1.00x at 3, 1.16-1.25x at 4-6; a run before it: 1.04x at 3,
-// 1.15-1.17x at 4-6).
+// relaxed dot-add that V8 11 computes wrongly, see `RelaxedDot::dot_once`). Folded without
+// it, that tile runs 1.13x faster, and relaxed I2_S_R4 serves from 6 (`--formats I2_S_R4
+// --tokens 3,4,5,6,7,8 --rounds 3`, then `--tokens 4,5,6,7`, medians on a loud host: 0.88x
+// at 3, 0.74x / 1.17x at 4, 0.84x / 0.92x at 5, 1.01x / 1.18x at 6, 1.14x / 1.24x at 7);
+// simd128 I2_S_R4 from 4 (1.00x / 0.84x at 3, 1.16x / 1.30x / 1.08x at 4, 1.19x / 1.37x /
+// 1.21x at 5; a run before them: 1.04x at 3, 1.15-1.17x at 4-6).
 
 #[cfg(target_feature = "simd128")]
 mod plain {
@@ -161,7 +162,7 @@ mod relaxed {
             (Format::BitnetB158, 8),
             (Format::I2S, 4),
             (Format::I2S64, 4),
-            (Format::I2SR4, 8),
+            (Format::I2SR4, 6),
             (Format::Q2_0, 5),
         ];
         let gemm =

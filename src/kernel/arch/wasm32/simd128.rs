@@ -285,15 +285,21 @@ impl Mac<v128> for RelaxedDot {
         i16x8_add(p, i16x8_relaxed_dot_i8x16_i7x16(s, u))
     }
 
-    /// By `i32x4.dot_i16x8_s` with ones (`pmaddwd`, as V8 lowers `extadd_pairwise` too),
-    /// which LLVM leaves as it is: an `extadd_pairwise` of a partial holding one dot, as in
-    /// the I2_S_R4 GEMV's batch tiles, it turns into `i32x4.relaxed_dot_i8x16_i7x16_add_s`,
-    /// which V8 11 (node 20 with `--experimental-wasm-relaxed-simd`) computes as twice the
-    /// dot product without the accumulator, and V8 12 in five instructions. AMD Zen 3, node
-    /// 22, I2_S_R4 2560x2560: m = 2 399 to 313 µs, m = 4 794 to 631 µs; m = 1 unchanged.
     #[inline(always)]
     unsafe fn end(p: v128, acc: v128) -> v128 {
-        i32x4_add(acc, i32x4_dot_i16x8(p, i16x8_splat(1)))
+        i32x4_add(acc, i32x4_extadd_pairwise_i16x8(p))
+    }
+
+    /// Folded by `i32x4.dot_i16x8_s` with ones (`pmaddwd`, as V8 lowers `extadd_pairwise`),
+    /// which LLVM leaves as it is: the `extadd_pairwise` of one dot it turns into
+    /// `i32x4.relaxed_dot_i8x16_i7x16_add_s`, which V8 11 (node 20 with
+    /// `--experimental-wasm-relaxed-simd`) computes as twice the dot product without the
+    /// accumulator, and V8 12 in five instructions. AMD Zen 3, node 22, I2_S_R4 2560x2560
+    /// (its batch tiles): m = 2 399 to 313 µs, m = 4 794 to 631 µs. Not in `end`: the ones
+    /// then held a register in every tile, and V8 spilled more (Q2_0, m = 1: 315 to 337 µs).
+    #[inline(always)]
+    unsafe fn dot_once(acc: v128, u: v128, s: v128) -> v128 {
+        i32x4_add(acc, i32x4_dot_i16x8(i16x8_relaxed_dot_i8x16_i7x16(s, u), i16x8_splat(1)))
     }
 }
 
