@@ -395,8 +395,8 @@ export class Tern {
      * activations of both signs. Engines have shipped relaxed SIMD that validates but
      * computes otherwise: node 20's `--experimental-wasm-relaxed-simd` (V8 11) returns twice
      * the dot product for `i32x4.relaxed_dot_i8x16_i7x16_add_s` and drops the accumulator,
-     * and LLVM forms that instruction where a kernel's int16 partial holds a single dot (the
-     * relaxed I2_S_R4 GEMV's batch tiles), so every tile is run, not just one instruction.
+     * which tern's kernels never wrote but LLVM formed in one of their tiles (the relaxed
+     * I2_S_R4 GEMV's batch tiles, until `Mac::dot_once`), so every tile is run.
      */
     _knownAnswerCheck() {
         const k = 512;

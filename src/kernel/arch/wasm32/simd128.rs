@@ -295,8 +295,9 @@ impl Mac<v128> for RelaxedDot {
     /// `i32x4.relaxed_dot_i8x16_i7x16_add_s`, which V8 11 (node 20 with
     /// `--experimental-wasm-relaxed-simd`) computes as twice the dot product without the
     /// accumulator, and V8 12 in five instructions. AMD Zen 3, node 22, I2_S_R4 2560x2560
-    /// (its batch tiles): m = 2 399 to 313 µs, m = 4 794 to 631 µs. Not in `end`: the ones
-    /// then held a register in every tile, and V8 spilled more (Q2_0, m = 1: 315 to 337 µs).
+    /// (its batch tiles): m = 2 399 to 354 µs, m = 4 794 to 717 µs. Not in `end` too: every
+    /// tile then held the ones in a register, which made these tiles faster still (313 and
+    /// 631 µs) but V8 spilled more elsewhere (Q2_0, m = 1: 315 to 337 µs).
     #[inline(always)]
     unsafe fn dot_once(acc: v128, u: v128, s: v128) -> v128 {
         i32x4_add(acc, i32x4_dot_i16x8(i16x8_relaxed_dot_i8x16_i7x16(s, u), i16x8_splat(1)))
