@@ -731,7 +731,7 @@ fn every_isa_kernels(features: &[&str]) -> [[&'static str; 3]; 3] {
     } else if has("neon") {
         [["bitnet_gemv/neon"; 3], ["bitnet_gemm/neon"; 3], ["bitnet_gemm/neon"; 3]]
     } else if has("relaxed-simd") {
-        // The GEMM from 3 / 4 / 8 tokens (the other formats from 4 to 8).
+        // The GEMM from 3 / 4 / 8 tokens (the other formats from 4 to 6).
         [
             ["bitnet_gemv/wasm-relaxed-simd128"; 3],
             ["bitnet_gemm/wasm-relaxed-simd128"; 3],
