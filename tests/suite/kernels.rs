@@ -298,15 +298,58 @@ fn parity_over_token_blocks_and_panels() {
     }
 }
 
-/// `bytes` (a TQ1_0, TQ2_0 or Q2_0 matrix) with every block scale set to `d`.
-fn with_uniform_scales(format: Format, mut bytes: Vec<u8>, n: usize, k: usize, d: half::f16) -> Vec<u8> {
+/// `bytes` (a TQ1_0, TQ2_0 or Q2_0 matrix) with every block scale of row `r` set to
+/// `d(r)`.
+fn with_row_scales(format: Format, mut bytes: Vec<u8>, n: usize, k: usize, d: impl Fn(usize) -> half::f16) -> Vec<u8> {
     let block = bytes.len() / (n * k / format.kernel_block(k));
+    let row_bytes = bytes.len() / n;
     // The f16 scale ends a TQ block and starts a Q2_0 block.
     let at = if format == Format::Q2_0 { 0 } else { block - 2 };
-    for b in bytes.chunks_exact_mut(block) {
-        b[at..at + 2].copy_from_slice(&d.to_le_bytes());
+    for (i, b) in bytes.chunks_exact_mut(block).enumerate() {
+        b[at..at + 2].copy_from_slice(&d(i * block / row_bytes).to_le_bytes());
     }
     bytes
+}
+
+/// `bytes` (a TQ1_0, TQ2_0 or Q2_0 matrix) with every block scale set to `d`.
+fn with_uniform_scales(format: Format, bytes: Vec<u8>, n: usize, k: usize, d: half::f16) -> Vec<u8> {
+    with_row_scales(format, bytes, n, k, |_| d)
+}
+
+/// Every finite f16 exponent of either sign (zero and the subnormals included), each with
+/// mantissas from none to all bits, as the block scales of a row: every kernel converts
+/// them as the reference does (`half`), so its outputs differ only by the rounding of its
+/// summation order, `2 * blocks * eps` of the row's magnitude, which scales with the row's
+/// scale (a conversion one significand bit off, or a subnormal read as zero, fails it).
+#[test]
+fn every_f16_exponent_as_a_block_scale() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0010);
+    let mut scales = Vec::new();
+    for sign in [0u16, 0x8000] {
+        for exponent in 0..31u16 {
+            for mantissa in [0u16, 1, 0x155, 0x2AA, 0x3FF] {
+                scales.push(half::f16::from_bits(sign | exponent << 10 | mantissa));
+            }
+        }
+    }
+    let (n, k, m) = (scales.len(), 512, 3);
+    for format in [Format::Tq1_0, Format::Tq2_0, Format::Q2_0] {
+        let bytes = with_row_scales(format, weights(&mut rng, format, n, k), n, k, |r| scales[r]);
+        let abytes = activations(&mut rng, m, k);
+        let w = MatRef::new(format, n, k, &bytes).unwrap();
+        let a = MatRef::new(Format::I8Absmax, m, k, &abytes).unwrap();
+        let want = run(kernel(REFERENCE, format), &w, &a, 0..n, 0..m);
+        let mag = magnitudes(format, &bytes, &abytes, m, n, k);
+        let blocks = (k / format.kernel_block(k)) as f64;
+        for kern in candidates(format) {
+            let got = run(kern, &w, &a, 0..n, 0..m);
+            for (i, (&g, &x)) in got.iter().zip(&want).enumerate() {
+                let tol = 2.0 * blocks * f32::EPSILON as f64 * mag[i];
+                let d = scales[i % n];
+                assert!(((g - x).abs() as f64) <= tol, "{} {format:?} scale {d:?} out[{i}]: {g} vs {x}", kern.name());
+            }
+        }
+    }
 }
 
 /// A TQ or Q2_0 tensor whose block scales are all equal is detected as such (once,
