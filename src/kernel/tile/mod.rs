@@ -177,9 +177,10 @@ pub(crate) fn kernels<
 
 /// The GEMV entries `name` of ISA `S` for every format: [`kernels`] of those that need no
 /// more than [`Simd`], and Q2_0 (which needs [`Pieces`]) with the block-scaled formats'
-/// batch tiles and the one-scale formats' single-token rows `BR1`, by I8_ABSMAX and, where `S`'s multiply-accumulate keeps each 32-element half of a
-/// Q2_0 block in lanes of its own (every ISA but NEON's `smlal`, whose int16 lanes add
-/// bytes `j` and `j + 8`), by I8_BLOCK32.
+/// batch tiles and the one-scale formats' single-token rows `BR1`, by I8_ABSMAX and, where
+/// `S`'s multiply-accumulate keeps each 32-element half of a Q2_0 block in lanes of its own
+/// (every ISA but NEON's `smlal`, whose int16 lanes add bytes `j` and `j + 8`), by
+/// I8_BLOCK32.
 pub(crate) fn every_format<
     S: Pieces + Isa,
     const R1: usize,
