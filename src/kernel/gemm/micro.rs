@@ -152,16 +152,23 @@ impl<S: GemmSimd + Isa> MicroTile<S> for S {
                 }
                 let (mut wq, mut ag) = (w.add(4 * g0 * quad_bytes), a.add(g0 * GROUP * T));
                 if S::ROLLED_QUADS {
-                    // An opaque count is what keeps LLVM from unrolling the loop. Quad `i % 4`
-                    // of group `g0 + i / 4`; its 16-byte loads reach at most 12 bytes past the
-                    // group, into the next token's or the codes' slack.
-                    for i in 0..std::hint::black_box(4 * (end - g0)) {
-                        let aq = ag.add(i / 4 * GROUP * T + i % 4 * 4);
-                        let mut av = [S::a_load(aq); T];
-                        for t in 1..T {
-                            av[t] = S::a_load(aq.add(GROUP * t));
+                    // An opaque count is what keeps LLVM from unrolling the quads' loop (one
+                    // address add per quad; a single loop over the quads of all groups took
+                    // two masks and two adds to find each one's activations). A quad's
+                    // 16-byte loads reach at most 12 bytes past the group, into the next
+                    // token's or the codes' slack.
+                    let quads = std::hint::black_box(4);
+                    for _ in g0..end {
+                        let mut aq = ag;
+                        for _ in 0..quads {
+                            let mut av = [S::a_load(aq); T];
+                            for t in 1..T {
+                                av[t] = S::a_load(aq.add(GROUP * t));
+                            }
+                            quad::<S, RV, T, 0>(&mut p, &mut wq, &av);
+                            aq = aq.add(4);
                         }
-                        quad::<S, RV, T, 0>(&mut p, &mut wq, &av);
+                        ag = ag.add(GROUP * T);
                     }
                 } else {
                     for _ in g0..end {
