@@ -16,6 +16,8 @@ mod tq2;
 pub(crate) use i2s_r4::I2sR4;
 pub(crate) use one_scale::{Bitnet, I2s128, I2s64};
 pub(crate) use q2::Q2;
+#[cfg(any(target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
+pub(crate) use tq1::tq1_slot_qh_vector;
 pub(crate) use tq1::{tq1_slot, Tq1, TQ1_CODE_BYTES};
 pub(crate) use tq2::Tq2;
 

@@ -29,6 +29,18 @@ pub(crate) fn tq1_slot(e: usize, w: usize) -> usize {
     prep::unpack_slot(byte, digit, w, 5)
 }
 
+/// [`tq1_slot`] for 16-byte loads whose `qh` digits come as one vector: the 48 `qs` bytes
+/// in three loads of five digits each, then digit `n` of `qh` byte `j` (element `240 + 4n +
+/// j`) in slot `240 + 4n + j`, so a block's activations take 256 slots (NEON and wasm,
+/// whose `Simd::tq1_block` computes the four `qh` digits in one vector).
+#[cfg(any(target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
+pub(crate) fn tq1_slot_qh_vector(e: usize) -> usize {
+    match tq1_0::position(e) {
+        (byte, digit) if byte < tq1_0::QS_BYTES => prep::unpack_slot(byte, digit, 16, 5),
+        (byte, digit) => 240 + 4 * digit + (byte - tq1_0::QS_BYTES),
+    }
+}
+
 impl<S: Simd> Tq<S> for Tq1 {
     fn act_block() -> usize {
         S::TQ1_ACT_BLOCK

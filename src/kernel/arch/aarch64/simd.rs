@@ -4,8 +4,8 @@
 use crate::format::tq1_0;
 use crate::kernel::gemm::GemmSimd;
 use crate::kernel::mac::{Mac, QuadMac};
-use crate::kernel::prep;
 use crate::kernel::tile::{Pieces, Simd};
+use crate::kernel::weights::tq1_slot_qh_vector;
 use core::arch::aarch64::*;
 use core::arch::asm;
 use std::marker::PhantomData;
@@ -172,10 +172,7 @@ impl<M: Mac<uint8x16_t>> Simd for Neon<M> {
     const TQ1_ACT_BLOCK: usize = 256;
 
     fn tq1_slot(e: usize) -> usize {
-        match tq1_0::position(e) {
-            (byte, digit) if byte < tq1_0::QS_BYTES => prep::unpack_slot(byte, digit, 16, 5),
-            (byte, digit) => 240 + 4 * digit + (byte - tq1_0::QS_BYTES),
-        }
+        tq1_slot_qh_vector(e)
     }
 
     #[inline(always)]

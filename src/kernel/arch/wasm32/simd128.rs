@@ -18,9 +18,11 @@
 //! 16-bit shifts instead (measured: 2.7x on TQ2_0 for the shift alone), and takes TQ1_0's
 //! base-3 digits two at a time from 16-bit multiplies ([`DigitPairs`]).
 
+use crate::format::tq1_0;
 use crate::kernel::gemm::GemmSimd;
 use crate::kernel::mac::{Mac, QuadMac};
 use crate::kernel::tile::{p_end, p_start, Pieces, Simd};
+use crate::kernel::weights::{tq1_slot, tq1_slot_qh_vector, TQ1_CODE_BYTES};
 use core::arch::wasm32::*;
 use std::marker::PhantomData;
 
@@ -122,6 +124,26 @@ fn trits<const R: usize>(q: [v128; R], n: usize, k: &PairConsts, mut put: impl F
     if n == 5 {
         put(4, digits.last());
     }
+}
+
+/// The four base-3 digits of each of the 4 `qh` bytes at `p` in one vector, digit `n` of byte
+/// `j` in byte `4n + j` (element `240 + 4n + j` of the block, [`tq1_slot_qh_vector`]): the
+/// dword in every int32 lane, lane `n`'s bytes multiplied by `3^n` in 16-bit lanes (even
+/// and odd bytes apart, as [`DigitPairs`]), then `t * 3 >> 8` of each `t` modulo 256. 12
+/// operations and one dot product per token, where the four digits of a vector holding the
+/// dword in its first lane took [`trits`]' 20 and four dot products.
+///
+/// # Safety
+/// 4 readable bytes at `p`.
+#[inline(always)]
+unsafe fn qh_digits(p: *const u8, k: &PairConsts) -> v128 {
+    // SAFETY: the caller's 4 bytes.
+    let x = unsafe { v128_load32_splat(p as *const u32) };
+    // `3^n` in the 16-bit lanes of int32 lane `n`.
+    let pow3 = u16x8(1, 1, 3, 3, 9, 9, 27, 27);
+    let even = v128_and(i16x8_mul(v128_and(x, k.low), pow3), k.low);
+    let odd = v128_and(i16x8_mul(u16x8_shr(x, 8), pow3), k.low);
+    high_bytes(i16x8_mul(even, k.three), i16x8_mul(odd, k.three), k)
 }
 
 /// `table[i]` for every byte index `i < 16`: `i8x16.relaxed_swizzle` where the build has it
@@ -308,12 +330,18 @@ impl Mac<v128> for RelaxedDot {
 pub(super) trait Build: Mac<v128> {
     /// [`Simd::ROLLED_BLOCK`] for the build.
     const ROLLED_BLOCK: bool;
+    /// Whether TQ1_0's `qh` digits come as one vector ([`qh_digits`], activations by
+    /// [`tq1_slot_qh_vector`]) rather than four from a load of `qh` alone.
+    const QH_VECTOR: bool;
 }
 
 /// LLVM keeps the plain build's TQ2_0 block a loop by itself (its body is larger); an
 /// opaque count cost 4 % (AMD Zen 3, 2560x2560: 406 against 421 µs).
+/// TQ1_0's `qh` as one vector: AMD Zen 3, node 22, 2560x2560, m = 1, fastest of 2-3
+/// interleaved rounds: 746-753 -> 636-646 µs.
 impl Build for Widening {
     const ROLLED_BLOCK: bool = false;
+    const QH_VECTOR: bool = true;
 }
 
 /// LLVM unrolled the relaxed build's TQ2_0 block (four loads), and V8 then loaded all of
@@ -322,6 +350,11 @@ impl Build for Widening {
 #[cfg(target_feature = "relaxed-simd")]
 impl Build for RelaxedDot {
     const ROLLED_BLOCK: bool = true;
+    /// With it, V8 spilled more vectors in the TQ1_0 tiles, though LLVM's code had 625
+    /// operations per two rows' block instead of 700 (AMD Zen 3, node 22, 2560x2560, m = 1,
+    /// fastest of 4 interleaved rounds: 410 -> 496 µs; twice the spill moves in a first
+    /// form, `--print-wasm-code`).
+    const QH_VECTOR: bool = false;
 }
 
 /// How a build's GEMM takes a group of four activation quads ([`GemmSimd::A`]): widened
@@ -415,8 +448,8 @@ impl<D: Build> Simd for Wasm<D> {
         u16x8_shr(x, 4)
     }
 
-    /// Four loads per block: `qs[0..16]`, `qs[16..32]`, `qs[32..48]`, then `qh` in lanes
-    /// 0..4, whose bytes hold four digits each.
+    /// Four loads per block: `qs[0..16]`, `qs[16..32]`, `qs[32..48]`, five digit vectors
+    /// each, then `qh`, whose four digits are one vector ([`qh_digits`]).
     #[inline(always)]
     unsafe fn tq1_block<const R: usize, const T: usize>(
         w: [*const u8; R],
@@ -424,39 +457,69 @@ impl<D: Build> Simd for Wasm<D> {
         acc: &mut [[v128; T]; R],
     ) {
         let k = PairConsts::new();
-        // One partial sum for the block's 19 digit vectors, not one per load: with codes <= 2
-        // an int16 lane stays within 19 * 2 * 2 * 128 = 9,728, under the 16 dots of codes <= 3
+        // One partial sum for the block's 16 digit vectors, not one per load: with codes <= 2
+        // an int16 lane stays within 16 * 2 * 2 * 128 = 8,192, under the 16 dots of codes <= 3
         // (12,288) of a TQ block that every multiply-accumulate takes (`p_start`). AMD Zen 3,
         // node 22, 2560x2560: relaxed m = 1 618 to 478 µs, m = 2 643 to 597 µs; plain m = 1
         // 776 to 752 µs, m = 2 2.14 to 1.19-1.23 ms (with one partial per load, V8 spilled
         // the 2-token tile's digit pairs: 38 stack moves per load's five digits).
         // SAFETY: register-only SIMD128, which the build has (the trait's contract).
         let mut p = unsafe { p_start::<Self, R, T>(acc) };
+        /// Every row's `codes` times every token's activations at `at`.
+        #[inline(always)]
+        fn dots<D: Build, const R: usize, const T: usize>(
+            p: &mut [[D::P; T]; R],
+            codes: [v128; R],
+            a: [*const i8; T],
+            at: usize,
+        ) {
+            for t in 0..T {
+                // SAFETY: the trait's contract: `TQ1_ACT_BLOCK` prepared bytes at `a[t]`.
+                let av = unsafe { v128_load(a[t].add(at) as *const v128) };
+                for r in 0..R {
+                    // SAFETY: register-only SIMD128, which the build has.
+                    p[r][t] = unsafe { D::dot(p[r][t], codes[r], av) };
+                }
+            }
+        }
         for chunk in 0..4 {
             let mut q = [i8x16_splat(0); R];
+            if chunk == 3 && D::QH_VECTOR {
+                for r in 0..R {
+                    // SAFETY: the trait's contract: 52 code bytes at `w[r]`.
+                    q[r] = unsafe { qh_digits(w[r].add(tq1_0::QS_BYTES), &k) };
+                }
+                dots::<D, R, T>(&mut p, q, a, 240);
+                continue;
+            }
             for r in 0..R {
-                // SAFETY: the trait's contract: 52 code bytes at `w[r]`.
+                // SAFETY: as above.
                 q[r] = unsafe {
                     match chunk {
-                        3 => v128_load32_zero(w[r].add(48) as *const u32),
+                        3 => v128_load32_zero(w[r].add(tq1_0::QS_BYTES) as *const u32),
                         _ => Self::load(w[r].add(16 * chunk)),
                     }
                 };
             }
-            // qh's bytes hold four digits each: the fifth would only meet zero activations.
+            // Without `QH_VECTOR`, qh's bytes hold four digits each: the fifth would only
+            // meet zero activations.
             trits(q, if chunk == 3 { 4 } else { 5 }, &k, |digit, codes| {
-                for t in 0..T {
-                    // SAFETY: the trait's contract: 320 prepared bytes at `a[t]`.
-                    let av = unsafe { Self::load(a[t].add(chunk * 80 + digit * 16) as *const u8) };
-                    for r in 0..R {
-                        // SAFETY: register-only SIMD128, which the build has.
-                        p[r][t] = unsafe { D::dot(p[r][t], codes[r], av) };
-                    }
-                }
+                dots::<D, R, T>(&mut p, codes, a, chunk * 80 + digit * 16)
             });
         }
         // SAFETY: as above.
         unsafe { p_end::<Self, R, T>(&p, acc) };
+    }
+
+    /// 256, or (the default) five digits of four 16-byte loads.
+    const TQ1_ACT_BLOCK: usize = if D::QH_VECTOR { 256 } else { TQ1_CODE_BYTES.div_ceil(16) * 16 * 5 };
+
+    fn tq1_slot(e: usize) -> usize {
+        if D::QH_VECTOR {
+            tq1_slot_qh_vector(e)
+        } else {
+            tq1_slot(e, 16)
+        }
     }
 
     #[inline(always)]
