@@ -246,30 +246,24 @@ impl<S: GemmSimd, K: MicroTile<S>, L: Layout, const RV: usize, const T: usize> J
         while t0 < tokens.end {
             // The last block with its padding tokens.
             let tn = T.min(a.m.next_multiple_of(a.pad) - t0);
-            // SAFETY: `K`'s features (the trait's contract). Const token counts for the
-            // last, shorter block; only those below `T` (`const` conditions: the compiler
-            // leaves the others out of each kernel: the wasm modules 3-4 % smaller).
-            unsafe {
-                if tn == T {
-                    ctx.tile::<S, K, L, RV, T>(out, t0)
-                } else if const { T > 1 } && tn == 1 {
-                    ctx.tile::<S, K, L, RV, 1>(out, t0)
-                } else if const { T > 2 } && tn == 2 {
-                    ctx.tile::<S, K, L, RV, 2>(out, t0)
-                } else if const { T > 3 } && tn == 3 {
-                    ctx.tile::<S, K, L, RV, 3>(out, t0)
-                } else if const { T > 4 } && tn == 4 {
-                    ctx.tile::<S, K, L, RV, 4>(out, t0)
-                } else if const { T > 5 } && tn == 5 {
-                    ctx.tile::<S, K, L, RV, 5>(out, t0)
-                } else if const { T > 6 } && tn == 6 {
-                    ctx.tile::<S, K, L, RV, 6>(out, t0)
-                } else if const { T > 7 } && tn == 7 {
-                    ctx.tile::<S, K, L, RV, 7>(out, t0)
-                } else {
-                    unreachable!("a token block of {tn} tokens, at most {T}")
-                }
+            // Const token counts for the last, shorter block; only those below `T` (`const`
+            // conditions: the compiler leaves the others out of each kernel: the wasm modules
+            // 3-4 % smaller).
+            macro_rules! blocks {
+                ($($n:literal)*) => {
+                    if tn == T {
+                        ctx.tile::<S, K, L, RV, T>(out, t0)
+                    }
+                    $(else if const { T > $n } && tn == $n {
+                        ctx.tile::<S, K, L, RV, $n>(out, t0)
+                    })*
+                    else {
+                        unreachable!("a token block of {tn} tokens, at most {T}")
+                    }
+                };
             }
+            // SAFETY: `K`'s features (the trait's contract).
+            unsafe { blocks!(1 2 3 4 5 6 7) }
             t0 += tn;
         }
     }
