@@ -457,24 +457,28 @@ impl<D: Build> Simd for Wasm<D> {
         acc: &mut [[v128; T]; R],
     ) {
         let k = PairConsts::new();
-        // One partial sum for the block's 16 digit vectors, not one per load: with codes <= 2
-        // an int16 lane stays within 16 * 2 * 2 * 128 = 8,192, under the 16 dots of codes <= 3
-        // (12,288) of a TQ block that every multiply-accumulate takes (`p_start`). AMD Zen 3,
+        // One partial sum for the block's 16 digit vectors (19 without `QH_VECTOR`), not one
+        // per load: with codes <= 2 an int16 lane stays within 19 * 2 * 2 * 128 = 9,728, under
+        // the 16 dots of codes <= 3 (12,288) of a TQ block that every multiply-accumulate
+        // takes (`p_start`). AMD Zen 3,
         // node 22, 2560x2560: relaxed m = 1 618 to 478 µs, m = 2 643 to 597 µs; plain m = 1
         // 776 to 752 µs, m = 2 2.14 to 1.19-1.23 ms (with one partial per load, V8 spilled
         // the 2-token tile's digit pairs: 38 stack moves per load's five digits).
         // SAFETY: register-only SIMD128, which the build has (the trait's contract).
         let mut p = unsafe { p_start::<Self, R, T>(acc) };
         /// Every row's `codes` times every token's activations at `at`.
+        ///
+        /// # Safety
+        /// 16 readable bytes at `a[t] + at` for every token `t`.
         #[inline(always)]
-        fn dots<D: Build, const R: usize, const T: usize>(
+        unsafe fn dots<D: Build, const R: usize, const T: usize>(
             p: &mut [[D::P; T]; R],
             codes: [v128; R],
             a: [*const i8; T],
             at: usize,
         ) {
             for t in 0..T {
-                // SAFETY: the trait's contract: `TQ1_ACT_BLOCK` prepared bytes at `a[t]`.
+                // SAFETY: the caller's 16 bytes.
                 let av = unsafe { v128_load(a[t].add(at) as *const v128) };
                 for r in 0..R {
                     // SAFETY: register-only SIMD128, which the build has.
@@ -489,11 +493,12 @@ impl<D: Build> Simd for Wasm<D> {
                     // SAFETY: the trait's contract: 52 code bytes at `w[r]`.
                     q[r] = unsafe { qh_digits(w[r].add(tq1_0::QS_BYTES), &k) };
                 }
-                dots::<D, R, T>(&mut p, q, a, 240);
+                // SAFETY: the trait's contract: `TQ1_ACT_BLOCK` = 256 prepared bytes at `a[t]`.
+                unsafe { dots::<D, R, T>(&mut p, q, a, 240) };
                 continue;
             }
             for r in 0..R {
-                // SAFETY: as above.
+                // SAFETY: the trait's contract: 52 code bytes at `w[r]`.
                 q[r] = unsafe {
                     match chunk {
                         3 => v128_load32_zero(w[r].add(tq1_0::QS_BYTES) as *const u32),
@@ -504,7 +509,9 @@ impl<D: Build> Simd for Wasm<D> {
             // Without `QH_VECTOR`, qh's bytes hold four digits each: the fifth would only
             // meet zero activations.
             trits(q, if chunk == 3 { 4 } else { 5 }, &k, |digit, codes| {
-                dots::<D, R, T>(&mut p, codes, a, chunk * 80 + digit * 16)
+                // SAFETY: the trait's contract: `TQ1_ACT_BLOCK` prepared bytes at `a[t]`, 256
+                // with `QH_VECTOR` (digit vectors of chunks 0-2 only), 320 without.
+                unsafe { dots::<D, R, T>(&mut p, codes, a, chunk * 80 + digit * 16) }
             });
         }
         // SAFETY: as above.
