@@ -2,7 +2,7 @@
 //! dot products every format's block is built from.
 
 use crate::kernel::mac::Mac;
-use crate::kernel::weights::{tq1_slot, TQ1_CODE_BYTES};
+use crate::kernel::weights::{tq1_act_block, tq1_slot};
 
 /// Vector operations of one ISA. `V` holds bytes or int32 lanes, `F` the f32 lanes of the
 /// same width, `M` its multiply-accumulate, whose partial accumulators take the planes of
@@ -87,7 +87,7 @@ pub(crate) trait Simd: 'static {
     unsafe fn prefetch_l2(p: *const u8);
 
     /// Prepared activation bytes per TQ1_0 block (see [`Simd::tq1_slot`]).
-    const TQ1_ACT_BLOCK: usize = TQ1_CODE_BYTES.div_ceil(Self::W) * Self::W * 5;
+    const TQ1_ACT_BLOCK: usize = tq1_act_block(Self::W);
     /// Slot of TQ1_0 element `e` of a block in the activations [`Simd::tq1_block`] reads:
     /// by default the 52 code bytes are loaded `W` at a time and each load split into its
     /// five base-3 digits ([`tq1_slot`]).

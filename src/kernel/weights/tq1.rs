@@ -29,6 +29,15 @@ pub(crate) fn tq1_slot(e: usize, w: usize) -> usize {
     prep::unpack_slot(byte, digit, w, 5)
 }
 
+/// Prepared activation bytes per block in [`tq1_slot`]'s order for loads of `w` bytes.
+pub(crate) const fn tq1_act_block(w: usize) -> usize {
+    TQ1_CODE_BYTES.div_ceil(w) * w * 5
+}
+
+/// Prepared activation bytes per block in [`tq1_slot_qh_vector`]'s order: one per element.
+#[cfg(any(target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
+pub(crate) const TQ1_QH_VECTOR_ACT_BLOCK: usize = 256;
+
 /// [`tq1_slot`] for 16-byte loads whose `qh` digits come as one vector: the 48 `qs` bytes
 /// in three loads of five digits each, then digit `n` of `qh` byte `j` (element `240 + 4n +
 /// j`) in slot `240 + 4n + j`, so a block's activations take 256 slots (NEON and wasm,

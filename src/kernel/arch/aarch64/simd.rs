@@ -5,7 +5,7 @@ use crate::format::tq1_0;
 use crate::kernel::gemm::GemmSimd;
 use crate::kernel::mac::{Mac, QuadMac};
 use crate::kernel::tile::{Pieces, Simd};
-use crate::kernel::weights::tq1_slot_qh_vector;
+use crate::kernel::weights::{tq1_slot_qh_vector, TQ1_QH_VECTOR_ACT_BLOCK};
 use core::arch::aarch64::*;
 use core::arch::asm;
 use std::marker::PhantomData;
@@ -169,7 +169,7 @@ impl<M: Mac<uint8x16_t>> Simd for Neon<M> {
         }
     }
 
-    const TQ1_ACT_BLOCK: usize = 256;
+    const TQ1_ACT_BLOCK: usize = TQ1_QH_VECTOR_ACT_BLOCK;
 
     fn tq1_slot(e: usize) -> usize {
         tq1_slot_qh_vector(e)

@@ -22,7 +22,7 @@ use crate::format::tq1_0;
 use crate::kernel::gemm::GemmSimd;
 use crate::kernel::mac::{Mac, QuadMac};
 use crate::kernel::tile::{p_end, p_start, Pieces, Simd};
-use crate::kernel::weights::{tq1_slot, tq1_slot_qh_vector, TQ1_CODE_BYTES};
+use crate::kernel::weights::{tq1_act_block, tq1_slot, tq1_slot_qh_vector, TQ1_QH_VECTOR_ACT_BLOCK};
 use core::arch::wasm32::*;
 use std::marker::PhantomData;
 
@@ -449,7 +449,8 @@ impl<D: Build> Simd for Wasm<D> {
     }
 
     /// Four loads per block: `qs[0..16]`, `qs[16..32]`, `qs[32..48]`, five digit vectors
-    /// each, then `qh`, whose four digits are one vector ([`qh_digits`]).
+    /// each, then `qh`: its four digits as one vector ([`qh_digits`]) with
+    /// [`Build::QH_VECTOR`], else four digit vectors of its dword alone.
     #[inline(always)]
     unsafe fn tq1_block<const R: usize, const T: usize>(
         w: [*const u8; R],
@@ -460,10 +461,10 @@ impl<D: Build> Simd for Wasm<D> {
         // One partial sum for the block's 16 digit vectors (19 without `QH_VECTOR`), not one
         // per load: with codes <= 2 an int16 lane stays within 19 * 2 * 2 * 128 = 9,728, under
         // the 16 dots of codes <= 3 (12,288) of a TQ block that every multiply-accumulate
-        // takes (`p_start`). AMD Zen 3,
-        // node 22, 2560x2560: relaxed m = 1 618 to 478 µs, m = 2 643 to 597 µs; plain m = 1
-        // 776 to 752 µs, m = 2 2.14 to 1.19-1.23 ms (with one partial per load, V8 spilled
-        // the 2-token tile's digit pairs: 38 stack moves per load's five digits).
+        // takes (`p_start`). AMD Zen 3, node 22, 2560x2560: relaxed m = 1 618 to 478 µs, m =
+        // 2 643 to 597 µs; plain m = 1 776 to 752 µs, m = 2 2.14 to 1.19-1.23 ms (with one
+        // partial per load, V8 spilled the 2-token tile's digit pairs: 38 stack moves per
+        // load's five digits).
         // SAFETY: register-only SIMD128, which the build has (the trait's contract).
         let mut p = unsafe { p_start::<Self, R, T>(acc) };
         /// Every row's `codes` times every token's activations at `at`.
@@ -518,8 +519,7 @@ impl<D: Build> Simd for Wasm<D> {
         unsafe { p_end::<Self, R, T>(&p, acc) };
     }
 
-    /// 256, or (the default) five digits of four 16-byte loads.
-    const TQ1_ACT_BLOCK: usize = if D::QH_VECTOR { 256 } else { TQ1_CODE_BYTES.div_ceil(16) * 16 * 5 };
+    const TQ1_ACT_BLOCK: usize = if D::QH_VECTOR { TQ1_QH_VECTOR_ACT_BLOCK } else { tq1_act_block(16) };
 
     fn tq1_slot(e: usize) -> usize {
         if D::QH_VECTOR {
