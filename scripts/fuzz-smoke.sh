@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Fuzz smoke test: builds the cargo-fuzz targets (nightly) and runs each for a few seconds
 # from its committed seed corpus; fails on the first crash. For long runs see
-# docs/testing.md. Environment: FUZZ_SECONDS (per target, default 5), CARGO_TARGET_DIR
+# docs/testing.md. Environment: FUZZ_SECONDS (per target, default 8), CARGO_TARGET_DIR
 # (default target/fuzz).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds=${FUZZ_SECONDS:-5}
+seconds=${FUZZ_SECONDS:-8}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target/fuzz}
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 
@@ -17,6 +17,10 @@ command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 # builds again.
 build=(-O --codegen-units 16)
 export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-Clto=off"
+# At opt-level 1 the build takes a third less (AMD EPYC Zen 3, 2 vCPUs, from nothing: 226 ->
+# 154 s, 415 -> 282 CPU-s) and the targets run 0.45-0.86x as many inputs per second; 8 s per
+# target instead of 5 gives back about as many inputs for 9 s. Long runs: -O as it is.
+export CARGO_PROFILE_RELEASE_OPT_LEVEL=1
 cargo +nightly fuzz build "${build[@]}"
 # New inputs go to a scratch copy: the committed corpora stay small and hand-made.
 work=$(mktemp -d)
