@@ -37,7 +37,10 @@ fi
 export RUSTC="$DEBIAN_RUSTC"
 export RUSTDOC=/usr/bin/rustdoc
 export CARGO_TARGET_DIR="${TERN_AARCH64_TARGET_DIR:-target/aarch64}"
-export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+# The path CMake's toolchain file resolves it to (cmake/TernCargo.cmake passes that on): cargo
+# rebuilds everything for another linker, and the C harness links the tests' library.
+CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER="$(command -v aarch64-linux-gnu-gcc)"
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER
 # `-L /`: the multiarch loader and libc under / work; `-L /usr/aarch64-linux-gnu` pairs the
 # cross loader with the multiarch libc and hangs on the first thread.
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /"

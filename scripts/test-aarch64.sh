@@ -17,8 +17,13 @@ cd "$(dirname "$0")/.."
 echo "test-aarch64: $("$RUSTC" --version), $(qemu-aarch64 --version | head -n1)"
 # The test programs, built once; each CPU model runs them all, the three models at once
 # (qemu-user is one process per program, and a test program's threads do not fill two cores).
+# They test the release build: the library the C harness below links and the JVM leg packs
+# is then the one they ran against, built once. The test profile's debug assertions and
+# overflow checks run in the x86_64 suite, over the same loops and the same 64-bit index
+# arithmetic (and in the wasm32 suites, where usize is 32 bits). One build instead of two:
+# 92 s against 134 + 73 s on a 2-vCPU AMD Zen 3.
 built="$(mktemp)"
-cargo test --target "$TRIPLE" --test '*' --no-run "$@" 2>"$built" || { cat "$built" >&2; exit 1; }
+cargo test --profile release --target "$TRIPLE" --test '*' --no-run "$@" 2>"$built" || { cat "$built" >&2; exit 1; }
 mapfile -t programs < <(sed -n 's/^ *Executable .* (\(.*\))$/\1/p' "$built")
 rm -f "$built"
 [ ${#programs[@]} -gt 0 ] || { echo "test-aarch64: no test programs were built" >&2; exit 1; }
@@ -65,9 +70,11 @@ for cpu in $cpus; do
     head -n 1 "$logs/$cpu.log"
     grep '^test result:' "$logs/$cpu.log" | grep -v ' 0 passed; 0 failed' || true
 done
-# The C harness, cross-built; ctest runs each program through CMAKE_CROSSCOMPILING_EMULATOR.
+# The C harness, cross-built against the library the tests above ran on (cargo finds it up
+# to date); ctest runs each program through CMAKE_CROSSCOMPILING_EMULATOR.
 build="${TERN_AARCH64_CMAKE_DIR:-build/aarch64}"
-cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release \
+    -DTERN_CARGO_TARGET_DIR="$(realpath -m "$CARGO_TARGET_DIR")" >/dev/null
 cmake --build "$build" --parallel >/dev/null
 for cpu in $cpus; do
     echo "test-aarch64: C harness, QEMU_CPU=$cpu"

@@ -14,10 +14,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${TERN_JVM_OUT:-target/jvm}"
-# After the earlier legs of scripts/test.sh, their CMake builds hold release libterns for both
-# platforms (same cargo command): build-jvm.sh reuses them instead of building them again.
+# After the earlier legs of scripts/test.sh, release libterns for both platforms are built
+# (same cargo command): build-jvm.sh reuses them instead of building them again. The host's is
+# in the C harness's CMake build; the aarch64 one where scripts/test-aarch64.sh built it, in
+# setup-aarch64.sh's target directory, which build-jvm.sh uses too.
 [ -d build/cargo ] && export TERN_JVM_CARGO_TARGET_DIR="${TERN_JVM_CARGO_TARGET_DIR:-build/cargo}"
-[ -d build/aarch64/cargo ] && export TERN_AARCH64_TARGET_DIR="${TERN_AARCH64_TARGET_DIR:-build/aarch64/cargo}"
 lib="${TERN_JVM_CARGO_TARGET_DIR:-target}/release"
 bash scripts/build-jvm.sh "$out"
 # shellcheck source=scripts/setup-jvm.sh
