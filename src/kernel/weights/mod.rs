@@ -20,7 +20,7 @@ pub(crate) use q2::Q2;
 pub(crate) use tq1::TQ1_CODE_BYTES;
 pub(crate) use tq1::{tq1_act_block, tq1_slot, Tq1};
 #[cfg(any(target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
-pub(crate) use tq1::{tq1_slot_qh_vector, TQ1_QH_VECTOR_ACT_BLOCK};
+pub(crate) use tq1::{tq1_slot_qh_vector, TQ1_QH_VECTOR_ACT_BLOCK, TQ1_QH_VECTOR_SLOT};
 pub(crate) use tq2::Tq2;
 
 use crate::format::Format;

@@ -38,6 +38,11 @@ pub(crate) const fn tq1_act_block(w: usize) -> usize {
 #[cfg(any(target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
 pub(crate) const TQ1_QH_VECTOR_ACT_BLOCK: usize = 256;
 
+/// The first slot of the `qh` digits' vector in [`tq1_slot_qh_vector`]'s order: after the
+/// five digits of each `qs` byte.
+#[cfg(any(target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
+pub(crate) const TQ1_QH_VECTOR_SLOT: usize = 5 * tq1_0::QS_BYTES;
+
 /// [`tq1_slot`] for 16-byte loads whose `qh` digits come as one vector: the 48 `qs` bytes
 /// in three loads of five digits each, then digit `n` of `qh` byte `j` (element `240 + 4n +
 /// j`) in slot `240 + 4n + j`, so a block's activations take 256 slots (NEON and wasm,
@@ -46,7 +51,7 @@ pub(crate) const TQ1_QH_VECTOR_ACT_BLOCK: usize = 256;
 pub(crate) fn tq1_slot_qh_vector(e: usize) -> usize {
     match tq1_0::position(e) {
         (byte, digit) if byte < tq1_0::QS_BYTES => prep::unpack_slot(byte, digit, 16, 5),
-        (byte, digit) => 240 + 4 * digit + (byte - tq1_0::QS_BYTES),
+        (byte, digit) => TQ1_QH_VECTOR_SLOT + 4 * digit + (byte - tq1_0::QS_BYTES),
     }
 }
 

@@ -5,7 +5,7 @@ use crate::format::tq1_0;
 use crate::kernel::gemm::GemmSimd;
 use crate::kernel::mac::{Mac, QuadMac};
 use crate::kernel::tile::{Pieces, Simd};
-use crate::kernel::weights::{tq1_slot_qh_vector, TQ1_QH_VECTOR_ACT_BLOCK};
+use crate::kernel::weights::{tq1_slot_qh_vector, TQ1_QH_VECTOR_ACT_BLOCK, TQ1_QH_VECTOR_SLOT};
 use core::arch::aarch64::*;
 use core::arch::asm;
 use std::marker::PhantomData;
@@ -156,7 +156,7 @@ impl<M: Mac<uint8x16_t>> Simd for Neon<M> {
                 codes[r] = tq1_qh(w[r]);
             }
             for t in 0..T {
-                let av = vld1q_u8(a[t].add(240) as *const u8);
+                let av = vld1q_u8(a[t].add(TQ1_QH_VECTOR_SLOT) as *const u8);
                 for r in 0..R {
                     p[r][t] = M::dot(p[r][t], codes[r], av);
                 }

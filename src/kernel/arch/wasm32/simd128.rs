@@ -22,7 +22,9 @@ use crate::format::tq1_0;
 use crate::kernel::gemm::GemmSimd;
 use crate::kernel::mac::{Mac, QuadMac};
 use crate::kernel::tile::{p_end, p_start, Pieces, Simd};
-use crate::kernel::weights::{tq1_act_block, tq1_slot, tq1_slot_qh_vector, TQ1_QH_VECTOR_ACT_BLOCK};
+use crate::kernel::weights::{
+    tq1_act_block, tq1_slot, tq1_slot_qh_vector, TQ1_QH_VECTOR_ACT_BLOCK, TQ1_QH_VECTOR_SLOT,
+};
 use core::arch::wasm32::*;
 use std::marker::PhantomData;
 
@@ -495,7 +497,7 @@ impl<D: Build> Simd for Wasm<D> {
                     q[r] = unsafe { qh_digits(w[r].add(tq1_0::QS_BYTES), &k) };
                 }
                 // SAFETY: the trait's contract: `TQ1_ACT_BLOCK` = 256 prepared bytes at `a[t]`.
-                unsafe { dots::<D, R, T>(&mut p, q, a, 240) };
+                unsafe { dots::<D, R, T>(&mut p, q, a, TQ1_QH_VECTOR_SLOT) };
                 continue;
             }
             for r in 0..R {
