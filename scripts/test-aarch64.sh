@@ -79,7 +79,7 @@ cmake --build "$build" --parallel >/dev/null
 for cpu in $cpus; do
     echo "test-aarch64: C harness, QEMU_CPU=$cpu"
     log="$(mktemp)"
-    if ! QEMU_CPU="$cpu" ctest --test-dir "$build" --output-on-failure --timeout "${TERN_AARCH64_TIMEOUT:-1800}" >"$log" 2>&1; then
+    if ! QEMU_CPU="$cpu" ctest --test-dir "$build" --parallel "$(nproc)" --output-on-failure --timeout "${TERN_AARCH64_TIMEOUT:-1800}" >"$log" 2>&1; then
         cat "$log" >&2
         rm -f "$log"
         echo "test-aarch64: C harness FAILED under QEMU_CPU=$cpu" >&2
