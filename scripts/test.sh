@@ -12,11 +12,10 @@
 #   7. WebAssembly: the Rust suite and the C harness for wasm32-wasip1 under node (SIMD128
 #      and relaxed-SIMD builds) and the JS package's tests, and
 #   8. the JVM library (scripts/test-jvm.sh): Kotlin tests through FFM on JDK 25 and JNI on
-#      JDK 17, the docs' example, the calling overhead;
+#      JDK 17, the docs' example, the calling overhead: 7 and 8 side by side; then the JS
+#      package's browser page end to end in headless Chromium;
 #   9. llama.cpp on tern: the ggml backend libggml-tern under llama.cpp's own tests and
-#      llama-bench (scripts/test-ggml.sh; the llama.cpp source comes from PyPI, cached):
-#      7, 8 and 9 side by side; then the JS package's browser page end to end in headless
-#      Chromium.
+#      llama-bench (scripts/test-ggml.sh; the llama.cpp source comes from PyPI, cached).
 # Missing system tools are installed when running as root on Debian (scripts/setup.sh,
 # scripts/setup-aarch64.sh, scripts/setup-wasm.sh, scripts/setup-jvm.sh,
 # scripts/test-browser.sh, scripts/test-ggml.sh); otherwise the scripts say what to install.
@@ -69,10 +68,10 @@ if ! skip aarch64; then
     bash scripts/test-aarch64.sh
 fi
 
-# The wasm, JVM and llama.cpp legs run side by side: most of their time is one node, one
-# JVM, one qemu or one llama.cpp process on one core, so the two cores are half idle with
-# any of them alone. Their installs (apt, npm, pip) run first, one after the other; each
-# leg's output is shown when all have finished.
+# The wasm and JVM legs run side by side: most of their time is one node, one JVM or one
+# qemu process on one core, so the two cores are half idle with either alone. Their
+# installs (apt, npm, pip) run first, one after the other; each leg's output is shown
+# when both have finished.
 parallel_names=() parallel_pids=()
 parallel() {
     local name=$1
@@ -81,7 +80,7 @@ parallel() {
     parallel_names+=("$name") parallel_pids+=($!)
 }
 logs=$(mktemp -d)
-skip wasm && skip jvm && skip ggml || leg "WebAssembly, JVM and llama.cpp, in parallel"
+skip wasm && skip jvm || leg "WebAssembly and JVM, in parallel"
 if ! skip wasm; then
     (. scripts/setup-wasm.sh)
     parallel "WebAssembly (node, clang wasm32-wasi, the JS package)" bash scripts/test-wasm.sh
@@ -89,9 +88,6 @@ fi
 if ! skip jvm; then
     (. scripts/setup-jvm.sh)
     parallel "JVM (Kotlin over FFM on JDK 25 and JNI on JDK 17)" bash scripts/test-jvm.sh
-fi
-if ! skip ggml; then
-    parallel "llama.cpp on tern (ggml backend)" bash scripts/test-ggml.sh
 fi
 failed=()
 for i in "${!parallel_pids[@]}"; do
@@ -110,6 +106,11 @@ fi
 if ! skip wasm; then
     leg "WebAssembly: the browser page in headless Chromium"
     bash scripts/test-browser.sh
+fi
+
+if ! skip ggml; then
+    leg "llama.cpp on tern (ggml backend)"
+    bash scripts/test-ggml.sh
 fi
 
 echo
