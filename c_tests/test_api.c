@@ -163,6 +163,21 @@ static void test_transcode(void) {
                 TERN_ERR_INVALID_ARGUMENT, "BITNET_B1_58, I2_S, I2_S_64 and I2_S_R4");
 }
 
+/* TQ1_0 -> TQ2_0 writes the bytes TQ2_0's encoder writes for the same floats. */
+static void test_transcode_tq(void) {
+    enum { ROWS = 2, COLS = 256, N = ROWS * COLS, BLOCKS = N / 256 };
+    float src[N];
+    unsigned char tq1[BLOCKS * 54], tq2[BLOCKS * 66], out[BLOCKS * 66];
+    const tern_encoding *e1 = NULL, *e2 = NULL;
+    for (size_t i = 0; i < N; i++) src[i] = (float)((int)(i % 7) - 3) * 0.5f;
+    CHECK_OK(tern_encoding_get(TERN_FORMAT_TQ1_0, &e1));
+    CHECK_OK(tern_encoding_get(TERN_FORMAT_TQ2_0, &e2));
+    CHECK_OK(tern_encode(e1, src, ROWS, COLS, tq1, sizeof tq1));
+    CHECK_OK(tern_encode(e2, src, ROWS, COLS, tq2, sizeof tq2));
+    CHECK_OK(tern_transcode(e1, tq1, sizeof tq1, ROWS, COLS, e2, out, sizeof out));
+    CHECK(memcmp(out, tq2, sizeof out) == 0);
+}
+
 static void test_bitnet_import(void) {
     int8_t trits[8] = {-1, 0, 1, 1, 0, 0, -1, 1};
     unsigned char bytes[2 + 4];
@@ -234,6 +249,7 @@ int main(void) {
     test_round_trip();
     test_bitnet_import();
     test_transcode();
+    test_transcode_tq();
     test_tensors();
     return check_report("test_api");
 }

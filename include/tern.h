@@ -905,17 +905,20 @@ tern_status tern_validate(const struct tern_encoding *enc, const void *src, size
 tern_status tern_bitnet_import(const int8_t *trits, size_t trits_len, float scale, size_t rows, size_t cols, void *dst, size_t dst_len);
 
 /**
- * Rewrites a `rows x cols` tensor from one single-scale ternary encoding to another
- * (BITNET_B1_58, I2_S, I2_S_64, I2_S_R4) without loss: the same trits and the same f32
- * scale, so both decode to the same floats. This is how a BitNet tensor becomes an I2_S
- * tensor bitnet.cpp reads, and how an I2_S tensor of one packing becomes another.
+ * Rewrites a `rows x cols` ternary tensor in another encoding of its family without loss:
+ * the same trits and the same scales, so both decode to the same floats. The families are
+ * the single-scale encodings (BITNET_B1_58, I2_S, I2_S_64, I2_S_R4) and the block-scaled
+ * TQ1_0 and TQ2_0. This is how a BitNet tensor becomes an I2_S tensor bitnet.cpp reads,
+ * how an I2_S tensor of one packing becomes another, and how a TQ1_0 weight becomes TQ2_0
+ * (22 % more bytes, unpacked faster by the kernels: see docs/performance.md).
  *
  * `src_len` must be exactly the size of the tensor in `from`; `dst_len` at least its size
  * in `to`, and exactly that many bytes are written (I2_S padding as zeros). Errors, with
- * nothing written: an encoding outside that family (`TERN_ERR_INVALID_ARGUMENT`), a shape
+ * nothing written: encodings not of one family (`TERN_ERR_INVALID_ARGUMENT`), a shape
  * `to` cannot hold (`TERN_ERR_INVALID_SHAPE`: I2_S needs cols a multiple of 128, I2_S_64
  * of 64, I2_S_R4 also rows a multiple of 4), `src` that does not validate
- * (`TERN_ERR_CORRUPT_CODE`: a code 3, a negative or non-finite scale), lengths
+ * (`TERN_ERR_CORRUPT_CODE`: a code 3, a non-canonical TQ1_0 byte, a negative or
+ * non-finite scale), lengths
  * (`TERN_ERR_LENGTH_MISMATCH`), overlapping buffers, NULL pointers. Thread-safe for
  * distinct `dst` buffers.
  *

@@ -5,6 +5,8 @@ use super::ternary::{block_scale, code_of_scaled, read_f16, QK};
 
 pub const QS_BYTES: usize = 64;
 pub const BLOCK_BYTES: usize = QS_BYTES + 2;
+/// Offset of the f16 scale in a block.
+pub const SCALE_AT: usize = QS_BYTES;
 
 /// Byte offset in `qs` and bit shift of element `e` of a block.
 #[inline(always)]
@@ -15,25 +17,42 @@ pub fn position(e: usize) -> (usize, u32) {
 pub fn encode(src: &[f32], dst: &mut [u8]) {
     for (x, block) in src.chunks_exact(QK).zip(dst.chunks_exact_mut(BLOCK_BYTES)) {
         let (d, id) = block_scale(x);
-        let (qs, scale) = block.split_at_mut(QS_BYTES);
-        // 32 bytes carry 128 elements: four 32-element runs at shifts 0, 2, 4, 6. Running
-        // over whole runs (not element by element) keeps the loop free of scattered writes.
-        for (qs, x) in qs.chunks_exact_mut(32).zip(x.chunks_exact(128)) {
-            let mut packed = [0u8; 32];
-            for (l, run) in x.chunks_exact(32).enumerate() {
-                for (q, &v) in packed.iter_mut().zip(run) {
-                    *q |= code_of_scaled(v * id) << (2 * l);
-                }
+        write_codes(&std::array::from_fn(|e| code_of_scaled(x[e] * id)), block);
+        block[SCALE_AT..].copy_from_slice(&d.to_le_bytes());
+    }
+}
+
+/// Writes a block's `qs` for its 256 codes (trit + 1) in element order; the scale bytes are
+/// the caller's.
+pub fn write_codes(codes: &[u8; QK], block: &mut [u8]) {
+    // 32 bytes carry 128 elements: four 32-element runs at shifts 0, 2, 4, 6. Running over
+    // whole runs (not element by element) keeps the loop free of scattered writes.
+    for (qs, codes) in block[..QS_BYTES].chunks_exact_mut(32).zip(codes.chunks_exact(128)) {
+        let mut packed = [0u8; 32];
+        for (l, run) in codes.chunks_exact(32).enumerate() {
+            for (q, &c) in packed.iter_mut().zip(run) {
+                *q |= c << (2 * l);
             }
-            qs.copy_from_slice(&packed);
         }
-        scale.copy_from_slice(&d.to_le_bytes());
+        qs.copy_from_slice(&packed);
+    }
+}
+
+/// A block's 256 codes (trit + 1; 3 where corrupt) in element order.
+pub fn read_codes(block: &[u8], codes: &mut [u8; QK]) {
+    // 32 bytes carry 128 elements: four 32-element runs at shifts 0, 2, 4, 6.
+    for (qs, codes) in block[..QS_BYTES].chunks_exact(32).zip(codes.chunks_exact_mut(128)) {
+        for (l, run) in codes.chunks_exact_mut(32).enumerate() {
+            for (c, &q) in run.iter_mut().zip(qs) {
+                *c = (q >> (2 * l)) & 3;
+            }
+        }
     }
 }
 
 pub fn decode(src: &[u8], dst: &mut [f32]) {
     for (block, y) in src.chunks_exact(BLOCK_BYTES).zip(dst.chunks_exact_mut(QK)) {
-        let d = read_f16(&block[QS_BYTES..]).to_f32();
+        let d = read_f16(&block[SCALE_AT..]).to_f32();
         // 32 bytes carry 128 elements: four 32-element runs at shifts 0, 2, 4, 6.
         for (qs, y) in block[..QS_BYTES].chunks_exact(32).zip(y.chunks_exact_mut(128)) {
             for (l, y) in y.chunks_exact_mut(32).enumerate() {
@@ -49,32 +68,30 @@ pub fn get(src: &[u8], index: usize) -> f32 {
     let block = &src[(index / QK) * BLOCK_BYTES..][..BLOCK_BYTES];
     let (byte, shift) = position(index % QK);
     let code = (block[byte] >> shift) & 3;
-    (code as f32 - 1.0) * read_f16(&block[QS_BYTES..]).to_f32()
+    (code as f32 - 1.0) * read_f16(&block[SCALE_AT..]).to_f32()
 }
 
 /// Code 3 is outside the alphabet (ggml decodes it as +2); a non-finite scale is corrupt.
 pub fn first_corrupt(src: &[u8]) -> Option<usize> {
     src.chunks_exact(BLOCK_BYTES).enumerate().find_map(|(b, block)| {
-        if !super::ternary::scale_is_valid(read_f16(&block[QS_BYTES..]).to_f32()) {
+        if !super::ternary::scale_is_valid(read_f16(&block[SCALE_AT..]).to_f32()) {
             return Some(b * QK);
         }
-        (0..QK)
-            .find(|&e| {
-                let (byte, shift) = position(e);
-                (block[byte] >> shift) & 3 == 3
-            })
-            .map(|e| b * QK + e)
+        let mut codes = [0u8; QK];
+        read_codes(block, &mut codes);
+        codes.iter().position(|&c| c == 3).map(|e| b * QK + e)
     })
 }
 
 pub fn row_trits(src: &[u8], cols: usize, row: usize, trits: &mut [i8], scales: &mut [f32]) {
     let blocks = cols / QK;
     let row_bytes = &src[row * blocks * BLOCK_BYTES..][..blocks * BLOCK_BYTES];
+    let mut codes = [0u8; QK];
     for ((block, t), s) in row_bytes.chunks_exact(BLOCK_BYTES).zip(trits.chunks_exact_mut(QK)).zip(scales) {
-        *s = read_f16(&block[QS_BYTES..]).to_f32();
-        for (e, t) in t.iter_mut().enumerate() {
-            let (byte, shift) = position(e);
-            *t = ((block[byte] >> shift) & 3) as i8 - 1;
+        *s = read_f16(&block[SCALE_AT..]).to_f32();
+        read_codes(block, &mut codes);
+        for (t, &c) in t.iter_mut().zip(&codes) {
+            *t = c as i8 - 1;
         }
     }
 }

@@ -977,6 +977,65 @@ fn transcode_is_lossless_between_bitnet_and_every_i2_s_packing() {
     assert_eq!(bits(&decode(Format::BitnetB158, &b, rows, cols)), bits(&decode(Format::I2S, &i2s, rows, cols)));
 }
 
+/// TQ1_0 -> TQ2_0 gives the bytes TQ2_0's encoder writes for the same floats, and back the
+/// TQ1_0 bytes; both decode to the same floats bit for bit. Blocks with every trit, zero
+/// blocks and subnormal scales included.
+#[test]
+fn transcode_is_lossless_between_tq1_0_and_tq2_0() {
+    let (rows, cols) = (6, 768);
+    let mut x = Rng(35).weights(rows * cols, 0.7);
+    x[256..512].fill(0.0);
+    for v in &mut x[512..768] {
+        *v *= 1e-6; // an f16 subnormal block scale
+    }
+    let tq1 = encode(Format::Tq1_0, &x, rows, cols);
+    let tq2 = encode(Format::Tq2_0, &x, rows, cols);
+    let mut to2 = vec![CANARY; tq2.len() + 5];
+    assert_eq!(Format::Tq1_0.transcode(&tq1, rows, cols, Format::Tq2_0, &mut to2), Ok(tq2.len()));
+    assert_untouched(&to2[tq2.len()..]);
+    assert_eq!(to2[..tq2.len()], tq2[..]);
+    let mut to1 = vec![CANARY; tq1.len()];
+    assert_eq!(Format::Tq2_0.transcode(&tq2, rows, cols, Format::Tq1_0, &mut to1), Ok(tq1.len()));
+    assert_eq!(to1, tq1);
+    assert_eq!(bits(&decode(Format::Tq2_0, &tq2, rows, cols)), bits(&decode(Format::Tq1_0, &tq1, rows, cols)));
+    // A weight whose blocks were not written from floats (every code, in every position).
+    let mut tq2_codes = tq2.clone();
+    for (b, block) in tq2_codes.chunks_exact_mut(66).enumerate() {
+        block[..64].fill(0);
+        for e in 0..256 {
+            // ggml's TQ2_0: element e in byte 32 (e / 128) + e % 32 at shift 2 ((e % 128) / 32).
+            let code = ((b * 256 + e) * 7 / 3 % 3) as u8;
+            block[32 * (e / 128) + e % 32] |= code << (2 * ((e % 128) / 32));
+        }
+    }
+    let mut tq1_codes = vec![0; tq1.len()];
+    Format::Tq2_0.transcode(&tq2_codes, rows, cols, Format::Tq1_0, &mut tq1_codes).unwrap();
+    assert_eq!(Format::Tq1_0.validate(&tq1_codes, rows, cols), Ok(()));
+    assert_eq!(
+        bits(&decode(Format::Tq1_0, &tq1_codes, rows, cols)),
+        bits(&decode(Format::Tq2_0, &tq2_codes, rows, cols))
+    );
+}
+
+#[test]
+fn transcode_refuses_corrupt_tq_blocks_without_writing() {
+    let (rows, cols) = (2, 256);
+    let x = Rng(36).weights(rows * cols, 1.0);
+    let (tq1, tq2) = (encode(Format::Tq1_0, &x, rows, cols), encode(Format::Tq2_0, &x, rows, cols));
+    let mut dst = vec![CANARY; 200];
+    let mut bad2 = tq2.clone();
+    bad2[66 + 3] |= 0b11 << 4; // code 3: element 256 + 64 + 3 of the second block
+    let err = Format::Tq2_0.transcode(&bad2, rows, cols, Format::Tq1_0, &mut dst).unwrap_err();
+    assert_eq!(err, Error::CorruptCode { index: 256 + 67 });
+    let mut bad1 = tq1.clone();
+    bad1[0] = 1; // digits 00000, whose canonical byte is 0
+    let err = Format::Tq1_0.transcode(&bad1, rows, cols, Format::Tq2_0, &mut dst).unwrap_err();
+    assert_eq!(err, Error::CorruptCode { index: 0 });
+    let short = Format::Tq1_0.transcode(&tq1, rows, cols, Format::Tq2_0, &mut dst[..131]).unwrap_err();
+    assert_eq!(short, Error::LengthMismatch { what: "dst (bytes)", want: 132, got: 131 });
+    assert_untouched(&dst);
+}
+
 #[test]
 fn transcode_refuses_without_writing() {
     let (rows, cols) = (4, 128);
@@ -987,9 +1046,13 @@ fn transcode_refuses_without_writing() {
         assert_untouched(&dst);
         err
     };
-    let not_family = Error::InvalidArgument("transcode converts only between BITNET_B1_58, I2_S, I2_S_64 and I2_S_R4");
+    let not_family = Error::InvalidArgument(
+        "transcode converts between BITNET_B1_58, I2_S, I2_S_64 and I2_S_R4, or between TQ1_0 and TQ2_0",
+    );
     assert_eq!(refused(Format::BitnetB158, &bitnet, rows, cols, Format::Tq2_0, 256), not_family);
     assert_eq!(refused(Format::Q2_0, &bitnet, rows, cols, Format::I2S, 256), not_family);
+    assert_eq!(refused(Format::Tq2_0, &bitnet, rows, cols, Format::Q2_0, 256), not_family);
+    assert_eq!(refused(Format::Tq1_0, &bitnet, rows, cols, Format::BitnetB158, 256), not_family);
     assert!(matches!(refused(Format::BitnetB158, &bitnet, 2, 256, Format::I2SR4, 256), Error::InvalidShape { .. }));
     assert!(matches!(refused(Format::BitnetB158, &bitnet, 8, 64, Format::I2S, 256), Error::InvalidShape { .. }));
     assert_eq!(

@@ -85,11 +85,11 @@ class Tensor private constructor(ref: NativeRef) : Handle(ref) {
     }
 
     /**
-     * The same trits and scale in another single-scale ternary format (BITNET_B1_58, I2_S,
-     * I2_S_64, I2_S_R4), without loss (`tern_transcode`): a new tensor owning a new direct
-     * buffer, decoding to the same floats. Another format fails with TERN_ERR_INVALID_ARGUMENT,
-     * a shape [format] cannot hold with TERN_ERR_INVALID_SHAPE, bytes that do not validate
-     * with TERN_ERR_CORRUPT_CODE.
+     * The same trits and scales in another ternary format of the same family (BITNET_B1_58,
+     * I2_S, I2_S_64, I2_S_R4; or TQ1_0 and TQ2_0), without loss (`tern_transcode`): a new
+     * tensor owning a new direct buffer, decoding to the same floats. Another format fails
+     * with TERN_ERR_INVALID_ARGUMENT, a shape [format] cannot hold with
+     * TERN_ERR_INVALID_SHAPE, bytes that do not validate with TERN_ERR_CORRUPT_CODE.
      */
     fun transcode(format: Format): Tensor = alive(this) {
         val src = LongArray(2)

@@ -16,7 +16,7 @@ impl Codes for Tq1 {
     const CODE_AT: usize = 0;
     /// `qs` and `qh`, which are contiguous.
     const CODE_BYTES: usize = tq1_0::QS_BYTES + tq1_0::QH_BYTES;
-    const SCALE: Scale = Scale::Block(tq1_0::QS_BYTES + tq1_0::QH_BYTES);
+    const SCALE: Scale = Scale::Block(tq1_0::SCALE_AT);
 }
 
 /// TQ1_0 code bytes per block (`qs` and `qh`, which are contiguous).

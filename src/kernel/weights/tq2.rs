@@ -16,7 +16,7 @@ impl Codes for Tq2 {
     const BLOCK_BYTES: usize = tq2_0::BLOCK_BYTES;
     const CODE_AT: usize = 0;
     const CODE_BYTES: usize = tq2_0::QS_BYTES;
-    const SCALE: Scale = Scale::Block(tq2_0::QS_BYTES);
+    const SCALE: Scale = Scale::Block(tq2_0::SCALE_AT);
 }
 
 impl<S: Simd> Tq<S> for Tq2 {
