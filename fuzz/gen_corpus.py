@@ -44,9 +44,9 @@ def main():
     shutil.rmtree(ROOT / "corpus", ignore_errors=True)
     for fmt in (F32, TQ1_0, TQ2_0, BITNET, I8):
         cols = cols_for(fmt)
-        # tensor: format, rows, cols, length delta, four probes, payload
+        # tensor: format, rows, cols, length delta, four probes, transcode target, payload
         probes = [*TWO, *ONE, 4, 3, 1, 200]
-        write("tensor", f"f{fmt}", [fmt, *TWO, *cols, 0, *probes] + list(rng.randbytes(96)))
+        write("tensor", f"f{fmt}", [fmt, *TWO, *cols, 0, *probes, fmt] + list(rng.randbytes(96)))
         # encode: format, rows, cols, palette?, src delta, dst delta, payload
         write("encode", f"f{fmt}_floats", [fmt, *TWO, *cols, 0, 0, 0] + list(floats(rng, 32)))
         write("encode", f"f{fmt}_palette", [fmt, *ONE, *cols, 1, 0, 0] + list(rng.randbytes(64)))
@@ -70,6 +70,17 @@ def main():
     write("gguf", "all_types", ALL_TYPES.read_bytes())
     write("gguf", "truncated", model[:2048])
     write("gguf", "empty_v3", b"GGUF" + struct.pack("<IQQ", 3, 0, 0))
+    # tensor: valid TQ1_0 and TQ2_0 blocks (random bytes almost never are), each transcoded
+    # to the other format
+    blocks = random.Random(2)
+    probes = [*TWO, *ONE, 4, 3, 1, 200]
+    scale = struct.pack("<e", 0.5)
+    # TQ1_0: canonical bytes ceil(v * 256 / 243); qh's fifth digit 0 (v a multiple of 3).
+    tq1 = [-(-v * 256 // 243) for v in [blocks.randrange(243) for _ in range(48)] + [3 * blocks.randrange(81) for _ in range(4)]]
+    write("tensor", "tq1_to_tq2", [TQ1_0, *TWO, *COLS_256, 0, *probes, TQ2_0] + tq1 + list(scale))
+    # TQ2_0: four codes 0..2 per byte.
+    tq2 = [sum(blocks.randrange(3) << (2 * i) for i in range(4)) for _ in range(64)]
+    write("tensor", "tq2_to_tq1", [TQ2_0, *TWO, *COLS_256, 0, *probes, TQ1_0] + tq2 + list(scale))
 
 
 if __name__ == "__main__":

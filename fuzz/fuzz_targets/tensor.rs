@@ -1,9 +1,11 @@
-//! Tensor wrap + validate + get + decode on arbitrary bytes and shapes, for every format
-//! id (unknown ones included), through the C API.
+//! Tensor wrap + validate + get + decode + transcode on arbitrary bytes and shapes, for
+//! every format id (unknown ones included), through the C API.
 //!
 //! Properties: no call panics; refused calls write nothing; a wrapped tensor validates,
 //! decodes and reads elements exactly as the free functions do on the same bytes; `get`
-//! agrees bit for bit with `decode`; valid bytes decode to finite values.
+//! agrees bit for bit with `decode`; valid bytes decode to finite values; a transcode
+//! succeeds only on valid bytes, and its output validates and decodes to the same floats
+//! bit for bit (between TQ1_0 and TQ2_0, the way back gives the same bytes).
 
 #![no_main]
 
@@ -18,6 +20,7 @@ fuzz_target!(|data: &[u8]| {
     let (rows, cols) = (input.dim(), input.dim());
     let delta = input.u8();
     let probes = [(input.dim(), input.dim()), (input.dim(), input.dim())];
+    let to = input.format_id();
     let payload = input.rest();
 
     let enc = encoding(format);
@@ -62,6 +65,45 @@ fuzz_target!(|data: &[u8]| {
             } else {
                 assert_eq!(status, TERN_ERR_OUT_OF_BOUNDS);
                 assert_eq!(x.to_bits(), CANARY_F32, "a refused get wrote its output");
+            }
+        }
+        let to_enc = encoding(to);
+        if let Ok(to_len) = bytes_for(to_enc, rows, cols) {
+            let mut out = vec![CANARY_BYTE; to_len + 8];
+            let status = tern_transcode(
+                enc.ptr(),
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                rows,
+                cols,
+                to_enc.ptr(),
+                out.as_mut_ptr().cast(),
+                to_len,
+            );
+            not_panic(status);
+            if status == TERN_OK {
+                assert_eq!(valid, TERN_OK, "transcode accepted bytes that do not validate");
+                assert!(out[to_len..].iter().all(|&b| b == CANARY_BYTE), "transcode wrote past its size");
+                out.truncate(to_len);
+                assert_eq!(validate(to_enc, &out, rows, cols), TERN_OK, "a transcode does not validate");
+                let same = decode(to_enc, &out, rows, cols).expect("a transcode decodes");
+                assert!(same.iter().zip(&dst).all(|(a, b)| a.to_bits() == b.to_bits()), "transcode changed a value");
+                if [format, to].iter().all(|f| [TERN_FORMAT_TQ1_0, TERN_FORMAT_TQ2_0].contains(f)) {
+                    let mut back = vec![CANARY_BYTE; bytes.len()];
+                    let status = tern_transcode(
+                        to_enc.ptr(),
+                        out.as_ptr().cast(),
+                        out.len(),
+                        rows,
+                        cols,
+                        enc.ptr(),
+                        back.as_mut_ptr().cast(),
+                        back.len(),
+                    );
+                    assert_eq!((status, &back), (TERN_OK, &bytes), "TQ1_0/TQ2_0 and back changed the bytes");
+                }
+            } else {
+                assert!(out.iter().all(|&b| b == CANARY_BYTE), "a refused transcode wrote its output");
             }
         }
         tern_tensor_free(t);
