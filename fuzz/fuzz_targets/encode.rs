@@ -80,7 +80,11 @@ fuzz_target!(|data: &[u8]| {
             for (i, scale) in scales(&bytes).into_iter().enumerate() {
                 let codes = i * block..(i + 1) * block;
                 if scale.is_normal() {
-                    assert_eq!(&bytes[codes.clone()], &again[codes], "{format:?} block {i} (scale {scale}) changed its codes");
+                    assert_eq!(
+                        &bytes[codes.clone()],
+                        &again[codes],
+                        "{format:?} block {i} (scale {scale}) changed its codes"
+                    );
                 }
             }
         }
