@@ -224,6 +224,21 @@ pub fn encode(enc: Enc, src: &[f32], rows: usize, cols: usize, dst_len: usize) -
     Ok(dst)
 }
 
+/// `tern_transcode` into a buffer of `dst_len` bytes: its status and the buffer, after
+/// checking that nothing past `dst_len` was written (and nothing at all if refused).
+pub fn transcode(from: Enc, src: &[u8], rows: usize, cols: usize, to: Enc, dst_len: usize) -> (tern_status, Vec<u8>) {
+    let mut dst = vec![CANARY_BYTE; dst_len + 8];
+    // SAFETY: `src` and `dst` are live buffers at least as long as the lengths passed.
+    let status = unsafe {
+        tern_transcode(from.0, src.as_ptr().cast(), src.len(), rows, cols, to.0, dst.as_mut_ptr().cast(), dst_len)
+    };
+    not_panic(status);
+    let untouched = if status == TERN_OK { &dst[dst_len..] } else { &dst[..] };
+    assert!(untouched.iter().all(|&b| b == CANARY_BYTE), "transcode ({status}) wrote what it must not");
+    dst.truncate(dst_len);
+    (status, dst)
+}
+
 /// `tern_validate`.
 pub fn validate(enc: Enc, bytes: &[u8], rows: usize, cols: usize) -> tern_status {
     // SAFETY: `bytes` is a live buffer of the length passed.
