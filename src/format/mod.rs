@@ -377,8 +377,8 @@ impl Format {
         let dst = &mut dst[..rows * cols];
         match self {
             Format::F32 => f32::decode(src, dst),
-            Format::Tq1_0 => tq1_0::decode(src, dst),
-            Format::Tq2_0 => tq2_0::decode(src, dst),
+            Format::Tq1_0 => tq1_0::LAYOUT.decode(src, dst),
+            Format::Tq2_0 => tq2_0::LAYOUT.decode(src, dst),
             Format::BitnetB158 => bitnet::decode(src, dst),
             Format::I8Absmax | Format::I8Block256 | Format::I8Block32 => {
                 i8_absmax::decode(src, self.i8_scale_block(cols).expect("an int8 activation format"), dst)
@@ -462,8 +462,9 @@ impl Format {
         self.validate(src, rows, cols)?;
         check_len_at_least("dst (bytes)", dst.len(), need)?;
         let dst = &mut dst[..need];
+        let block_layout = |f| if f == Format::Tq1_0 { &tq1_0::LAYOUT } else { &tq2_0::LAYOUT };
         if block_scaled(self) {
-            transcode_blocks(self, src, to, dst);
+            block_layout(self).transcode(src, block_layout(to), dst);
             return Ok(need);
         }
         let mut codes = vec![0u8; rows * cols];
@@ -485,26 +486,6 @@ impl Format {
     /// Checks that `src` is exactly the bytes of a `rows x cols` matrix.
     pub fn check_bytes(self, src: &[u8], rows: usize, cols: usize) -> Result<()> {
         check_len("encoded data (bytes)", src.len(), self.bytes_for(rows, cols)?)
-    }
-}
-
-/// TQ1_0/TQ2_0 `src` as `to`, block by block: the codes rewritten, the f16 scale's bytes
-/// copied. `src` has been validated and `dst` is exactly `to`'s size of it.
-fn transcode_blocks(from: Format, src: &[u8], to: Format, dst: &mut [u8]) {
-    // (block bytes, scale offset, codes reader, codes writer) of each side.
-    type Side = (usize, usize, fn(&[u8], &mut [u8; ternary::QK]), fn(&[u8; ternary::QK], &mut [u8]));
-    let side = |f| -> Side {
-        match f {
-            Format::Tq1_0 => (tq1_0::BLOCK_BYTES, tq1_0::SCALE_AT, tq1_0::read_codes, tq1_0::write_codes),
-            _ /* TQ2_0 */ => (tq2_0::BLOCK_BYTES, tq2_0::SCALE_AT, tq2_0::read_codes, tq2_0::write_codes),
-        }
-    };
-    let ((src_block, src_scale, read, _), (dst_block, dst_scale, _, write)) = (side(from), side(to));
-    let mut codes = [0u8; ternary::QK];
-    for (s, d) in src.chunks_exact(src_block).zip(dst.chunks_exact_mut(dst_block)) {
-        read(s, &mut codes);
-        write(&codes, d);
-        d[dst_scale..].copy_from_slice(&s[src_scale..src_scale + 2]);
     }
 }
 
@@ -557,8 +538,8 @@ impl Format {
     /// (`cols / kernel_block(cols)` of them). `bytes` must have been checked.
     pub fn ternary_row(self, bytes: &[u8], cols: usize, row: usize, trits: &mut [i8], scales: &mut [f32]) {
         match self {
-            Format::Tq1_0 => tq1_0::row_trits(bytes, cols, row, trits, scales),
-            Format::Tq2_0 => tq2_0::row_trits(bytes, cols, row, trits, scales),
+            Format::Tq1_0 => tq1_0::LAYOUT.row_trits(bytes, cols, row, trits, scales),
+            Format::Tq2_0 => tq2_0::LAYOUT.row_trits(bytes, cols, row, trits, scales),
             Format::BitnetB158 => bitnet::row_trits(bytes, cols, row, trits, scales),
             Format::Q2_0 => q2_0::row_trits(bytes, cols, row, trits, scales),
             Format::I2S | Format::I2S64 | Format::I2SR4 => {

@@ -66,3 +66,57 @@ pub fn read_f16(bytes: &[u8]) -> f16 {
 pub fn scale_is_valid(scale: f32) -> bool {
     scale.is_finite() && scale.is_sign_positive()
 }
+
+/// Where a block-scaled ternary format (TQ1_0, TQ2_0) keeps a 256-element block's parts,
+/// and how its codes (trit + 1, element order) are read and written.
+pub struct BlockLayout {
+    pub bytes: usize,
+    /// Offset of the f16 scale in a block.
+    pub scale_at: usize,
+    pub read_codes: fn(&[u8], &mut [u8; QK]),
+    pub write_codes: fn(&[u8; QK], &mut [u8]),
+}
+
+impl BlockLayout {
+    /// The f16 scale of `block`.
+    pub fn scale(&self, block: &[u8]) -> f32 {
+        read_f16(&block[self.scale_at..]).to_f32()
+    }
+
+    /// Decodes whole blocks of `src` into `dst`.
+    pub fn decode(&self, src: &[u8], dst: &mut [f32]) {
+        let mut codes = [0u8; QK];
+        for (block, y) in src.chunks_exact(self.bytes).zip(dst.chunks_exact_mut(QK)) {
+            let d = self.scale(block);
+            (self.read_codes)(block, &mut codes);
+            for (y, &c) in y.iter_mut().zip(&codes) {
+                *y = (c as f32 - 1.0) * d;
+            }
+        }
+    }
+
+    /// Row `row` of a `? x cols` matrix as trits (code - 1) and its blocks' scales.
+    pub fn row_trits(&self, src: &[u8], cols: usize, row: usize, trits: &mut [i8], scales: &mut [f32]) {
+        let blocks = cols / QK;
+        let row_bytes = &src[row * blocks * self.bytes..][..blocks * self.bytes];
+        let mut codes = [0u8; QK];
+        for ((block, t), s) in row_bytes.chunks_exact(self.bytes).zip(trits.chunks_exact_mut(QK)).zip(scales) {
+            *s = self.scale(block);
+            (self.read_codes)(block, &mut codes);
+            for (t, &c) in t.iter_mut().zip(&codes) {
+                *t = c as i8 - 1;
+            }
+        }
+    }
+
+    /// `src` in this layout rewritten in `to`'s, block by block: the codes rewritten, the
+    /// f16 scale's bytes copied. `dst` holds exactly as many of `to`'s blocks.
+    pub fn transcode(&self, src: &[u8], to: &BlockLayout, dst: &mut [u8]) {
+        let mut codes = [0u8; QK];
+        for (s, d) in src.chunks_exact(self.bytes).zip(dst.chunks_exact_mut(to.bytes)) {
+            (self.read_codes)(s, &mut codes);
+            (to.write_codes)(&codes, d);
+            d[to.scale_at..].copy_from_slice(&s[self.scale_at..self.scale_at + 2]);
+        }
+    }
+}

@@ -2,13 +2,15 @@
 //! base-3 digits (four in `qh`, times 3), stored as `ceil(v * 256 / 243)` so that digit n
 //! comes out of `((b * 3^n) mod 256) * 3 >> 8`.
 
-use super::ternary::{block_scale, code_of_scaled, read_f16, QK};
+use super::ternary::{block_scale, code_of_scaled, read_f16, BlockLayout, QK};
 
 pub const QS_BYTES: usize = 48;
 pub const QH_BYTES: usize = 4;
 pub const BLOCK_BYTES: usize = QS_BYTES + QH_BYTES + 2;
 /// Offset of the f16 scale in a block.
 pub const SCALE_AT: usize = QS_BYTES + QH_BYTES;
+/// The block's parts, for the walks every block-scaled format shares.
+pub const LAYOUT: BlockLayout = BlockLayout { bytes: BLOCK_BYTES, scale_at: SCALE_AT, read_codes, write_codes };
 
 const POW3: [u8; 5] = [1, 3, 9, 27, 81];
 
@@ -98,21 +100,6 @@ pub fn read_codes(block: &[u8], codes: &mut [u8; QK]) {
     }
 }
 
-pub fn decode(src: &[u8], dst: &mut [f32]) {
-    for (block, y) in src.chunks_exact(BLOCK_BYTES).zip(dst.chunks_exact_mut(QK)) {
-        let d = read_f16(&block[SCALE_AT..]).to_f32();
-        for &(first, bytes, byte0) in &REGIONS {
-            let digits = if first == 240 { 4 } else { 5 };
-            for n in 0..digits {
-                let out = &mut y[first + n * bytes..][..bytes];
-                for (y, &b) in out.iter_mut().zip(&block[byte0..byte0 + bytes]) {
-                    *y = (digit(b, n) as f32 - 1.0) * d;
-                }
-            }
-        }
-    }
-}
-
 pub fn get(src: &[u8], index: usize) -> f32 {
     let block = &src[(index / QK) * BLOCK_BYTES..][..BLOCK_BYTES];
     let (byte, n) = position(index % QK);
@@ -132,17 +119,4 @@ pub fn first_corrupt(src: &[u8]) -> Option<usize> {
             (0..bytes).find(|&m| BYTE_CHECKS[block[byte0 + m] as usize] & need != need).map(|m| b * QK + first + m)
         })
     })
-}
-
-pub fn row_trits(src: &[u8], cols: usize, row: usize, trits: &mut [i8], scales: &mut [f32]) {
-    let blocks = cols / QK;
-    let row_bytes = &src[row * blocks * BLOCK_BYTES..][..blocks * BLOCK_BYTES];
-    let mut codes = [0u8; QK];
-    for ((block, t), s) in row_bytes.chunks_exact(BLOCK_BYTES).zip(trits.chunks_exact_mut(QK)).zip(scales) {
-        *s = read_f16(&block[SCALE_AT..]).to_f32();
-        read_codes(block, &mut codes);
-        for (t, &c) in t.iter_mut().zip(&codes) {
-            *t = c as i8 - 1;
-        }
-    }
 }

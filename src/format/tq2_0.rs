@@ -1,12 +1,14 @@
 //! TQ2_0 (ggml): per 256-element block `qs[64]` then an f16 `d`. Element e sits in byte
 //! `32 * (e / 128) + e % 32` at bit shift `2 * ((e % 128) / 32)`.
 
-use super::ternary::{block_scale, code_of_scaled, read_f16, QK};
+use super::ternary::{block_scale, code_of_scaled, read_f16, BlockLayout, QK};
 
 pub const QS_BYTES: usize = 64;
 pub const BLOCK_BYTES: usize = QS_BYTES + 2;
 /// Offset of the f16 scale in a block.
 pub const SCALE_AT: usize = QS_BYTES;
+/// The block's parts, for the walks every block-scaled format shares.
+pub const LAYOUT: BlockLayout = BlockLayout { bytes: BLOCK_BYTES, scale_at: SCALE_AT, read_codes, write_codes };
 
 /// Byte offset in `qs` and bit shift of element `e` of a block.
 #[inline(always)]
@@ -50,20 +52,6 @@ pub fn read_codes(block: &[u8], codes: &mut [u8; QK]) {
     }
 }
 
-pub fn decode(src: &[u8], dst: &mut [f32]) {
-    for (block, y) in src.chunks_exact(BLOCK_BYTES).zip(dst.chunks_exact_mut(QK)) {
-        let d = read_f16(&block[SCALE_AT..]).to_f32();
-        // 32 bytes carry 128 elements: four 32-element runs at shifts 0, 2, 4, 6.
-        for (qs, y) in block[..QS_BYTES].chunks_exact(32).zip(y.chunks_exact_mut(128)) {
-            for (l, y) in y.chunks_exact_mut(32).enumerate() {
-                for (y, &q) in y.iter_mut().zip(qs) {
-                    *y = (((q >> (2 * l)) & 3) as f32 - 1.0) * d;
-                }
-            }
-        }
-    }
-}
-
 pub fn get(src: &[u8], index: usize) -> f32 {
     let block = &src[(index / QK) * BLOCK_BYTES..][..BLOCK_BYTES];
     let (byte, shift) = position(index % QK);
@@ -81,17 +69,4 @@ pub fn first_corrupt(src: &[u8]) -> Option<usize> {
         read_codes(block, &mut codes);
         codes.iter().position(|&c| c == 3).map(|e| b * QK + e)
     })
-}
-
-pub fn row_trits(src: &[u8], cols: usize, row: usize, trits: &mut [i8], scales: &mut [f32]) {
-    let blocks = cols / QK;
-    let row_bytes = &src[row * blocks * BLOCK_BYTES..][..blocks * BLOCK_BYTES];
-    let mut codes = [0u8; QK];
-    for ((block, t), s) in row_bytes.chunks_exact(BLOCK_BYTES).zip(trits.chunks_exact_mut(QK)).zip(scales) {
-        *s = read_f16(&block[SCALE_AT..]).to_f32();
-        read_codes(block, &mut codes);
-        for (t, &c) in t.iter_mut().zip(&codes) {
-            *t = c as i8 - 1;
-        }
-    }
 }
