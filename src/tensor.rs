@@ -63,6 +63,15 @@ impl<'a> Tensor<'a> {
         Ok(Tensor { format, rows, cols, bytes: Bytes::Owned(bytes), uniform: OnceLock::new() })
     }
 
+    /// The same trits and scales in `to`, a format of the same family, as a tensor that owns
+    /// its bytes ([`Format::transcode`]: BITNET_B1_58 and the I2_S packings, or TQ1_0 and
+    /// TQ2_0); refused as that is.
+    pub fn transcode(&self, to: Format) -> Result<Tensor<'static>> {
+        let mut bytes = vec![0u8; to.bytes_for(self.rows, self.cols)?];
+        self.format.transcode(self.bytes()?, self.rows, self.cols, to, &mut bytes)?;
+        Tensor::from_vec(to, bytes, self.rows, self.cols)
+    }
+
     /// Allocates the bytes of a `rows x cols` tensor in `scope` and lets `fill` write them.
     /// On error nothing stays allocated.
     pub(crate) fn in_scope(

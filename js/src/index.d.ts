@@ -135,6 +135,11 @@ export declare class Tensor extends Handle {
     bytes(): Uint8Array;
     /** The values as floats (row-major). */
     decode(): Float32Array;
+    /**
+     * The same trits and scales in `format`, of the same family (BITNET_B1_58 and the I2_S
+     * packings, or TQ1_0 and TQ2_0), as a new tensor owning its bytes.
+     */
+    transcode(format: FormatId): Tensor;
 }
 
 export declare class Dispatcher extends Handle {

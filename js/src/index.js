@@ -453,6 +453,11 @@ export class Tern {
         return new Uint8Array(this.#memory.buffer, info.ptr, info.byteLength).slice();
     }
 
+    _transcode(h, format) {
+        checkFormat(format);
+        return new Tensor(this, this.#call((x) => this.#handle((out) => x.tjs_tensor_transcode(h, format, out))));
+    }
+
     _decode(h, rows, cols) {
         const n = rows * cols;
         return this.#call((x) =>
@@ -621,6 +626,15 @@ export class Tensor extends Handle {
     /** The values as floats (row-major). */
     decode() {
         return this._tern._decode(this._h, this.rows, this.cols);
+    }
+
+    /**
+     * The same trits and scales in `format`, of the same family (BITNET_B1_58 and the I2_S
+     * packings, or TQ1_0 and TQ2_0), as a new tensor owning its bytes: TQ1_0 as TQ2_0 takes
+     * 22 % more memory and runs about twice as fast.
+     */
+    transcode(format) {
+        return this._tern._transcode(this._h, format);
     }
 }
 

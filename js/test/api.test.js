@@ -145,6 +145,28 @@ test('Q2_0 and the I2_S packings: bytes round trip, and the dispatcher agrees wi
     a.close();
 });
 
+test('transcode: TQ1_0 as TQ2_0 and back, BITNET_B1_58 as I2_S; other families refused', () => {
+    const [n, k] = [4, 512];
+    const x = values(n * k, 21, 0.02);
+    const tq1 = tern.encode(Format.TQ1_0, x, n, k);
+    const tq2 = tern.encode(Format.TQ2_0, x, n, k);
+    const asTq2 = tq1.transcode(Format.TQ2_0);
+    assert.equal(asTq2.formatName, 'TQ2_0');
+    assert.deepEqual([asTq2.rows, asTq2.cols], [n, k]);
+    // The bytes TQ2_0's encoder writes for the same floats, and the way back TQ1_0's.
+    assert.deepEqual(asTq2.bytes(), tq2.bytes());
+    const back = asTq2.transcode(Format.TQ1_0);
+    assert.deepEqual(back.bytes(), tq1.bytes());
+    assert.deepEqual(asTq2.decode(), tq1.decode());
+    const bitnet = tern.encode(Format.BITNET_B1_58, x, n, k);
+    const i2s = bitnet.transcode(Format.I2_S);
+    assert.deepEqual(i2s.decode(), bitnet.decode());
+    refused(() => tq1.transcode(Format.BITNET_B1_58), 'TERN_ERR_INVALID_ARGUMENT', /TQ1_0 and TQ2_0/);
+    refused(() => tq1.transcode(99), 'TERN_ERR_UNKNOWN_FORMAT', /format must be one of/);
+    for (const t of [tq1, tq2, asTq2, back, bitnet, i2s]) t.close();
+    refused(() => tq1.transcode(Format.TQ2_0), 'TERN_ERR_INVALID_ARGUMENT', /closed/);
+});
+
 test('matmulMany: one adapter, one kernel event per weight, bit-identical to separate matmuls', () => {
     const [m, k] = [5, 512];
     const weights = TERNARY.map((f, i) => tern.encode(f, values((16 + 8 * i) * k, 40 + i, 0.02), 16 + 8 * i, k));

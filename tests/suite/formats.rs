@@ -998,6 +998,11 @@ fn transcode_is_lossless_between_tq1_0_and_tq2_0() {
     assert_eq!(Format::Tq2_0.transcode(&tq2, rows, cols, Format::Tq1_0, &mut to1), Ok(tq1.len()));
     assert_eq!(to1, tq1);
     assert_eq!(bits(&decode(Format::Tq2_0, &tq2, rows, cols)), bits(&decode(Format::Tq1_0, &tq1, rows, cols)));
+    // The same through a tensor, whose transcode owns its bytes.
+    let t = Tensor::wrap(Format::Tq1_0, &tq1, rows, cols).unwrap().transcode(Format::Tq2_0).unwrap();
+    assert_eq!((t.format(), t.rows(), t.cols(), t.bytes().unwrap()), (Format::Tq2_0, rows, cols, &tq2[..]));
+    let refused = Tensor::wrap(Format::Tq1_0, &tq1, rows, cols).unwrap().transcode(Format::I2S).map(|_| ());
+    assert!(matches!(refused, Err(Error::InvalidArgument(_))));
     // A weight whose blocks were not written from floats (every code, in every position).
     let mut tq2_codes = tq2.clone();
     for (b, block) in tq2_codes.chunks_exact_mut(66).enumerate() {

@@ -361,6 +361,25 @@ pub unsafe extern "C" fn tjs_tensor_decode(handle: u32, dst: *mut f32, len: usiz
     })
 }
 
+/// A new tensor: the tensor's trits and scales in `format`, of the same family (tern's
+/// `Tensor::transcode`).
+///
+/// # Safety
+/// `out` must be writable.
+#[no_mangle]
+pub unsafe extern "C" fn tjs_tensor_transcode(handle: u32, format: u32, out: *mut u32) -> tern_status {
+    call(|| {
+        let to = Format::from_id(format)?;
+        let tensor = with(handle, "tensor", |o| match o {
+            Obj::Tensor(t) => Some(t.tensor.transcode(to).map_err(Fail::from)),
+            _ => None,
+        })?;
+        // SAFETY: the caller's promise.
+        unsafe { put(out, &[insert(Obj::Tensor(TensorObj { tensor, _backing: None }))]) };
+        Ok(())
+    })
+}
+
 /// A dispatcher. `kernel` (UTF-8, `kernel_len` bytes; 0 for none) forces a kernel by name;
 /// `flags` are the C API's `TERN_DISPATCH_STRICT`, `TERN_DISPATCH_IGNORE_ENV` and
 /// `TERN_DISPATCH_ACCURATE_ACTIVATIONS` (others are refused); `n_threads` > 1 is refused, as on every wasm32 build.
