@@ -150,14 +150,20 @@ fn check_block(
     rows: Range<usize>,
     tokens: Range<usize>,
 ) {
+    check_block_of(&MatRef::new(format, n, k, wbytes).unwrap(), wbytes, abytes, rows, tokens);
+}
+
+/// [`check_block`] for the operand `w` of the bytes `wbytes` (with its uniform scale, if
+/// it came from [`MatRef::of`]).
+fn check_block_of(w: &MatRef, wbytes: &[u8], abytes: &[u8], rows: Range<usize>, tokens: Range<usize>) {
+    let (format, n, k) = (w.format(), w.rows(), w.cols());
     let m = abytes.len() / (k + 4);
-    let w = MatRef::new(format, n, k, wbytes).unwrap();
     let a = MatRef::new(Format::I8Absmax, m, k, abytes).unwrap();
-    let want = run(kernel(REFERENCE, format), &w, &a, rows.clone(), tokens.clone());
+    let want = run(kernel(REFERENCE, format), w, &a, rows.clone(), tokens.clone());
     let mag = magnitudes(format, wbytes, abytes, m, n, k);
     let blocks = (k / format.kernel_block(k)) as f64;
     for kern in candidates(format) {
-        let got = run(kern, &w, &a, rows.clone(), tokens.clone());
+        let got = run(kern, w, &a, rows.clone(), tokens.clone());
         for t in 0..m {
             for r in 0..n {
                 let (g, x) = (got[t * n + r], want[t * n + r]);
@@ -441,6 +447,92 @@ fn blocks_of_rows_and_tokens() {
                     check_block(format, &w, &a, n, k, rows.clone(), tokens);
                 }
             }
+        }
+    }
+}
+
+/// Weights that end where the readable memory ends (an inaccessible page after their
+/// last byte): a kernel whose loads read past a block (TQ1_0 on AVX-512 loads 64 bytes of
+/// each 54-byte block, `Tq::OVERREAD`) takes the tensor's last row from a padded copy, and
+/// a read past the tensor faults here. Every format, block scales of their own and one for
+/// every block (the row sums' path), one token and batches, against the reference.
+#[cfg(target_os = "linux")]
+#[test]
+fn weights_that_end_at_unreadable_memory() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0011);
+    for format in TERNARY {
+        for (n, k) in [(1, 256), (6, 512), (67, 1024)] {
+            let n = rows_of(format, n);
+            let random = weights(&mut rng, format, n, k);
+            let block_scaled = matches!(format, Format::Tq1_0 | Format::Tq2_0 | Format::Q2_0);
+            let uniform =
+                block_scaled.then(|| with_uniform_scales(format, random.clone(), n, k, half::f16::from_f32(0.25)));
+            for bytes in [Some(random), uniform].into_iter().flatten() {
+                let guarded = guard::AtPageEnd::new(&bytes);
+                let tensor = tern::Tensor::wrap(format, guarded.bytes(), n, k).unwrap();
+                let w = MatRef::of(&tensor).unwrap();
+                for m in [1, 2, 3, 9] {
+                    check_block_of(&w, guarded.bytes(), &activations(&mut rng, m, k), 0..n, 0..m);
+                }
+            }
+        }
+    }
+}
+
+/// Memory whose end is followed by a page that may not be read.
+#[cfg(target_os = "linux")]
+mod guard {
+    use std::ffi::{c_int, c_long, c_void};
+
+    extern "C" {
+        fn mmap(addr: *mut c_void, len: usize, prot: c_int, flags: c_int, fd: c_int, offset: i64) -> *mut c_void;
+        fn mprotect(addr: *mut c_void, len: usize, prot: c_int) -> c_int;
+        fn munmap(addr: *mut c_void, len: usize) -> c_int;
+        fn sysconf(name: c_int) -> c_long;
+    }
+    // Linux's values, the same on x86_64 and aarch64.
+    const PROT_NONE: c_int = 0;
+    const PROT_READ_WRITE: c_int = 1 | 2;
+    const MAP_PRIVATE_ANONYMOUS: c_int = 0x02 | 0x20;
+    const SC_PAGESIZE: c_int = 30;
+
+    /// A copy of some bytes that ends where an inaccessible page begins.
+    pub struct AtPageEnd {
+        map: *mut u8,
+        map_len: usize,
+        start: usize,
+        len: usize,
+    }
+
+    impl AtPageEnd {
+        pub fn new(bytes: &[u8]) -> AtPageEnd {
+            // SAFETY: plain libc calls on a fresh anonymous mapping of `map_len` bytes, whose
+            // last page is made inaccessible; `bytes` is copied into the pages before it.
+            unsafe {
+                let page = sysconf(SC_PAGESIZE) as usize;
+                let data = bytes.len().div_ceil(page).max(1) * page;
+                let map_len = data + page;
+                let map = mmap(std::ptr::null_mut(), map_len, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS, -1, 0);
+                assert!(map as isize != -1, "mmap failed");
+                let map = map as *mut u8;
+                assert_eq!(mprotect(map.add(data) as *mut c_void, page, PROT_NONE), 0, "mprotect failed");
+                let start = data - bytes.len();
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), map.add(start), bytes.len());
+                AtPageEnd { map, map_len, start, len: bytes.len() }
+            }
+        }
+
+        pub fn bytes(&self) -> &[u8] {
+            // SAFETY: the `len` bytes at `start` were written in `new` and stay mapped until
+            // drop.
+            unsafe { std::slice::from_raw_parts(self.map.add(self.start), self.len) }
+        }
+    }
+
+    impl Drop for AtPageEnd {
+        fn drop(&mut self) {
+            // SAFETY: the mapping made in `new`, unmapped once.
+            unsafe { munmap(self.map as *mut c_void, self.map_len) };
         }
     }
 }

@@ -26,6 +26,12 @@ pub(crate) trait Tq<S: Simd>: Codes {
         Scale::Block(at) => at,
         Scale::Tensor(_) => panic!("a format with block scales"),
     };
+    /// Bytes past a step's blocks that [`Tq::block`] and [`Tq::row_block`] may read: a
+    /// vector load of a whole block shorter than a vector, cheaper than a load of its bytes
+    /// alone (TQ1_0 on AVX-512, see `avx512vnni.rs`). The lanes past the block meet zero
+    /// activations. The tile reads the tensor's last row, when the tensor ends before these
+    /// bytes, from a zero-padded copy.
+    const OVERREAD: usize = 0;
     /// Prepared activation bytes per step.
     fn act_block() -> usize;
     /// Slot of element `e` of a step in its prepared activations.
@@ -38,8 +44,8 @@ pub(crate) trait Tq<S: Simd>: Codes {
     /// step) per row `w[r]` with the prepared activations at `a[t]` to `acc[r][t]`.
     ///
     /// # Safety
-    /// The CPU must have `S`'s features; every `w[r]` points at `n` whole blocks and every
-    /// `a[t]` at `act_block()` prepared bytes.
+    /// The CPU must have `S`'s features; every `w[r]` points at `n` whole blocks followed by
+    /// `OVERREAD` readable bytes, and every `a[t]` at `act_block()` prepared bytes.
     unsafe fn block<const R: usize, const T: usize>(
         w: [*const u8; R],
         n: usize,
@@ -66,12 +72,12 @@ pub(crate) trait Tq<S: Simd>: Codes {
         unsafe { Self::block::<R, T>(w, n, a, lo) }
     }
     /// The dot product of one row and token from the accumulators [`Tq::row_block`] ran
-    /// along the row (their seeds not included).
+    /// along the row in a tile of `T` tokens (their seeds not included).
     ///
     /// # Safety
     /// The CPU must have `S`'s features.
     #[inline(always)]
-    unsafe fn row_dot(lo: S::V, hi: S::V) -> i32 {
+    unsafe fn row_dot<const T: usize>(lo: S::V, hi: S::V) -> i32 {
         // SAFETY: the caller's contract.
         unsafe { S::hsum_planes(lo, hi) }
     }

@@ -156,8 +156,23 @@ impl<S: Simd, L: Tq<S>, const PB: bool, const U: bool> Tiles for TqCtx<'_, S, L,
         let step_bytes = L::PER_STEP * L::BLOCK_BYTES;
         let steps = self.blocks.div_ceil(L::PER_STEP);
         let act_block = L::act_block();
-        // Bounds are checked here, once per tile; the block loop uses raw pointers.
-        let bytes = &self.w[r0 * row_bytes..(r0 + R) * row_bytes];
+        // Bounds are checked here, once per tile; the block loop uses raw pointers. `bytes`
+        // runs to the tensor's end, as a step's loads may read `OVERREAD` bytes past it.
+        let bytes = &self.w[r0 * row_bytes..];
+        assert!(bytes.len() >= R * row_bytes);
+        // Where the tensor ends before the last row's `OVERREAD` bytes, that row is read from
+        // a zero-padded copy (once per matmul: only the tile of the tensor's last row); a
+        // copy of one step in the block loop cost its branch and spills (AVX-512 VBMI
+        // TQ1_0: 2-3 % at 2560x2560).
+        let padded = (L::OVERREAD > 0 && R * row_bytes + L::OVERREAD > bytes.len()).then(|| {
+            let mut row = vec![0u8; row_bytes + L::OVERREAD];
+            row[..row_bytes].copy_from_slice(&bytes[(R - 1) * row_bytes..R * row_bytes]);
+            row
+        });
+        let mut rows: [*const u8; R] = std::array::from_fn(|r| bytes[r * row_bytes..].as_ptr());
+        if let Some(row) = &padded {
+            rows[R - 1] = row.as_ptr();
+        }
         let act = self.act.tokens(t0..t0 + T);
         assert_eq!(self.act.stride(), steps * act_block);
         assert_eq!(self.act.blocks, steps);
@@ -194,7 +209,7 @@ impl<S: Simd, L: Tq<S>, const PB: bool, const U: bool> Tiles for TqCtx<'_, S, L,
                 let n = L::PER_STEP.min(self.blocks - b * L::PER_STEP);
                 let mut w = [bytes.as_ptr(); R];
                 for r in 0..R {
-                    w[r] = bytes.as_ptr().add(r * row_bytes + b * step_bytes);
+                    w[r] = rows[r].add(b * step_bytes);
                     for l in 0..step_bytes.div_ceil(LINE) {
                         S::prefetch_l2(ahead_rows[r].wrapping_add(b * step_bytes + l * LINE));
                     }
@@ -238,7 +253,7 @@ impl<S: Simd, L: Tq<S>, const PB: bool, const U: bool> Tiles for TqCtx<'_, S, L,
                     let v = if U && PB {
                         self.d * S::fsum(f[r][t])
                     } else if U {
-                        let dot = L::row_dot(row_lo[r][t], row_hi[r][t]) + self.act.token_seed_sum(t0 + t);
+                        let dot = L::row_dot::<T>(row_lo[r][t], row_hi[r][t]) + self.act.token_seed_sum(t0 + t);
                         // The reference's order for one scale: `a_scale * (d * dot)`.
                         scales[t] * (self.d * dot as f32)
                     } else if PB {

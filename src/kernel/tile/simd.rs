@@ -40,9 +40,12 @@ pub(crate) trait Simd: 'static {
     /// Shifts right by 4 bits, in lanes of 8 or 16 bits: only the low 4 bits of each
     /// result byte are used (see [`dot_2bit_x4`]), and they are the same either way.
     unsafe fn srl4(x: Self::V) -> Self::V;
-    /// Adds the dot products of the 52 code bytes of one TQ1_0 block per row `w[r]` with
-    /// the activations prepared by [`Simd::tq1_slot`] at `a[t]` (`TQ1_ACT_BLOCK` bytes) to
-    /// `acc[r][t]`.
+    /// Bytes past a TQ1_0 block that [`Simd::tq1_block`] and [`Simd::tq1_row_block`] may
+    /// read ([`Tq::OVERREAD`](super::Tq::OVERREAD)): by default none.
+    const TQ1_OVERREAD: usize = 0;
+    /// Adds the dot products of the 52 code bytes of one TQ1_0 block per row `w[r]` (a whole
+    /// block and `TQ1_OVERREAD` readable bytes after it) with the activations prepared by
+    /// [`Simd::tq1_slot`] at `a[t]` (`TQ1_ACT_BLOCK` bytes) to `acc[r][t]`.
     unsafe fn tq1_block<const R: usize, const T: usize>(
         w: [*const u8; R],
         a: [*const i8; T],
@@ -62,10 +65,11 @@ pub(crate) trait Simd: 'static {
         // SAFETY: the same contract.
         unsafe { Self::tq1_block::<R, T>(w, a, lo) }
     }
-    /// The dot product of a row's accumulators from [`Simd::tq1_row_block`]; by default
+    /// The dot product of a row's accumulators from [`Simd::tq1_row_block`] in a tile of
+    /// `T` tokens (whose accumulators' form may depend on `T`); by default
     /// [`Simd::hsum_planes`].
     #[inline(always)]
-    unsafe fn tq1_row_dot(lo: Self::V, hi: Self::V) -> i32 {
+    unsafe fn tq1_row_dot<const T: usize>(lo: Self::V, hi: Self::V) -> i32 {
         // SAFETY: the same contract.
         unsafe { Self::hsum_planes(lo, hi) }
     }

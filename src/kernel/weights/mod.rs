@@ -16,8 +16,6 @@ mod tq2;
 pub(crate) use i2s_r4::I2sR4;
 pub(crate) use one_scale::{Bitnet, I2s128, I2s64};
 pub(crate) use q2::Q2;
-#[cfg(target_arch = "x86_64")]
-pub(crate) use tq1::TQ1_CODE_BYTES;
 pub(crate) use tq1::{tq1_act_block, tq1_slot, Tq1};
 #[cfg(any(target_arch = "aarch64", all(target_arch = "wasm32", target_feature = "simd128")))]
 pub(crate) use tq1::{tq1_slot_qh_vector, TQ1_QH_VECTOR_ACT_BLOCK, TQ1_QH_VECTOR_SLOT};

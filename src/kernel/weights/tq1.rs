@@ -56,6 +56,8 @@ pub(crate) fn tq1_slot_qh_vector(e: usize) -> usize {
 }
 
 impl<S: Simd> Tq<S> for Tq1 {
+    const OVERREAD: usize = S::TQ1_OVERREAD;
+
     fn act_block() -> usize {
         S::TQ1_ACT_BLOCK
     }
@@ -88,9 +90,9 @@ impl<S: Simd> Tq<S> for Tq1 {
     }
 
     #[inline(always)]
-    unsafe fn row_dot(lo: S::V, hi: S::V) -> i32 {
+    unsafe fn row_dot<const T: usize>(lo: S::V, hi: S::V) -> i32 {
         // SAFETY: the caller's contract.
-        unsafe { S::tq1_row_dot(lo, hi) }
+        unsafe { S::tq1_row_dot::<T>(lo, hi) }
     }
 }
 

@@ -10,12 +10,12 @@
 //! AMD Zen 4 (one 512-bit `vpdpbusd` per cycle), slower on an Intel Xeon (two), see
 //! [`kernels`].
 
+use super::avx512vnni::TQ1_OVERREAD;
 use super::avxvnni::Dpbusd;
 use super::vector::{Tq1Block, Vector, X86};
 use crate::format::Format;
 use crate::kernel::isa::{self, Isa};
 use crate::kernel::mac::Mac;
-use crate::kernel::weights::TQ1_CODE_BYTES;
 use crate::kernel::{tile, Kernel};
 use std::arch::x86_64::*;
 
@@ -129,21 +129,23 @@ unsafe fn quarters(table: &[u8; 256]) -> [__m512i; 4] {
 ///
 /// [`Simd::tq1_slot`]: crate::kernel::tile::Simd::tq1_slot
 impl Tq1Block<DigitTables> for __m512i {
+    const OVERREAD: usize = TQ1_OVERREAD;
+
     #[inline(always)]
     unsafe fn tq1_block<const R: usize, const T: usize>(
         w: [*const u8; R],
         a: [*const i8; T],
         acc: &mut [[__m512i; T]; R],
     ) {
-        // SAFETY: one masked load of the 52 code bytes at each `w[r]` (the other lanes read
-        // nothing and look up zero digits, which meet zero activations) and 320 prepared
-        // bytes at each `a[t]`, readable by the trait's contract; the rest is register-only
-        // AVX-512 with VBMI and VNNI, which the caller has.
+        // SAFETY: 64 bytes at each `w[r]` (the block and `TQ1_OVERREAD` bytes, whose lanes
+        // meet zero activations) and 320 prepared bytes at each `a[t]`, readable by the
+        // trait's contract; the rest is register-only AVX-512 with VBMI and VNNI, which the
+        // caller has.
         unsafe {
             let (packed, fifth) = (quarters(&PACKED), quarters(&FIFTH));
             let (m03, m0c) = (_mm512_set1_epi8(0x03), _mm512_set1_epi8(0x0C));
             for r in 0..R {
-                let v = <Self as Vector>::load_partial(w[r], TQ1_CODE_BYTES);
+                let v = <Self as Vector>::load(w[r]);
                 let top = _mm512_movepi8_mask(v);
                 let digits = lookup(&packed, v, top);
                 let d4 = lookup(&fifth, v, top);
@@ -161,6 +163,40 @@ impl Tq1Block<DigitTables> for __m512i {
                     // Exact: every lane of `hi` is a multiple of 4.
                     acc[r][t] = _mm512_add_epi32(lo, _mm512_srai_epi32::<2>(hi));
                 }
+            }
+        }
+    }
+
+    /// Along a row of one scale, AVX-512 VNNI's digit identity for one token: with no sums
+    /// to combine per block it takes 20 operations per block and row and no lookups, 1.24x
+    /// as fast as the lookups on an AMD Zen 4 (2560x2560: 81 against 100 µs). Batch tiles
+    /// share each lookup between their tokens and keep them (m = 2: 143 against 155 µs).
+    #[inline(always)]
+    unsafe fn tq1_row_block<const R: usize, const T: usize>(
+        w: [*const u8; R],
+        a: [*const i8; T],
+        lo: &mut [[__m512i; T]; R],
+        hi: &mut [[__m512i; T]; R],
+    ) {
+        // SAFETY: the same contract (the same features but VBMI, the same activation slots
+        // and `OVERREAD`).
+        unsafe {
+            if T == 1 {
+                <__m512i as Tq1Block<Dpbusd>>::tq1_row_block::<R, T>(w, a, lo, hi)
+            } else {
+                <__m512i as Tq1Block<DigitTables>>::tq1_block::<R, T>(w, a, lo)
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn tq1_row_dot<const T: usize>(lo: __m512i, hi: __m512i) -> i32 {
+        // SAFETY: the same contract.
+        unsafe {
+            if T == 1 {
+                <__m512i as Tq1Block<Dpbusd>>::tq1_row_dot::<T>(lo, hi)
+            } else {
+                <__m512i as Vector>::hsum_planes(lo, hi)
             }
         }
     }

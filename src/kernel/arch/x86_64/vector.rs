@@ -59,6 +59,9 @@ pub(super) trait Vector: Copy + 'static {
 /// (digit pairs from 16-bit multiplies on ymm, a digit-free identity on zmm, which needs
 /// `vpdpbusd`).
 pub(super) trait Tq1Block<M>: Vector {
+    /// See [`Simd::TQ1_OVERREAD`].
+    const OVERREAD: usize = 0;
+
     /// See [`Simd::tq1_block`].
     ///
     /// # Safety
@@ -85,7 +88,7 @@ pub(super) trait Tq1Block<M>: Vector {
     /// # Safety
     /// The ISA's features.
     #[inline(always)]
-    unsafe fn tq1_row_dot(lo: Self, hi: Self) -> i32 {
+    unsafe fn tq1_row_dot<const T: usize>(lo: Self, hi: Self) -> i32 {
         // SAFETY: the same contract.
         unsafe { Self::hsum_planes(lo, hi) }
     }
@@ -97,6 +100,7 @@ pub(super) struct X86<V, M>(PhantomData<fn() -> (V, M)>);
 /// `Simd` for the GEMV skeleton.
 impl<V: Tq1Block<M>, M: Mac<V>> Simd for X86<V, M> {
     const W: usize = V::W;
+    const TQ1_OVERREAD: usize = <V as Tq1Block<M>>::OVERREAD;
     type V = V;
     type F = V::F;
     type M = M;
@@ -170,9 +174,9 @@ impl<V: Tq1Block<M>, M: Mac<V>> Simd for X86<V, M> {
     }
 
     #[inline(always)]
-    unsafe fn tq1_row_dot(lo: V, hi: V) -> i32 {
+    unsafe fn tq1_row_dot<const T: usize>(lo: V, hi: V) -> i32 {
         // SAFETY: the same contract.
-        unsafe { V::tq1_row_dot(lo, hi) }
+        unsafe { V::tq1_row_dot::<T>(lo, hi) }
     }
 
     #[inline(always)]
