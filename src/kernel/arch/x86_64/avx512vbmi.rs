@@ -206,7 +206,9 @@ impl Tq1Block<DigitTables> for __m512i {
 /// VNNI's tiles (4 rows for one token, 2 x 4 for batches; 2 or 8 rows, 1 x 4 and 2 x 2 measured
 /// no better). Against `bitnet_gemv/avx512vnni` on an AMD EPYC Zen 4 (one thread, `tern bench
 /// --format TQ1_0 --shape S --tokens M --kernel ...`, two rounds; 2560x2560, 6912x2560 and
-/// 2560x6912): 1.08x as fast at one token (116 against 126 µs at 2560x2560), 1.20-1.26x at two,
+/// 2560x6912): 1.08x as fast at one token (116 against 126 µs at 2560x2560; 112 against 120
+/// since both load whole vectors, and a tie with one scale per tensor, where one token takes
+/// the identity here too), 1.20-1.26x at two,
 /// 1.15-1.18x at three, 1.39-1.42x at four; the decode of the 2B4T layer stack 1.07x. Three
 /// tokens are the GEMM's (1.06-1.10x faster), four a near tie (the GEMV 1.02-1.10x faster).
 /// On an Intel Xeon (Emerald Rapids, two 512-bit `vpdpbusd` ports; same command, three
