@@ -4,6 +4,7 @@
 //! products into each int32 lane).
 
 use super::vector::{Tq1Block, Vector, X86};
+use crate::format::tq1_0;
 use crate::kernel::mac::Mac;
 use crate::kernel::tile::Pieces;
 use std::arch::x86_64::*;
@@ -284,8 +285,11 @@ impl DigitPairs {
 }
 
 impl<M: Mac<__m256i>> Tq1Block<M> for __m256i {
+    /// The second load's 32 bytes end 10 past the 54-byte block.
+    const OVERREAD: usize = 2 * 32 - tq1_0::BLOCK_BYTES;
+
     /// Two loads per block and row: `qs[0..32]`, then `qs[32..48]` with `qh` in lanes
-    /// 16..20; each split into its five digits by [`Vector::trits`], which meet the tokens'
+    /// 16..20 (and bytes past the block, whose lanes meet zero activations); each split into its five digits by [`Vector::trits`], which meet the tokens'
     /// activations as they come, in one partial sum per row and token for the block (ten
     /// dots of codes <= 2, within the sixteen of codes <= 3 a partial takes; one per load
     /// cost AVX2 a `vpmaddwd` and a `vpaddd` more per block, row and token: AMD Zen 3,
@@ -296,20 +300,13 @@ impl<M: Mac<__m256i>> Tq1Block<M> for __m256i {
         a: [*const i8; T],
         acc: &mut [[__m256i; T]; R],
     ) {
-        // SAFETY: loads the 52 code bytes at each `w[r]` (32, 16 and 4 bytes) and 320 prepared
-        // bytes at each `a[t]`, readable by the trait's contract; AVX2.
+        // SAFETY: loads 64 bytes at each `w[r]` (the block and `OVERREAD` bytes) and 320
+        // prepared bytes at each `a[t]`, readable by the trait's contract; AVX2.
         unsafe {
             for r in 0..R {
                 let mut p = acc[r].map(|acc| M::start(acc));
                 for chunk in 0..2 {
-                    let x = match chunk {
-                        0 => <Self as Vector>::load(w[r]),
-                        _ => {
-                            let qs = _mm_loadu_si128(w[r].add(32) as *const __m128i);
-                            let qh = _mm_cvtsi32_si128(i32::from_le_bytes(*(w[r].add(48) as *const [u8; 4])));
-                            _mm256_set_m128i(qh, qs)
-                        }
-                    };
+                    let x = <Self as Vector>::load(w[r].add(32 * chunk));
                     <Self as Vector>::trits(x, 5, |digit, codes| {
                         for t in 0..T {
                             let av = <Self as Vector>::load(a[t].add(chunk * 160 + digit * 32) as *const u8);
