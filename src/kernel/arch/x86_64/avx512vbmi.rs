@@ -170,7 +170,7 @@ impl Tq1Block<DigitTables> for __m512i {
     /// Along a row of one scale, AVX-512 VNNI's digit identity for one token: with no sums
     /// to combine per block it takes 20 operations per block and row and no lookups, 1.24x
     /// as fast as the lookups on an AMD Zen 4 (2560x2560: 81 against 100 µs). Batch tiles
-    /// share each lookup between their tokens and keep them (m = 2: 143 against 155 µs).
+    /// share each lookup between their tokens and keep them (m = 2: 137 against 155 µs).
     #[inline(always)]
     unsafe fn tq1_row_block<const R: usize, const T: usize>(
         w: [*const u8; R],
