@@ -60,7 +60,7 @@ pub(super) trait Vector: Copy + 'static {
 /// `vpdpbusd`).
 pub(super) trait Tq1Block<M>: Vector {
     /// See [`Simd::TQ1_OVERREAD`].
-    const OVERREAD: usize = 0;
+    const OVERREAD: usize;
 
     /// See [`Simd::tq1_block`].
     ///
