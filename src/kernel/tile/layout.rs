@@ -28,9 +28,9 @@ pub(crate) trait Tq<S: Simd>: Codes {
     };
     /// Bytes past a step's blocks that [`Tq::block`] and [`Tq::row_block`] may read: a
     /// vector load of a whole block shorter than a vector, cheaper than a load of its bytes
-    /// alone (TQ1_0 on AVX-512, see `avx512vnni.rs`). The lanes past the block meet zero
-    /// activations. The tile reads the tensor's last row, when the tensor ends before these
-    /// bytes, from a zero-padded copy.
+    /// alone (TQ1_0 on x86: one 64-byte load on AVX-512, see `avx512vnni.rs`, two of 32
+    /// bytes on AVX2). The lanes past the block meet zero activations. The tile reads the
+    /// tensor's last row, when the tensor ends before these bytes, from a zero-padded copy.
     const OVERREAD: usize = 0;
     /// Prepared activation bytes per step.
     fn act_block() -> usize;

@@ -289,8 +289,9 @@ impl<M: Mac<__m256i>> Tq1Block<M> for __m256i {
     const OVERREAD: usize = 2 * 32 - tq1_0::BLOCK_BYTES;
 
     /// Two loads per block and row: `qs[0..32]`, then `qs[32..48]` with `qh` in lanes
-    /// 16..20 (and bytes past the block, whose lanes meet zero activations); each split into its five digits by [`Vector::trits`], which meet the tokens'
-    /// activations as they come, in one partial sum per row and token for the block (ten
+    /// 16..20 (and bytes past the block, whose lanes meet zero activations); each split
+    /// into its five digits by [`Vector::trits`], which meet the tokens' activations as
+    /// they come, in one partial sum per row and token for the block (ten
     /// dots of codes <= 2, within the sixteen of codes <= 3 a partial takes; one per load
     /// cost AVX2 a `vpmaddwd` and a `vpaddd` more per block, row and token: AMD Zen 3,
     /// 2560x2560, m = 1 201.6-202.1 to 198.7-199.5 µs).
